@@ -1,0 +1,99 @@
+/**
+ * The codec: one frame in, a typed message or one coded {@link WireError} out — never a throw.
+ * Validators are compiled once, at module load (ajv, strict mode).
+ */
+import { Ajv, type ValidateFunction } from 'ajv';
+import { CloseCode } from './codes.js';
+import type { HostMessage, ServerMessage, ToolSpec } from './messages.js';
+import { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';
+
+/**
+ * Why a frame was refused.
+ * - `fatal: true` — the connection cannot go on; close it with `closeCode` and settle every pending
+ *   call with exit code 76 (DESIGN §6).
+ * - `fatal: false` — parsable JSON of the wrong shape; the session is kept. When the frame names a
+ *   call (`id`), that call settles 76.
+ */
+export interface WireError {
+  fatal: boolean;
+  /** RFC 6455 close code to use when fatal (1002, 1003, 1007, 1009). */
+  closeCode: number;
+  /** Human-readable reason, e.g. `result: must have required property 'exitCode'`. */
+  reason: string;
+  /** The call id the frame named, when it named one. */
+  id?: string;
+}
+
+/** Outcome of decoding one frame. */
+export type Decoded<M> = { ok: true; message: M } | { ok: false; error: WireError };
+
+const ajv = new Ajv({ strict: true, allErrors: false });
+
+function compileAll(schemas: Record<string, object>): Map<string, ValidateFunction> {
+  return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
+}
+
+const hostValidators = compileAll(hostMessageSchemas);
+const serverValidators = compileAll(serverMessageSchemas);
+const toolSpecValidator = ajv.compile(toolSpecSchema);
+
+/** Render ajv errors as one line, e.g. `/exitCode must be integer`. */
+export function formatAjvErrors(errors: ValidateFunction['errors']): string {
+  if (!errors || errors.length === 0) return 'invalid';
+  return errors.map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');
+}
+
+function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buffer, isBinary: boolean): Decoded<M> {
+  if (isBinary) {
+    return { ok: false, error: { fatal: true, closeCode: CloseCode.UNSUPPORTED_DATA, reason: 'binary frame' } };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(typeof data === 'string' ? data : data.toString('utf8'));
+  } catch {
+    return { ok: false, error: { fatal: true, closeCode: CloseCode.PROTOCOL_ERROR, reason: 'frame is not JSON' } };
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return { ok: false, error: { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: 'frame is not a JSON object' } };
+  }
+  const record = value as Record<string, unknown>;
+  const named = typeof record.id === 'string' && record.id.length > 0 ? record.id : undefined;
+  const type = record.type;
+  const validate = typeof type === 'string' ? validators.get(type) : undefined;
+  if (!validate) {
+    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `unknown message type ${JSON.stringify(type)?.slice(0, 64)}` };
+    if (named) error.id = named;
+    return { ok: false, error };
+  }
+  if (!validate(value)) {
+    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}` };
+    if (named) error.id = named;
+    return { ok: false, error };
+  }
+  return { ok: true, message: value as M };
+}
+
+/** Decode a frame a host sent (server side). `data` as ws delivers it; `isBinary` from the ws event. */
+export function decodeHostMessage(data: string | Buffer, isBinary = false): Decoded<HostMessage> {
+  return decode<HostMessage>(hostValidators, data, isBinary);
+}
+
+/** Decode a frame the server sent (tool-host side). */
+export function decodeServerMessage(data: string | Buffer, isBinary = false): Decoded<ServerMessage> {
+  return decode<ServerMessage>(serverValidators, data, isBinary);
+}
+
+/** Encode any message as one JSON text frame. */
+export function encodeMessage(message: HostMessage | ServerMessage): string {
+  return JSON.stringify(message);
+}
+
+/** Check one advertised tool's shape; returns the reason it is refused, or `undefined` when well-formed. */
+export function checkToolSpec(value: unknown): string | undefined {
+  return toolSpecValidator(value) ? undefined : formatAjvErrors(toolSpecValidator.errors);
+}
+
+/** Type guard form of {@link checkToolSpec}. */
+export function isToolSpec(value: unknown): value is ToolSpec {
+  return toolSpecValidator(value);
+}

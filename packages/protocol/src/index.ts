@@ -1,0 +1,44 @@
+/**
+ * `@toolwire/protocol` — the wire contract shared by the server and the tool host: messages and
+ * their JSON Schemas, the codec, limits and defaults, exit codes and close codes, captures.
+ *
+ * @packageDocumentation
+ */
+export { ExitCode, type ExitCodeValue, SIGNAL_EXIT_BASE, FailureKind, type Failure, CloseCode, type CloseCodeValue, closeCodeName } from './codes.js';
+export { Defaults, MAX_NAME_LENGTH, NAME_PATTERN, QUALIFIER } from './limits.js';
+export { PROTOCOL_VERSION, SUBPROTOCOL } from './version.js';
+export type {
+  ToolSpec,
+  HelloMessage,
+  AdvertiseMessage,
+  ResultMessage,
+  HostMessage,
+  WelcomeLimits,
+  WelcomeMessage,
+  AdvertisedMessage,
+  CallMessage,
+  CancelMessage,
+  ServerMessage,
+} from './messages.js';
+export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';
+export {
+  type WireError,
+  type Decoded,
+  decodeHostMessage,
+  decodeServerMessage,
+  encodeMessage,
+  checkToolSpec,
+  isToolSpec,
+  formatAjvErrors,
+} from './codec.js';
+export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
+export {
+  type Capture,
+  type PartialOutput,
+  failureCapture,
+  appendReason,
+  countLines,
+  headTail,
+  joinHeadTail,
+  HeadTailBuffer,
+} from './capture.js';

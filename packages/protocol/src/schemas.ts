@@ -1,0 +1,110 @@
+/**
+ * JSON Schemas of every wire message (DESIGN §5), one per `type`. Compiled once, at module load,
+ * by `codec.ts`. Unknown keys are rejected everywhere (`additionalProperties: false`), which also
+ * keeps `__proto__`-style keys out of decoded messages.
+ */
+import { FailureKind } from './codes.js';
+
+const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
+const shortText = { type: 'string', maxLength: 256 } as const;
+
+function message(type: string, properties: Record<string, unknown>, required: string[]) {
+  return {
+    type: 'object',
+    properties: { type: { const: type }, ...properties },
+    required: ['type', ...required],
+    additionalProperties: false,
+  } as const;
+}
+
+/** Shape of one advertised tool. Checked per tool by the server so one bad tool rejects only itself. */
+export const toolSpecSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' },
+    description: { type: 'string' },
+    inputSchema: { type: 'object' },
+  },
+  required: ['name', 'inputSchema'],
+  additionalProperties: false,
+} as const;
+
+/** Schemas of host → server messages, keyed by `type`. */
+export const hostMessageSchemas = {
+  hello: message('hello', { protocol: { type: 'integer' }, software: shortText, name: shortText }, ['protocol']),
+  // Items are checked one by one against toolSpecSchema by the registry.
+  advertise: message('advertise', { tools: { type: 'array', items: { type: 'object' } } }, ['tools']),
+  result: message(
+    'result',
+    {
+      id,
+      stdout: { type: 'string' },
+      stderr: { type: 'string' },
+      stdoutEncoding: { const: 'base64' },
+      stderrEncoding: { const: 'base64' },
+      exitCode: { type: 'integer', minimum: 0, maximum: 255 },
+      failure: { enum: Object.keys(FailureKind) },
+    },
+    ['id', 'stdout', 'stderr', 'exitCode'],
+  ),
+} as const;
+
+/** Schemas of server → host messages, keyed by `type`. */
+export const serverMessageSchemas = {
+  welcome: message(
+    'welcome',
+    {
+      protocol: { type: 'integer' },
+      host: shortText,
+      heartbeatMs: { type: 'integer', minimum: 1 },
+      limits: {
+        type: 'object',
+        properties: {
+          maxPayload: { type: 'integer', minimum: 1 },
+          maxInFlight: { type: 'integer', minimum: 1 },
+          maxTools: { type: 'integer', minimum: 0 },
+        },
+        required: ['maxPayload', 'maxInFlight', 'maxTools'],
+        additionalProperties: false,
+      },
+    },
+    ['protocol', 'host', 'heartbeatMs', 'limits'],
+  ),
+  advertised: message(
+    'advertised',
+    {
+      accepted: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { name: { type: 'string' }, as: { type: 'string' } },
+          required: ['name', 'as'],
+          additionalProperties: false,
+        },
+      },
+      rejected: {
+        type: 'array',
+        items: {
+          type: 'object',
+          properties: { name: { type: 'string' }, reason: { type: 'string' } },
+          required: ['name', 'reason'],
+          additionalProperties: false,
+        },
+      },
+    },
+    ['accepted', 'rejected'],
+  ),
+  call: message(
+    'call',
+    {
+      id,
+      tool: { type: 'string', minLength: 1, maxLength: 64 },
+      input: {},
+      workspace: { type: 'string' },
+      agent: { type: 'string' },
+      deadlineMs: { type: 'integer', minimum: 0 },
+    },
+    ['id', 'tool', 'input', 'workspace', 'agent', 'deadlineMs'],
+  ),
+  cancel: message('cancel', { id, reason: { enum: ['stop', 'deadline'] } }, ['id', 'reason']),
+} as const;

@@ -1,0 +1,51 @@
+/**
+ * The host-injection seam (seed 000: `ToolInjection`, `RoutedCall`, `RoutedCapture`, router
+ * obligations). One object holds both halves — what the agent is told exists, and who answers —
+ * so they cannot disagree.
+ */
+import type { Capture } from '@toolwire/protocol';
+
+/** One tool definition put in front of the agent (seed: `InjectedTool`). */
+export interface InjectedTool {
+  /** The name the model spells, and the name the grant gate and the router key on. */
+  name: string;
+  /** Sent verbatim as the tool's input schema. */
+  inputSchema: Record<string, unknown>;
+  description?: string;
+}
+
+/** One invocation handed to a router (seed: `RoutedCall`). */
+export interface RoutedCall {
+  /** The caller's call id (e.g. `tool_use.id`); the disk record's directory name. */
+  id: string;
+  /** The tool name as the model spelled it. */
+  name: string;
+  /** The input, verbatim — a subprocess's stdin. */
+  input: unknown;
+  /** The calling agent's workspace root (`TOOLWIRE_WORKSPACE` on the host). */
+  workspace: string;
+  /** The calling agent's id (`TOOLWIRE_AGENT` on the host). */
+  agent: string;
+  /** Aborted when a stop lands mid-invocation; the router must end the call promptly (→ 130). */
+  signal: AbortSignal;
+  /** Time allowed for this call, ms; default: the tool's or the server's deadline. On expiry → 124. */
+  deadlineMs?: number;
+}
+
+/**
+ * What a router produced (seed: `RoutedCapture`): stdout, stderr, exit code — plus an optional
+ * `failure` kind when toolwire ended the call.
+ */
+export type RoutedCapture = Capture;
+
+/**
+ * The seam. Router obligations (seed 000): `route` bounds every wait (deadline → 124), renders a
+ * vanished endpoint as a non-zero capture with the reason on stderr (never a hang or a throw), and
+ * watches `call.signal` so a stop ends the call promptly (→ 130).
+ */
+export interface ToolInjection {
+  /** Every tool currently advertised by a connected host. Read by prompt assembly and the grant gate. */
+  tools(): InjectedTool[];
+  /** Answer `call`, or `undefined` for "not mine" (the executor then falls through). Never rejects. */
+  route(call: RoutedCall): Promise<RoutedCapture | undefined>;
+}
