@@ -22,6 +22,10 @@
  * | `CANNOT_EXECUTE` | 126 | tool found but cannot be executed (permission) | POSIX shell |
  * | `NOT_FOUND` | 127 | no such tool (not advertised, or the command is missing on the host) | POSIX shell |
  * | `CANCELLED` | 130 | cancelled by stop | 128 + SIGINT |
+ *
+ * Two more are used only as exit statuses of the `toolwire` CLI, never in a capture:
+ * `USAGE` 64 (bad flags or arguments, sysexits.h EX_USAGE) and `NO_PERM` 77 (token refused, or the
+ * call was declined by the grant gate or refused by tool control, sysexits.h EX_NOPERM).
  */
 export const ExitCode = {
   OK: 0,
@@ -34,6 +38,8 @@ export const ExitCode = {
   CANNOT_EXECUTE: 126,
   NOT_FOUND: 127,
   CANCELLED: 130,
+  USAGE: 64,
+  NO_PERM: 77,
 } as const;
 
 /** One of the values of {@link ExitCode}. */

@@ -42,3 +42,10 @@ export {
   joinHeadTail,
   HeadTailBuffer,
 } from './capture.js';
+export {
+  type LocalCredentials,
+  toolwireHome,
+  credentialsPath,
+  writeLocalCredentials,
+  readLocalCredentials,
+} from './credentials.js';
