@@ -1,0 +1,68 @@
+/**
+ * `pnpm start`: the main job on this machine. Starts `toolwire serve` on its embedded default
+ * (127.0.0.1:7700, fresh tokens written to the local credentials file) and, once it listens, one
+ * local tool host advertising `examples/tools.json`. Ctrl-C stops both.
+ *
+ * Each runs as its own process, exactly as on two machines; this script only starts, watches and
+ * stops them. Extra arguments are passed to `toolwire serve` (e.g. `pnpm start --listen 127.0.0.1:7800`).
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const cli = join(root, 'bin', 'toolwire.ts');
+const manifest = join(root, 'examples', 'tools.json');
+const children: ChildProcess[] = [];
+
+function toolwire(args: string[], stdio: 'pipe' | 'inherit'): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+    cwd: root,
+    stdio: ['ignore', stdio, 'inherit'],
+  });
+  children.push(child);
+  return child;
+}
+
+function stopAll(signal: NodeJS.Signals): void {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+}
+process.on('SIGINT', () => stopAll('SIGINT'));
+process.on('SIGTERM', () => stopAll('SIGTERM'));
+
+const server = toolwire(['serve', ...process.argv.slice(2)], 'pipe');
+const serverExit = once(server, 'exit');
+
+// Echo the server's stdout and start the host when it says it is listening.
+let hostStarted = false;
+let hostExit: Promise<unknown[]> | undefined;
+createInterface({ input: server.stdout! }).on('line', (line) => {
+  process.stdout.write(`${line}\n`);
+  if (!hostStarted && /listening/i.test(line)) {
+    hostStarted = true;
+    const host = toolwire(['host', '--manifest', manifest, '--root', root], 'inherit');
+    hostExit = once(host, 'exit');
+    void hostExit.then(([code]) => {
+      if (code !== 0 && code !== null) stopAll('SIGTERM');
+    });
+    process.stdout.write(
+      [
+        '',
+        'toolwire is up: one server and one local tool host ("local") with examples/tools.json.',
+        'From another terminal in this folder:',
+        '  pnpm toolwire tools',
+        `  pnpm toolwire call local__read_file '{"path":"README.md"}'`,
+        `  pnpm toolwire call local__sleep '{"seconds":30}' --timeout 500`,
+        'Ctrl-C here stops both.',
+        '',
+      ].join('\n'),
+    );
+  }
+});
+
+const [serverCode] = await serverExit;
+stopAll('SIGTERM');
+if (hostExit) await hostExit;
+process.exitCode = typeof serverCode === 'number' ? serverCode : 0;

@@ -1,0 +1,3 @@
+import { readInput, run } from './_lib.mjs';
+const { repo = '.' } = await readInput();
+run('git', ['-C', repo, 'status', '--short', '--branch']);

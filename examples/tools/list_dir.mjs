@@ -1,0 +1,3 @@
+import { readInput, run } from './_lib.mjs';
+const { path = '.' } = await readInput();
+run('ls', ['-la', '--', path]);
