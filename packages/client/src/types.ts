@@ -1,0 +1,64 @@
+/**
+ * Public types of the tool host (DESIGN §7): what a tool handler receives, what a subprocess tool
+ * is, and the logging surface.
+ */
+import type { Capture } from '@toolwire/protocol';
+import type { Logger as PinoLogger } from 'pino';
+
+/** The logging surface toolwire uses (a pino logger fits). */
+export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
+
+/** What a tool receives with each call (from the server's `call` frame). */
+export interface ToolContext {
+  /** Call id, unique among the connection's pending calls (`TOOLWIRE_CALL_ID` for subprocesses). */
+  id: string;
+  /** The calling agent's id (`TOOLWIRE_AGENT`). */
+  agent: string;
+  /** The calling agent's workspace root (`TOOLWIRE_WORKSPACE`). */
+  workspace: string;
+  /**
+   * Time allowed for this call, ms: the call's remaining deadline, lowered to the tool's own
+   * `timeoutMs` when that is smaller (`TOOLWIRE_DEADLINE_MS`).
+   */
+  deadlineMs: number;
+  /**
+   * Aborted on `cancel` (reason a {@link CallAborted} with failure `cancelled` → exit 130), at the
+   * deadline (`deadline` → 124), or when the connection is lost or the host closes (`unavailable`).
+   */
+  signal: AbortSignal;
+}
+
+/**
+ * An in-process tool. Return a string (stdout, exit code 0) or a full {@link Capture}. A throw
+ * becomes a capture with exit code 70 and the message on stderr; when the call was aborted first,
+ * the abort's capture (130 or 124) wins.
+ */
+export type ToolHandler = (input: unknown, ctx: ToolContext) => Promise<Capture | string> | Capture | string;
+
+/** The advertised face of an in-process tool. */
+export interface InProcessToolSpec {
+  description?: string;
+  /** A JSON Schema with `type: "object"`; the server validates call inputs against it. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** A subprocess tool as {@link ToolHost.command} takes it (what a manifest entry becomes, minus its name). */
+export interface CommandSpec {
+  description?: string;
+  /** A JSON Schema with `type: "object"`. */
+  inputSchema: Record<string, unknown>;
+  /** argv, run directly (no shell): `command[0]` is looked up on `PATH`. Non-empty. */
+  command: string[];
+  /** Working directory; default: the host's `root`. Absolute, or relative to the host process's cwd. */
+  cwd?: string;
+  /** Extra environment variables, added to the inherited environment. */
+  env?: Record<string, string>;
+  /** The tool's own deadline, ms; a call gets `min(call deadline, timeoutMs)`. */
+  timeoutMs?: number;
+}
+
+/** One manifest entry: a named {@link CommandSpec} (from {@link loadManifest}). */
+export interface CommandToolSpec extends CommandSpec {
+  /** `[A-Za-z0-9_-]{1,64}`. */
+  name: string;
+}

@@ -1,0 +1,146 @@
+/**
+ * Bearer tokens → identities (DESIGN §5: authentication happens at the HTTP upgrade, the token maps
+ * to the identity on the server; tokens are compared in constant time).
+ *
+ * Tokens are never stored: only their SHA-256 digests are kept, and a presented token's digest is
+ * compared with every stored digest by `crypto.timingSafeEqual` (no early exit), so the time taken
+ * depends neither on how much of a token matched nor on which entry matched.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { NAME_PATTERN, QUALIFIER } from '@toolwire/protocol';
+import type { CallerCredential, HostCredential } from '../options.js';
+
+/** Who a token speaks for: a tool host (WebSocket endpoint) or a caller (MCP door). */
+export type Role = 'host' | 'caller';
+
+/**
+ * An authenticated identity.
+ * - `role: 'host'` — `name` is the host identity (the `<host>` of qualified tool names).
+ * - `role: 'caller'` — `name` is the agent id; `grant` lists callable tool names (default `["*"]`).
+ */
+export interface Principal {
+  role: Role;
+  name: string;
+  grant?: readonly string[];
+}
+
+interface Entry {
+  digest: Buffer;
+  principal: Principal;
+}
+
+/** Default grant of a caller credential without one (ServerOptions.callers). */
+const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
+
+/** `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235 §2.1 / RFC 6750 §2.1). */
+const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
+
+function digestOf(token: string): Buffer {
+  return createHash('sha256').update(token, 'utf8').digest();
+}
+
+function checkToken(token: unknown, where: string): string {
+  if (typeof token !== 'string' || token.length === 0) throw new TypeError(`${where}.token must be a non-empty string`);
+  if (/\s/.test(token)) throw new TypeError(`${where}.token must not contain whitespace (it travels as "Bearer <token>")`);
+  return token;
+}
+
+function checkName(name: unknown, where: string, isHost: boolean): string {
+  if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+    throw new TypeError(`${where}.name must match ${NAME_PATTERN.source}, got ${JSON.stringify(name)}`);
+  }
+  if (isHost && name.includes(QUALIFIER)) {
+    throw new TypeError(`${where}.name must not contain "${QUALIFIER}" (it separates <host>${QUALIFIER}<tool>), got "${name}"`);
+  }
+  return name;
+}
+
+function checkGrant(grant: unknown, where: string): readonly string[] {
+  if (grant === undefined) return DEFAULT_GRANT;
+  if (!Array.isArray(grant) || !grant.every((g) => typeof g === 'string' && g.length > 0)) {
+    throw new TypeError(`${where}.grant must be an array of non-empty strings`);
+  }
+  return Object.freeze([...(grant as string[])]);
+}
+
+/** Build and check a full table; throws TypeError on the first bad credential. */
+function buildEntries(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): Entry[] {
+  if (!Array.isArray(hosts)) throw new TypeError('hosts must be an array of {name, token}');
+  if (!Array.isArray(callers)) throw new TypeError('callers must be an array of {name, token, grant?}');
+  const entries: Entry[] = [];
+  const names = { host: new Set<string>(), caller: new Set<string>() };
+  const digests = new Set<string>();
+  const add = (role: Role, cred: HostCredential | CallerCredential, i: number): void => {
+    const where = `${role === 'host' ? 'hosts' : 'callers'}[${i}]`;
+    if (typeof cred !== 'object' || cred === null) throw new TypeError(`${where} must be an object`);
+    const name = checkName(cred.name, where, role === 'host');
+    const token = checkToken(cred.token, where);
+    if (names[role].has(name)) throw new TypeError(`${where}.name "${name}" is given twice`);
+    names[role].add(name);
+    const digest = digestOf(token);
+    const hex = digest.toString('hex');
+    if (digests.has(hex)) throw new TypeError(`${where}.token is already used by another credential`);
+    digests.add(hex);
+    const principal: Principal =
+      role === 'host'
+        ? { role, name }
+        : { role, name, grant: checkGrant((cred as CallerCredential).grant, where) };
+    entries.push({ digest, principal: Object.freeze(principal) });
+  };
+  hosts.forEach((cred, i) => add('host', cred, i));
+  callers.forEach((cred, i) => add('caller', cred, i));
+  return entries;
+}
+
+/**
+ * The server's token table: host tokens (ServerOptions.hosts) and caller tokens (ServerOptions.callers).
+ *
+ * Rules (TypeError at construction or `update` on a violation):
+ * - host names match `[A-Za-z0-9_-]{1,64}` and contain no `__` (DESIGN §2: qualified names
+ *   `<host>__<tool>`); caller names match `[A-Za-z0-9_-]{1,64}`;
+ * - a name appears once per role; a token appears once in the whole table (one token, one identity);
+ * - tokens are non-empty and contain no whitespace.
+ */
+export class TokenTable {
+  #entries: Entry[];
+
+  /** @throws TypeError on a bad or duplicate name, an empty/whitespace token, or a token used twice. */
+  constructor(hosts: readonly HostCredential[], callers: readonly CallerCredential[]) {
+    this.#entries = buildEntries(hosts, callers);
+  }
+
+  /**
+   * Identify the bearer of an `Authorization` header value.
+   *
+   * @param authorization the raw header, `Bearer <token>`; `undefined` when absent
+   * @param role the role the endpoint accepts; a valid token of the other role is refused
+   * @returns the principal, or `undefined` (→ HTTP 401) for a missing/malformed header, an unknown
+   *   token, or a token of the wrong role
+   */
+  authenticate(authorization: string | undefined, role: Role): Principal | undefined {
+    if (typeof authorization !== 'string') return undefined;
+    const match = BEARER.exec(authorization);
+    if (!match) return undefined;
+    const presented = digestOf(match[1]!);
+    let found: Principal | undefined;
+    // Compare against every entry, without an early exit, so timing does not reveal which matched.
+    for (const entry of this.#entries) {
+      if (timingSafeEqual(entry.digest, presented)) found = entry.principal;
+    }
+    return found !== undefined && found.role === role ? found : undefined;
+  }
+
+  /**
+   * Replace both credential sets at once (token rotation). The new sets are checked fully before
+   * anything changes; on a TypeError the old table stays in force. Sessions already authenticated
+   * are not affected.
+   */
+  update(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): void {
+    this.#entries = buildEntries(hosts, callers);
+  }
+
+  /** True when `name` is a configured host identity (loopback dev mode may not claim one). */
+  hasHost(name: string): boolean {
+    return this.#entries.some((e) => e.principal.role === 'host' && e.principal.name === name);
+  }
+}

@@ -1,0 +1,95 @@
+/**
+ * The disk record (DESIGN §3): `<root>/<agent>/<call id>/input.json` before routing and
+ * `output.json` after, each written to a temp file and then renamed, so a reader never sees a
+ * partial file. The executor writes it for every call that reaches a capture, never the router.
+ *
+ * - `input.json`: `{id, name, input}`.
+ * - `output.json`: `{stdout, stderr, exitCode, startedAt, endedAt, failure?}` — full, uncapped
+ *   streams; each stream is a UTF-8 string, or `{"base64": "..."}` when it is not valid UTF-8;
+ *   times ISO-8601; `failure` only for a synthetic capture.
+ *
+ * Directories are created mode 0700 and files mode 0600 (inputs and outputs may be sensitive).
+ */
+import { isUtf8 } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { join, resolve, sep } from 'node:path';
+import type { Capture } from '@toolwire/protocol';
+
+/** Agent ids and call ids that may become a path segment: `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. */
+export const SEGMENT_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+/**
+ * Throw a `TypeError` (caller misuse) unless `value` is a safe path segment (see
+ * {@link SEGMENT_PATTERN}). `what` names the value in the message, e.g. `agent`.
+ */
+export function assertSegment(value: unknown, what: string): asserts value is string {
+  if (typeof value !== 'string' || !SEGMENT_PATTERN.test(value) || value === '.' || value === '..') {
+    throw new TypeError(`${what} must match [A-Za-z0-9._-]{1,128} and not be "." or "..", got ${JSON.stringify(value)?.slice(0, 160)}`);
+  }
+}
+
+/** A stream as stored in `output.json`. */
+export type RecordedBytes = string | { base64: string };
+
+/** Encode one stream for `output.json`: UTF-8 text when valid UTF-8, else `{base64}`. */
+export function recordBytes(bytes: Uint8Array): RecordedBytes {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return isUtf8(buf) ? buf.toString('utf8') : { base64: buf.toString('base64') };
+}
+
+/** Writes the records of calls under one root directory. */
+export class DiskRecord {
+  readonly #root: string;
+
+  /** @param root record root; resolved against the process cwd. */
+  constructor(root: string) {
+    this.#root = resolve(root);
+  }
+
+  /**
+   * The directory of one call, `<root>/<agent>/<id>`. Throws `TypeError` when `agent` or `id` is not
+   * a safe segment, or when the result would leave the root.
+   */
+  dirOf(agent: string, id: string): string {
+    assertSegment(agent, 'agent');
+    assertSegment(id, 'call id');
+    const dir = resolve(this.#root, agent, id);
+    if (!dir.startsWith(this.#root + sep)) throw new TypeError(`record path escapes the record root: ${dir}`);
+    return dir;
+  }
+
+  /** Write `input.json` `{id, name, input}`. Rejects on an I/O error. */
+  async writeInput(agent: string, id: string, name: string, input: unknown): Promise<void> {
+    const dir = this.dirOf(agent, id);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    await writeAtomic(join(dir, 'input.json'), { id, name, input });
+  }
+
+  /** Write `output.json` with the full capture. Rejects on an I/O error. */
+  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date): Promise<void> {
+    const dir = this.dirOf(agent, id);
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+    const output: Record<string, unknown> = {
+      stdout: recordBytes(capture.stdout),
+      stderr: recordBytes(capture.stderr),
+      exitCode: capture.exitCode,
+      startedAt: startedAt.toISOString(),
+      endedAt: endedAt.toISOString(),
+    };
+    if (capture.failure !== undefined) output.failure = capture.failure;
+    await writeAtomic(join(dir, 'output.json'), output);
+  }
+}
+
+/** JSON-encode `value` into `<path>.<random>.tmp`, then rename it over `path`; the temp file is removed on failure. */
+async function writeAtomic(path: string, value: unknown): Promise<void> {
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  try {
+    await writeFile(tmp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
+    await rename(tmp, path);
+  } catch (error) {
+    await rm(tmp, { force: true });
+    throw error;
+  }
+}

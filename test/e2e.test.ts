@@ -1,0 +1,131 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import {
+  CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor,
+} from './helpers.js';
+
+afterEach(cleanup);
+
+const run = (started: { server: { executor: { execute: Function } } }, name: string, input: unknown = {}, extra: object = {}) =>
+  (started.server.executor.execute as (r: object) => Promise<any>)({ name, input, agent: 'agent', ...extra });
+
+describe('end to end: server, a real tool-host process, the executor', () => {
+  it('lists the host tools under qualified names and runs in-process and subprocess tools', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const names = started.server.router.tools().map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['alpha__echo', 'alpha__cat', 'alpha__tree', 'alpha__exit3']));
+
+    const echo = await run(started, 'alpha__echo', { hello: 'world' });
+    expect(echo.outcome).toBe('completed');
+    expect(echo.capture.exitCode).toBe(0);
+    expect(text(echo.capture.stdout)).toBe('{"hello":"world"}');
+    expect(echo.envelope).toEqual({ text: 'Exit code: 0\n{"hello":"world"}', isError: false });
+
+    const cat = await run(started, 'alpha__cat', { piped: [1, 2, 3] });
+    expect(JSON.parse(text(cat.capture.stdout))).toEqual({ piped: [1, 2, 3] });
+
+    const exit3 = await run(started, 'alpha__exit3');
+    expect(exit3.capture.exitCode).toBe(3);
+    expect(exit3.envelope).toEqual({ text: 'Exit code: 3\nout\n--- stderr ---\nerr\n', isError: true });
+  });
+
+  it('carries non-UTF-8 output bytes exactly', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const result = await run(started, 'alpha__bytes');
+    expect(result.capture.exitCode).toBe(3);
+    expect([...result.capture.stdout]).toEqual([0xff, 0x00, 0xfe, 0x41]);
+  });
+
+  it('answers a missing command with 127 and a throwing handler with 70', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const missing = await run(started, 'alpha__missing');
+    expect(missing.capture.exitCode).toBe(127);
+    expect(text(missing.capture.stderr)).toMatch(/toolwire: .*\n$/);
+    const crash = await run(started, 'alpha__crash');
+    expect(crash.capture.exitCode).toBe(70);
+    expect(text(crash.capture.stderr)).toContain('fixture handler exploded');
+  });
+
+  it('answers an unknown tool with 127 and input that fails the schema with 65, not routed', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const unknown = await run(started, 'alpha__nope');
+    expect(unknown.capture.exitCode).toBe(127);
+    const bad = await run(started, 'alpha__strict', { n: 'one' });
+    expect(bad.capture.exitCode).toBe(65);
+    expect(text(bad.capture.stderr)).toMatch(/toolwire: .*integer/);
+    const good = await run(started, 'alpha__strict', { n: 1 });
+    expect(text(good.capture.stdout)).toBe('n=1');
+  });
+
+  it('bounds a long stdout in the envelope but keeps it whole in the capture', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const big = await run(started, 'alpha__big', { bytes: 100_000 });
+    expect(big.capture.stdout.length).toBe(100_000);
+    expect(big.envelope.text).toContain('[... stdout truncated: 100000 bytes / 1 lines total; showing the first 16384 and last 16384 bytes ...]');
+    expect(big.envelope.text.length).toBeLessThan(33_000);
+  });
+});
+
+describe('the toolwire CLI against a real server', () => {
+  it('host runs the example manifest; tools lists it; call prints a file and exits 0', async () => {
+    const started = await startServer();
+    spawnTs([cliPath, 'host', '--server', started.url, '--token', HOST_TOKEN, '--manifest', join(repoRoot, 'examples', 'tools.json'), '--root', repoRoot]);
+    await waitFor(() => started.server.router.tools().some((t) => t.name === 'alpha__read_file'), 'example tools', 15_000);
+
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const tools = await finish(spawnTs([cliPath, 'tools'], env));
+    expect(tools.code).toBe(0);
+    for (const name of ['alpha__list_dir', 'alpha__read_file', 'alpha__search', 'alpha__git_status', 'alpha__sleep']) {
+      expect(tools.stdout).toContain(name);
+    }
+
+    const call = await finish(spawnTs([cliPath, 'call', 'alpha__read_file', '{"path":"README.md"}'], env));
+    expect(call.stderr).toBe('');
+    expect(call.code).toBe(0);
+    expect(call.stdout).toBe(await readFile(join(repoRoot, 'README.md'), 'utf8'));
+
+    const json = await finish(spawnTs([cliPath, 'tools', '--json', '--server', started.mcpUrl, '--token', CALLER_TOKEN]));
+    expect(JSON.parse(json.stdout).map((t: { name: string }) => t.name)).toContain('alpha__sleep');
+  });
+
+  it('call with --timeout 500 on a sleeping tool exits 124 within about a second', async () => {
+    const started = await startServer();
+    spawnTs([cliPath, 'host', '--server', started.url, '--token', HOST_TOKEN, '--manifest', join(repoRoot, 'examples', 'tools.json')]);
+    await waitFor(() => started.server.router.tools().some((t) => t.name === 'alpha__sleep'), 'example tools', 15_000);
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const child = spawnTs([cliPath, 'call', 'alpha__sleep', '{"seconds":30}', '--timeout', '500'], env);
+    const started_ = Date.now();
+    const result = await finish(child);
+    expect(result.code).toBe(124);
+    expect(result.stderr).toMatch(/toolwire: .*deadline.*500 ms/);
+    // Process start-up (tsx) is not part of the deadline; the call itself must end at ~500 ms.
+    expect(Date.now() - started_).toBeLessThan(8_000);
+  });
+
+  it('Ctrl-C (SIGINT) on call stops the call and exits 130', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const child = spawnTs([cliPath, 'call', 'alpha__wait', '{}'], env);
+    const done = finish(child);
+    await waitFor(() => started.server.router.hosts().some((h) => h.inFlight > 0), 'the call to be in flight', 15_000);
+    child.kill('SIGINT');
+    const result = await done;
+    expect(result.code).toBe(130);
+    await waitFor(() => started.server.router.hosts().every((h) => h.inFlight === 0), 'the call to be stopped on the server');
+  });
+
+  it('a caller token that is wrong exits 77 and a host token cannot call', async () => {
+    const started = await startServer();
+    const wrong = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', 'nope']));
+    expect(wrong.code).toBe(77);
+    const hostToken = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', HOST_TOKEN]));
+    expect(hostToken.code).toBe(77);
+  });
+});

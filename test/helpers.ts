@@ -1,0 +1,186 @@
+/**
+ * Integration-test harness: a real server on 127.0.0.1 port 0, real tool-host processes, raw
+ * sockets, and bounded waits. Everything started here is tracked and torn down by `cleanup()`.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+import { ToolwireServer, type ServerOptions } from '@toolwire/server';
+
+export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const cliPath = join(repoRoot, 'bin', 'toolwire.ts');
+
+export const HOST_TOKEN = 'host-token-aaaaaaaaaaaaaaaaaaaaaaaa';
+export const HOST2_TOKEN = 'host-token-bbbbbbbbbbbbbbbbbbbbbbbb';
+export const CALLER_TOKEN = 'caller-token-cccccccccccccccccccccc';
+
+const cleanups: (() => Promise<void> | void)[] = [];
+
+/** Register a teardown step; `cleanup()` runs them in reverse order. */
+export function defer(fn: () => Promise<void> | void): void {
+  cleanups.push(fn);
+}
+
+/** Run and forget every registered teardown (call in afterEach). */
+export async function cleanup(): Promise<void> {
+  while (cleanups.length > 0) {
+    const fn = cleanups.pop()!;
+    try {
+      await fn();
+    } catch {
+      // teardown must go on
+    }
+  }
+}
+
+/** Poll `check` until it returns a truthy value, at most `timeoutMs`; throws with `what` on expiry. */
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 5_000, everyMs = 10): Promise<NonNullable<T>> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface Started {
+  server: ToolwireServer;
+  url: string;
+  mcpUrl: string;
+}
+
+/** Start a server on 127.0.0.1:0 with hosts `alpha` (HOST_TOKEN), `beta` (HOST2_TOKEN) and caller `agent`. */
+export async function startServer(options: ServerOptions = {}): Promise<Started> {
+  const server = new ToolwireServer({
+    hosts: [
+      { name: 'alpha', token: HOST_TOKEN },
+      { name: 'beta', token: HOST2_TOKEN },
+    ],
+    callers: [{ name: 'agent', token: CALLER_TOKEN }],
+    ...options,
+  });
+  const address = await server.listen(0, '127.0.0.1');
+  defer(() => server.close());
+  return { server, url: address.url, mcpUrl: address.mcpUrl };
+}
+
+/** Spawn a `node --import tsx` process with tracked teardown (SIGKILL to its group if still alive). */
+export function spawnTs(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+    detached: true,
+  });
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  defer(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      try {
+        process.kill(-child.pid!, 'SIGCONT');
+        process.kill(-child.pid!, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+      await once(child, 'exit');
+    }
+  });
+  return child;
+}
+
+/** Collect a child's stdout/stderr and wait for its exit, bounded. */
+export async function finish(child: ChildProcess, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
+  const started = Date.now();
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (d: string) => (stdout += d));
+  child.stderr!.on('data', (d: string) => (stderr += d));
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
+  return { code, stdout, stderr, ms: Date.now() - started };
+}
+
+/** Start the fixture tool host process (test/fixtures/host.ts) and wait until its tools are listed. */
+export async function startFixtureHost(
+  started: Started,
+  opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<ChildProcess> {
+  const name = opts.name ?? 'alpha';
+  const child = spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], {
+    TOOLWIRE_SERVER: started.url,
+    TOOLWIRE_TOKEN: opts.token ?? HOST_TOKEN,
+    ...opts.env,
+  });
+  let log = '';
+  child.stderr!.on('data', (d: string) => (log += d));
+  await waitFor(
+    () => started.server.router.tools().some((t) => t.name === `${name}__echo`) || child.exitCode !== null,
+    `host ${name} to advertise`,
+    15_000,
+  );
+  if (child.exitCode !== null) throw new Error(`fixture host exited ${child.exitCode}: ${log}`);
+  return child;
+}
+
+/** Open a raw WebSocket as a host (no client library), tracked for teardown. */
+export async function rawHost(url: string, token = HOST_TOKEN, options: { autoPong?: boolean } = {}): Promise<WebSocket> {
+  const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, autoPong: options.autoPong ?? true });
+  ws.on('error', () => {});
+  defer(() => {
+    if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
+  });
+  await once(ws, 'open');
+  return ws;
+}
+
+/** Next parsed JSON frame of `type` on a raw socket. */
+export function nextFrame(ws: WebSocket, type: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const onMessage = (data: Buffer) => {
+      const msg = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
+      if (msg.type === type) {
+        ws.off('message', onMessage);
+        ws.off('close', onClose);
+        resolve(msg);
+      }
+    };
+    const onClose = () => reject(new Error(`socket closed before a ${type} frame`));
+    ws.on('message', onMessage);
+    ws.on('close', onClose);
+  });
+}
+
+/** Say hello and advertise `tools` on a raw socket; resolves with the `advertised` frame. */
+export async function rawAdvertise(ws: WebSocket, tools: unknown[]): Promise<Record<string, unknown>> {
+  const welcome = nextFrame(ws, 'welcome');
+  ws.send(JSON.stringify({ type: 'hello', protocol: 1, software: 'raw-test' }));
+  await welcome;
+  const advertised = nextFrame(ws, 'advertised');
+  ws.send(JSON.stringify({ type: 'advertise', tools }));
+  return advertised;
+}
+
+/** A temporary directory removed at cleanup. */
+export async function tempDir(prefix = 'toolwire-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  defer(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** True while a process with this pid exists. */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString('utf8');
