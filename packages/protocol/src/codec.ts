@@ -27,7 +27,7 @@ export interface WireError {
 /** Outcome of decoding one frame. */
 export type Decoded<M> = { ok: true; message: M } | { ok: false; error: WireError };
 
-const ajv = new Ajv({ strict: true, allErrors: false });
+const ajv = new Ajv({ strict: true, allErrors: true });
 
 function compileAll(schemas: Record<string, object>): Map<string, ValidateFunction> {
   return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
@@ -37,10 +37,15 @@ const hostValidators = compileAll(hostMessageSchemas);
 const serverValidators = compileAll(serverMessageSchemas);
 const toolSpecValidator = ajv.compile(toolSpecSchema);
 
-/** Render ajv errors as one line, e.g. `/exitCode must be integer`. */
+/** Most ajv errors rendered into one reason line; the rest are counted. */
+const MAX_REPORTED_ERRORS = 5;
+
+/** Render ajv errors as one line, e.g. `/exitCode must be integer; / must have required property 'stderr'`. */
 export function formatAjvErrors(errors: ValidateFunction['errors']): string {
   if (!errors || errors.length === 0) return 'invalid';
-  return errors.map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`).join('; ');
+  const shown = errors.slice(0, MAX_REPORTED_ERRORS).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+  if (errors.length > MAX_REPORTED_ERRORS) shown.push(`and ${errors.length - MAX_REPORTED_ERRORS} more`);
+  return shown.join('; ');
 }
 
 function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buffer, isBinary: boolean): Decoded<M> {

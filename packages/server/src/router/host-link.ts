@@ -1,0 +1,24 @@
+/**
+ * What the router needs from one connected host session. `HostSession` implements it; tests may
+ * substitute a fake. The router never touches sockets itself.
+ */
+import type { RoutedCall, RoutedCapture } from '../seam.js';
+
+/** One bound host connection, as seen by the router. */
+export interface HostLink {
+  /** The host identity (from the token, or `hello.name` in loopback dev mode). */
+  readonly host: string;
+  /** When the connection was upgraded. */
+  readonly connectedAt: Date;
+  /** Calls sent and not yet settled (including stopped calls within their cancel grace). */
+  readonly inFlight: number;
+  /** True while calls may be sent (hello done, not closing). */
+  readonly isOpen: boolean;
+  /**
+   * Send `call` to the host as tool `tool` (its bare name) and settle it: the host's result, or a
+   * synthetic capture (69, 75, 76, 124, 130). Never rejects.
+   */
+  call(tool: string, call: RoutedCall): Promise<RoutedCapture>;
+  /** A newer connection of the same identity took over: close 4000, pending calls → 69. Idempotent. */
+  replace(): void;
+}

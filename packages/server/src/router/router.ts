@@ -1,0 +1,141 @@
+/**
+ * The router: the server half of the seam (seed 000, DESIGN §2). `tools()` lists every tool a
+ * connected host advertised; `route()` sends a call to the host that advertised its name and always
+ * settles with a capture. Host sessions register themselves through `bind` / `advertise` / `unbind`.
+ */
+import { EventEmitter } from 'node:events';
+import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
+import type { Logger, ResolvedOptions } from '../options.js';
+import { ToolRegistry } from '../registry/registry.js';
+import { reportedName } from '../registry/validate-tool.js';
+import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { HostLink } from './host-link.js';
+
+/** One connected host as `hosts()` reports it. `tools` are exposed names; `inFlight` counts pending calls. */
+export interface HostInfo {
+  name: string;
+  tools: string[];
+  inFlight: number;
+  connectedAt: Date;
+}
+
+/**
+ * `ToolInjection` over connected tool hosts.
+ *
+ * Events: `'toolsChanged'` `()` — emitted exactly once per change of `tools()`: a host advertised or
+ * re-advertised a different set (exposed name, description or schema), or a host with tools left
+ * (closed, lost, replaced). A listener that throws is logged, never propagated.
+ */
+export class Router extends EventEmitter implements ToolInjection {
+  readonly #registry: ToolRegistry;
+  readonly #links = new Map<string, HostLink>();
+  readonly #logger: Logger;
+
+  /** @param options resolved server options (naming, tool and schema limits, logger) */
+  constructor(options: ResolvedOptions) {
+    super();
+    this.#logger = options.logger;
+    this.#registry = new ToolRegistry({
+      naming: options.naming,
+      maxToolsPerHost: options.maxToolsPerHost,
+      maxSchemaBytes: options.maxSchemaBytes,
+      maxSchemaDepth: options.maxSchemaDepth,
+    });
+  }
+
+  /**
+   * Every tool currently advertised by a connected host: `{name, inputSchema, description?}` with
+   * `name` qualified `<host>__<tool>` (naming `qualified`, default) or bare (naming `bare`). The same
+   * frozen array is returned until the next `toolsChanged`.
+   */
+  tools(): InjectedTool[] {
+    return this.#registry.list();
+  }
+
+  /**
+   * Route `call` to the host that advertised `call.name`. Resolves `undefined` when no connected host
+   * advertises that name ("not mine", the executor falls through → 127). Otherwise always a capture:
+   * the host's result, or synthetic — 130 when `call.signal` is already aborted (nothing sent), 69
+   * host not connected, 75 overloaded, 76 protocol violation, 124 deadline
+   * (`call.deadlineMs ?? ServerOptions.deadlineMs`), 130 stop. Never rejects.
+   */
+  async route(call: RoutedCall): Promise<RoutedCapture | undefined> {
+    try {
+      const tool = this.#registry.lookup(call.name);
+      if (tool === undefined) return undefined;
+      if (call.signal.aborted) return failureCapture('cancelled', 'cancelled by stop');
+      const link = this.#links.get(tool.host);
+      if (link === undefined || !link.isOpen) {
+        return failureCapture('unavailable', `host ${tool.host} is not connected`);
+      }
+      return await link.call(tool.spec.name, call);
+    } catch (error) {
+      // Unknown throwables become a capture here, where the call is answered (CONTRIBUTING).
+      this.#logger.error({ err: error, tool: call?.name }, 'router: unexpected error while routing');
+      return failureCapture('host_error', `internal error while routing: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  /** Connected (hello done) hosts with their exposed tool names, pending call count and connect time. */
+  hosts(): HostInfo[] {
+    return [...this.#links.values()].map((link) => ({
+      name: link.host,
+      tools: this.#registry.namesOf(link.host),
+      inFlight: link.inFlight,
+      connectedAt: link.connectedAt,
+    }));
+  }
+
+  /**
+   * Make `link` the session of its host identity (on its `hello`). A previous session of the same
+   * identity is replaced first: closed 4000, its calls → 69, its tools removed (one `toolsChanged`
+   * if it had any). The new session starts with no tools until it advertises. For host sessions.
+   */
+  bind(link: HostLink): void {
+    const previous = this.#links.get(link.host);
+    if (previous === link) return;
+    this.#links.set(link.host, link);
+    if (previous !== undefined) {
+      this.#logger.info({ host: link.host }, 'host replaced by a newer connection');
+      previous.replace();
+    }
+    if (this.#registry.remove(link.host)) this.#emitChanged();
+  }
+
+  /**
+   * Replace `link`'s tool set with `tools` (the `advertise` items, unchecked) and return the
+   * `advertised` reply. Emits `toolsChanged` once when the exposed set differs. A link that is not
+   * (or no longer) the bound session of its identity changes nothing: every tool is rejected.
+   */
+  advertise(link: HostLink, tools: readonly unknown[]): AdvertisedMessage {
+    if (this.#links.get(link.host) !== link) {
+      return {
+        type: 'advertised',
+        accepted: [],
+        rejected: tools.map((t) => ({ name: reportedName(t), reason: 'session is no longer current' })),
+      };
+    }
+    const { advertised, changed } = this.#registry.replace(link.host, tools);
+    if (changed) this.#emitChanged();
+    return advertised;
+  }
+
+  /**
+   * `link` has ended. Removes its host and tools only if `link` is still the bound session of its
+   * identity (compared by object identity), so an old socket's late cleanup never removes a newer
+   * session. Emits `toolsChanged` once when tools were removed. For host sessions.
+   */
+  unbind(link: HostLink): void {
+    if (this.#links.get(link.host) !== link) return;
+    this.#links.delete(link.host);
+    if (this.#registry.remove(link.host)) this.#emitChanged();
+  }
+
+  #emitChanged(): void {
+    try {
+      this.emit('toolsChanged');
+    } catch (error) {
+      this.#logger.error({ err: error }, 'router: a toolsChanged listener threw');
+    }
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Heartbeat of one host connection (DESIGN §6): a ws ping every `intervalMs`; when the next ping is
+ * due and no pong arrived since the previous one, the host is declared lost. A host that goes silent
+ * (half-open, no FIN) is thus detected within 2 × `intervalMs` of its last pong.
+ */
+import { WebSocket } from 'ws';
+
+export class Heartbeat {
+  readonly #ws: WebSocket;
+  readonly #intervalMs: number;
+  readonly #onLost: () => void;
+  #timer: NodeJS.Timeout | undefined;
+  #answered = true;
+
+  /**
+   * @param ws the host's socket (pongs are reported through {@link Heartbeat.pong})
+   * @param intervalMs ping interval, ms (ServerOptions.heartbeatMs, default 10000)
+   * @param onLost called once when a pong is missed; the heartbeat has stopped by then
+   */
+  constructor(ws: WebSocket, intervalMs: number, onLost: () => void) {
+    this.#ws = ws;
+    this.#intervalMs = intervalMs;
+    this.#onLost = onLost;
+  }
+
+  /** Start pinging. Idempotent. */
+  start(): void {
+    if (this.#timer !== undefined) return;
+    this.#answered = true;
+    this.#timer = setInterval(() => this.#beat(), this.#intervalMs);
+  }
+
+  /** Record a pong. */
+  pong(): void {
+    this.#answered = true;
+  }
+
+  /** Stop pinging and clear the timer. Idempotent. */
+  stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #beat(): void {
+    if (!this.#answered) {
+      this.stop();
+      this.#onLost();
+      return;
+    }
+    this.#answered = false;
+    if (this.#ws.readyState !== WebSocket.OPEN) return;
+    try {
+      this.#ws.ping();
+    } catch {
+      // The socket is going away; its 'close' event settles the session.
+    }
+  }
+}

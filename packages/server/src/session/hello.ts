@@ -1,0 +1,60 @@
+/**
+ * The `hello` → `welcome` step of a host session (DESIGN §5): which host identity the connection
+ * gets, and the `welcome` that announces it with the server's limits.
+ */
+import { CloseCode, type HelloMessage, NAME_PATTERN, PROTOCOL_VERSION, QUALIFIER, type WelcomeMessage } from '@toolwire/protocol';
+import type { ResolvedOptions } from '../options.js';
+
+/**
+ * Who the connection is, as decided at the upgrade: a token's host identity, or (loopback dev mode
+ * only) a tokenless loopback peer that names itself in `hello.name`.
+ */
+export type HostIdentity = { kind: 'token'; name: string } | { kind: 'loopback' };
+
+/** Host name a loopback dev host gets when its `hello` carries no `name`. */
+export const DEFAULT_DEV_HOST_NAME = 'local';
+
+/** Outcome of a `hello`: the bound host name, or the close code and reason that refuse it. */
+export type HelloOutcome = { ok: true; host: string } | { ok: false; closeCode: number; reason: string; fault: boolean };
+
+/**
+ * Decide the host name for `hello`:
+ * - `protocol` other than `PROTOCOL_VERSION` → close 1002 (a protocol fault);
+ * - token identity → the token's name (`hello.name` is ignored: a host never names itself);
+ * - loopback dev identity → `hello.name` (default `local`), which must match `[A-Za-z0-9_-]{1,64}`
+ *   without `__` and must not be a configured host identity (`reserved`) → else close 1008.
+ */
+export function acceptHello(hello: HelloMessage, identity: HostIdentity, reserved: (name: string) => boolean): HelloOutcome {
+  if (hello.protocol !== PROTOCOL_VERSION) {
+    return {
+      ok: false,
+      fault: true,
+      closeCode: CloseCode.PROTOCOL_ERROR,
+      reason: `unsupported protocol version ${hello.protocol}; this server speaks ${PROTOCOL_VERSION}`,
+    };
+  }
+  if (identity.kind === 'token') return { ok: true, host: identity.name };
+  const name = hello.name ?? DEFAULT_DEV_HOST_NAME;
+  if (!NAME_PATTERN.test(name) || name.includes(QUALIFIER)) {
+    return { ok: false, fault: false, closeCode: CloseCode.POLICY_VIOLATION, reason: `hello.name must match ${NAME_PATTERN.source} without "${QUALIFIER}"` };
+  }
+  if (reserved(name)) {
+    return { ok: false, fault: false, closeCode: CloseCode.POLICY_VIOLATION, reason: `hello.name "${name}" is a configured host identity; present its token` };
+  }
+  return { ok: true, host: name };
+}
+
+/** The `welcome` for host `host`: protocol version, identity, heartbeat interval (ms) and limits. */
+export function welcomeFor(host: string, options: ResolvedOptions): WelcomeMessage {
+  return {
+    type: 'welcome',
+    protocol: PROTOCOL_VERSION,
+    host,
+    heartbeatMs: options.heartbeatMs,
+    limits: {
+      maxPayload: options.maxPayload,
+      maxInFlight: options.maxInFlightPerHost,
+      maxTools: options.maxToolsPerHost,
+    },
+  };
+}

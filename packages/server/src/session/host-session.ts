@@ -1,0 +1,291 @@
+/**
+ * One tool host's WebSocket connection (DESIGN §5, §6): `hello` → `welcome` → `advertise` →
+ * `advertised`, calls and results, heartbeat, and every way the connection ends. Nothing a host sends
+ * makes this throw; every way of ending settles every pending call exactly once.
+ */
+import {
+  type AdvertiseMessage,
+  CloseCode,
+  decodeHostMessage,
+  encodeMessage,
+  failureCapture,
+  type HelloMessage,
+  type ResultMessage,
+  type ServerMessage,
+  type WireError,
+} from '@toolwire/protocol';
+import { type RawData, WebSocket } from 'ws';
+import type { Logger, ResolvedOptions } from '../options.js';
+import type { HostLink } from '../router/host-link.js';
+import type { Router } from '../router/router.js';
+import type { RoutedCall, RoutedCapture } from '../seam.js';
+import { normalizeDeadline, refuseOverload } from './admission.js';
+import { closeReasonText, peerReasonText, wsErrorCloseCode } from './close-codes.js';
+import * as endings from './endings.js';
+import type { Ending } from './endings.js';
+import { Heartbeat } from './heartbeat.js';
+import { acceptHello, type HostIdentity, welcomeFor } from './hello.js';
+import { PendingCalls } from './pending-calls.js';
+
+/** Dependencies of a {@link HostSession}. */
+export interface HostSessionDeps {
+  /** The upgraded socket, OPEN. */
+  ws: WebSocket;
+  identity: HostIdentity;
+  options: ResolvedOptions;
+  router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
+  /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
+  reserved?: (name: string) => boolean;
+}
+
+type State = 'hello' | 'open' | 'closed';
+
+function rawToBuffer(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+/**
+ * A host connection from upgrade to close. Created by the endpoint right after the upgrade; binds
+ * itself to the router on a valid `hello` and unbinds when it ends.
+ */
+export class HostSession implements HostLink {
+  /** When the connection was upgraded. */
+  readonly connectedAt = new Date();
+  /** Resolves when the socket has closed (ws `'close'`). Never rejects. */
+  readonly closed: Promise<void>;
+  readonly #ws: WebSocket;
+  readonly #identity: HostIdentity;
+  readonly #options: ResolvedOptions;
+  readonly #router: HostSessionDeps['router'];
+  readonly #reserved: (name: string) => boolean;
+  readonly #logger: Logger;
+  readonly #pending: PendingCalls;
+  readonly #heartbeat: Heartbeat;
+  #helloTimer: NodeJS.Timeout | undefined;
+  #state: State = 'hello';
+  #host = '';
+  #badFrames = 0;
+
+  constructor(deps: HostSessionDeps) {
+    const { ws, options } = deps;
+    this.#ws = ws;
+    this.#identity = deps.identity;
+    this.#options = options;
+    this.#router = deps.router;
+    this.#reserved = deps.reserved ?? (() => false);
+    this.#logger = options.logger;
+    this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
+    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs);
+    this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () =>
+      this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))),
+    );
+    let onClosed!: () => void;
+    this.closed = new Promise<void>((resolve) => (onClosed = resolve));
+    // Listeners attached synchronously, before any event can fire. A bug of ours while handling a
+    // frame must not crash the server: it ends this session with 1011 instead.
+    ws.on('error', (error) => this.#guard(() => this.#onError(error)));
+    ws.on('message', (data, isBinary) => this.#guard(() => this.#onMessage(data, isBinary)));
+    ws.on('pong', () => this.#heartbeat.pong());
+    ws.on('close', (code, reason) => {
+      try {
+        this.#guard(() => this.#onClose(code, reason));
+      } finally {
+        onClosed();
+      }
+    });
+    this.#helloTimer = setTimeout(
+      () => this.#guard(() => this.#end(endings.helloTimeout(options.helloTimeoutMs))),
+      options.helloTimeoutMs,
+    );
+    this.#heartbeat.start();
+  }
+
+  /** The host identity; `''` until a loopback dev host's `hello`. */
+  get host(): string {
+    return this.#host;
+  }
+
+  /** Pending calls. */
+  get inFlight(): number {
+    return this.#pending.size;
+  }
+
+  /** True after `hello` until the session ends. */
+  get isOpen(): boolean {
+    return this.#state === 'open' && this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /**
+   * Send `call` to tool `tool` (its bare name). Settles: 130 at once when `call.signal` is already
+   * aborted (nothing sent); 69 when the session is not open; 75 when `maxInFlightPerHost` calls are
+   * pending or `bufferedAmount` exceeds `maxBufferedBytesPerHost`; 124 at once for a deadline of 0;
+   * else as {@link PendingCalls.dispatch}. Never rejects.
+   */
+  call(tool: string, call: RoutedCall): Promise<RoutedCapture> {
+    if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+    if (!this.isOpen) return Promise.resolve(failureCapture('unavailable', `host ${this.#host} is not connected`));
+    const overload = refuseOverload({
+      host: this.#host,
+      inFlight: this.#pending.size,
+      maxInFlight: this.#options.maxInFlightPerHost,
+      buffered: this.#ws.bufferedAmount,
+      maxBuffered: this.#options.maxBufferedBytesPerHost,
+    });
+    if (overload !== undefined) return Promise.resolve(overload);
+    const deadlineMs = normalizeDeadline(call.deadlineMs, this.#options.deadlineMs);
+    if (deadlineMs === 0) return Promise.resolve(failureCapture('deadline', 'deadline of 0 ms exceeded'));
+    return this.#pending.dispatch(tool, call, deadlineMs);
+  }
+
+  /** A newer connection of this identity took over: close 4000 (REPLACED), pending calls → 69. Idempotent. */
+  replace(): void {
+    this.#end(endings.replaced(this.#host));
+  }
+
+  /** Server shutdown: close 1001 (GOING_AWAY), pending calls → 69. Idempotent. */
+  shutdown(): void {
+    this.#end(endings.shutdown());
+  }
+
+  /** Destroy the socket now (after {@link shutdown} when the peer does not complete the close). */
+  terminate(): void {
+    this.#end(endings.terminated());
+    if (this.#ws.readyState !== WebSocket.CLOSED) this.#ws.terminate();
+  }
+
+  // ---- incoming ------------------------------------------------------------------------------
+
+  #onMessage(data: RawData, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    const decoded = decodeHostMessage(rawToBuffer(data), isBinary);
+    if (!decoded.ok) return this.#onBadFrame(decoded.error);
+    const message = decoded.message;
+    if (this.#state === 'hello') {
+      if (message.type === 'hello') return this.#onHello(message);
+      return this.#violation(CloseCode.PROTOCOL_ERROR, `${message.type} before hello`);
+    }
+    switch (message.type) {
+      case 'hello':
+        return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello');
+      case 'advertise':
+        return this.#onAdvertise(message);
+      case 'result':
+        return this.#onResult(message);
+    }
+  }
+
+  #onBadFrame(error: WireError): void {
+    if (error.fatal) return this.#violation(error.closeCode, error.reason);
+    if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
+    this.#badFrames += 1;
+    const named =
+      error.id !== undefined &&
+      this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
+    this.#logger.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
+    if (this.#badFrames > this.#options.maxBadFrames) {
+      this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
+    }
+  }
+
+  #onHello(hello: HelloMessage): void {
+    const outcome = acceptHello(hello, this.#identity, this.#reserved);
+    if (!outcome.ok) {
+      if (outcome.fault) return this.#violation(outcome.closeCode, outcome.reason);
+      return this.#end(endings.refused(outcome.closeCode, outcome.reason));
+    }
+    this.#host = outcome.host;
+    clearTimeout(this.#helloTimer);
+    this.#helloTimer = undefined;
+    this.#state = 'open';
+    this.#router.bind(this);
+    this.#logger.info({ host: this.#host, software: hello.software }, 'host connected');
+    this.#send(welcomeFor(this.#host, this.#options));
+  }
+
+  #onAdvertise(advertise: AdvertiseMessage): void {
+    const advertised = this.#router.advertise(this, advertise.tools);
+    if (advertised.rejected.length > 0) {
+      this.#logger.warn({ host: this.#host, rejected: advertised.rejected }, 'host advertised invalid tools');
+    }
+    this.#send(advertised);
+  }
+
+  #onResult(result: ResultMessage): void {
+    if (!this.#pending.resolve(result)) {
+      this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
+    }
+  }
+
+  #onError(error: Error): void {
+    const code = wsErrorCloseCode(error);
+    if (code === undefined) {
+      // A socket error (e.g. ECONNRESET); ws follows with 'close', which settles the session.
+      this.#logger.debug({ host: this.#host, err: error }, 'host socket error');
+      return;
+    }
+    // ws refused a frame and is already closing the socket with `code`.
+    this.#violation(code, error.message);
+  }
+
+  #onClose(code: number, reason: Buffer): void {
+    this.#end(endings.disconnected(this.#host, code, peerReasonText(reason)));
+  }
+
+  // ---- ending --------------------------------------------------------------------------------
+
+  #guard(handler: () => void): void {
+    try {
+      handler();
+    } catch (error) {
+      this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
+      try {
+        this.#end(endings.internalError(this.#host));
+      } catch (inner) {
+        this.#logger.error({ host: this.#host, err: inner }, 'ending a host session failed');
+      }
+      // If the failure was inside an ending already under way, the socket may still be open.
+      if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
+    }
+  }
+
+  #violation(code: number, reason: string): void {
+    this.#end(endings.violation(this.#host, code, reason));
+  }
+
+  /** The one way a session ends. Idempotent: only the first ending counts. */
+  #end(ending: Ending): void {
+    if (this.#state === 'closed') return;
+    const wasBound = this.#state === 'open';
+    this.#state = 'closed';
+    clearTimeout(this.#helloTimer);
+    this.#helloTimer = undefined;
+    this.#heartbeat.stop();
+    this.#pending.failAll(ending.kind, ending.reason);
+    if (wasBound) this.#router.unbind(this);
+    this.#logger.info({ host: this.#host, reason: ending.reason }, 'host session ended');
+    try {
+      if (ending.terminate) this.#ws.terminate();
+      else if (ending.close && this.#ws.readyState === WebSocket.OPEN) {
+        this.#ws.close(ending.close.code, closeReasonText(ending.close.text));
+      }
+    } catch (error) {
+      this.#logger.error({ host: this.#host, err: error }, 'closing host socket failed');
+      this.#ws.terminate();
+    }
+  }
+
+  // ---- outgoing ------------------------------------------------------------------------------
+
+  #send(message: ServerMessage): void {
+    this.#sendText(encodeMessage(message));
+  }
+
+  #sendText(text: string): void {
+    if (this.#ws.readyState !== WebSocket.OPEN) return;
+    this.#ws.send(text, (error) => {
+      if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
+    });
+  }
+}

@@ -1,0 +1,152 @@
+/**
+ * The calls one host session has sent and not yet settled (DESIGN §6). Each pending call has exactly
+ * one owner (this map) and settles exactly once, through one settle function that deletes it from
+ * the map, clears its timer and removes its abort listener. Whatever settles first wins: the host's
+ * result, the deadline, the stop grace, a wrong-shape frame naming it, or the session ending.
+ */
+import {
+  type Capture,
+  encodeMessage,
+  type Failure,
+  failureCapture,
+  fromWire,
+  type ResultMessage,
+} from '@toolwire/protocol';
+import { nanoid } from 'nanoid';
+import type { RoutedCall } from '../seam.js';
+
+interface Entry {
+  readonly id: string;
+  /** A stop landed: the host was sent `cancel` and the call settles 130 (with the host's partial output if it answers). */
+  stopped: boolean;
+  /** The deadline timer, or after a stop the cancel-grace timer. */
+  timer: NodeJS.Timeout | undefined;
+  settle(capture: Capture): void;
+}
+
+/** Pending calls of one host session, keyed by wire id (fresh per call, never the caller's id). */
+export class PendingCalls {
+  readonly #calls = new Map<string, Entry>();
+  readonly #sendText: (text: string) => void;
+  readonly #cancelGraceMs: number;
+
+  /**
+   * @param sendText sends one text frame to the host (a no-op when the socket is not open)
+   * @param cancelGraceMs after a stop, how long to wait for the host's partial result before
+   *   settling 130 anyway, ms (ServerOptions.cancelGraceMs, default 2000)
+   */
+  constructor(sendText: (text: string) => void, cancelGraceMs: number) {
+    this.#sendText = sendText;
+    this.#cancelGraceMs = cancelGraceMs;
+  }
+
+  /** Number of pending calls (including stopped calls waiting out their grace). */
+  get size(): number {
+    return this.#calls.size;
+  }
+
+  /**
+   * Send a `call` frame for `call` to tool `tool` and settle it:
+   * - the host's `result` → its capture (bytes decoded exactly);
+   * - `deadlineMs` passes → 124 `deadline of N ms exceeded`, and `cancel {reason: 'deadline'}` is sent;
+   * - `call.signal` aborts → `cancel {reason: 'stop'}` is sent; 130 `cancelled by stop` with the
+   *   host's partial output if it answers within the grace, else 130 at the grace;
+   * - input that JSON cannot encode → 65 at once, nothing sent.
+   * The caller checks `signal.aborted`, limits and the socket state before calling.
+   *
+   * @param deadlineMs time allowed, ms (integer, 1 … 2^31 − 1); sent as `call.deadlineMs`
+   */
+  dispatch(tool: string, call: RoutedCall, deadlineMs: number): Promise<Capture> {
+    const id = nanoid();
+    let frame: string;
+    try {
+      frame = encodeMessage({
+        type: 'call',
+        id,
+        tool,
+        input: call.input,
+        workspace: call.workspace,
+        agent: call.agent,
+        deadlineMs,
+      });
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
+    }
+    return new Promise<Capture>((resolve) => {
+      const signal = call.signal;
+      const onAbort = (): void => this.#stop(entry);
+      const entry: Entry = {
+        id,
+        stopped: false,
+        timer: undefined,
+        settle: (capture) => {
+          if (this.#calls.get(id) !== entry) return;
+          this.#calls.delete(id);
+          clearTimeout(entry.timer);
+          entry.timer = undefined;
+          signal.removeEventListener('abort', onAbort);
+          resolve(capture);
+        },
+      };
+      this.#calls.set(id, entry);
+      entry.timer = setTimeout(() => this.#expire(entry, deadlineMs), deadlineMs);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#sendText(frame);
+    });
+  }
+
+  /**
+   * Settle the call a `result` frame answers. Returns false when `result.id` is not pending here
+   * (unknown, already settled, or another session's) — the caller drops and logs the frame.
+   */
+  resolve(result: ResultMessage): boolean {
+    const entry = this.#calls.get(result.id);
+    if (entry === undefined) return false;
+    const stdout = fromWire(result.stdout, result.stdoutEncoding);
+    const stderr = fromWire(result.stderr, result.stderrEncoding);
+    if (entry.stopped) {
+      entry.settle(failureCapture('cancelled', 'cancelled by stop', { stdout, stderr }));
+    } else {
+      const capture: Capture = { stdout, stderr, exitCode: result.exitCode };
+      if (result.failure !== undefined) capture.failure = result.failure;
+      entry.settle(capture);
+    }
+    return true;
+  }
+
+  /** Settle pending call `id` with `capture` (e.g. 76 for a wrong-shape frame naming it). False when not pending. */
+  fail(id: string, capture: Capture): boolean {
+    const entry = this.#calls.get(id);
+    if (entry === undefined) return false;
+    entry.settle(capture);
+    return true;
+  }
+
+  /** Settle every pending call with `failureCapture(kind, reason)` (session ended: 69 or 76). Never replayed. */
+  failAll(kind: Failure, reason: string): void {
+    for (const entry of [...this.#calls.values()]) entry.settle(failureCapture(kind, reason));
+  }
+
+  #expire(entry: Entry, deadlineMs: number): void {
+    entry.settle(failureCapture('deadline', `deadline of ${deadlineMs} ms exceeded`));
+    this.#cancel(entry.id, 'deadline');
+  }
+
+  #stop(entry: Entry): void {
+    if (this.#calls.get(entry.id) !== entry || entry.stopped) return;
+    entry.stopped = true;
+    clearTimeout(entry.timer);
+    entry.timer = undefined;
+    this.#cancel(entry.id, 'stop');
+    const grace = this.#cancelGraceMs;
+    const late = (): void =>
+      entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`));
+    if (grace === 0) late();
+    else entry.timer = setTimeout(late, grace);
+  }
+
+  #cancel(id: string, reason: 'stop' | 'deadline'): void {
+    this.#sendText(encodeMessage({ type: 'cancel', id, reason }));
+  }
+}
