@@ -1,0 +1,71 @@
+/**
+ * Running an in-process tool handler for one call (DESIGN §7 "In-process tools").
+ */
+import { type Capture, FailureKind, failureCapture, utf8 } from '@toolwire/protocol';
+import type { ToolContext, ToolHandler } from '../types.js';
+import { describeAbort } from './abort.js';
+
+const EMPTY = new Uint8Array(0);
+
+function isBytes(value: unknown): value is Uint8Array {
+  return value instanceof Uint8Array;
+}
+
+/**
+ * A handler's return value as a capture: a string is stdout with exit code 0; an object must be a
+ * capture (`stdout`/`stderr` Uint8Array, `exitCode` an integer 0–255; missing streams are empty).
+ * Anything else → 70 `result could not be built`.
+ */
+export function handlerOutputToCapture(value: unknown): Capture {
+  if (typeof value === 'string') return { stdout: utf8(value), stderr: EMPTY, exitCode: 0 };
+  if (typeof value === 'object' && value !== null) {
+    const v = value as Partial<Capture>;
+    const stdout = v.stdout ?? EMPTY;
+    const stderr = v.stderr ?? EMPTY;
+    const code = v.exitCode;
+    const failureOk = v.failure === undefined || Object.hasOwn(FailureKind, v.failure);
+    if (isBytes(stdout) && isBytes(stderr) && Number.isInteger(code) && code! >= 0 && code! <= 255 && failureOk) {
+      const capture: Capture = { stdout, stderr, exitCode: code! };
+      if (v.failure !== undefined) capture.failure = v.failure;
+      return capture;
+    }
+  }
+  return failureCapture('host_error', 'result could not be built: a tool handler must return a string or {stdout, stderr, exitCode 0-255}');
+}
+
+function abortCapture(signal: AbortSignal): Capture {
+  const { failure, reason } = describeAbort(signal);
+  return failureCapture(failure, reason);
+}
+
+/**
+ * Run `handler` and resolve with its capture; never rejects. A throw → 70 with the message on
+ * stderr, unless `ctx.signal` was aborted first (then the abort's capture). Once `ctx.signal`
+ * aborts, the handler gets `abandonAfterMs` more to return its partial output; after that the call
+ * is answered with the abort's capture and the handler's eventual outcome is ignored (in-process
+ * code cannot be killed).
+ */
+export function runHandler(handler: ToolHandler, input: unknown, ctx: ToolContext, abandonAfterMs: number): Promise<Capture> {
+  const work = (async (): Promise<Capture> => {
+    try {
+      return handlerOutputToCapture(await handler(input, ctx));
+    } catch (error) {
+      if (ctx.signal.aborted) return abortCapture(ctx.signal);
+      const message = error instanceof Error ? error.message : String(error);
+      return failureCapture('host_error', `tool failed: ${message}`);
+    }
+  })();
+  return new Promise<Capture>((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const onAbort = (): void => {
+      timer = setTimeout(() => resolve(abortCapture(ctx.signal)), abandonAfterMs);
+    };
+    if (ctx.signal.aborted) onAbort();
+    else ctx.signal.addEventListener('abort', onAbort, { once: true });
+    void work.then((capture) => {
+      clearTimeout(timer);
+      ctx.signal.removeEventListener('abort', onAbort);
+      resolve(capture);
+    });
+  });
+}

@@ -1,0 +1,120 @@
+/**
+ * `toolwire host` — run a tool host that advertises a manifest's tools until SIGINT/SIGTERM.
+ */
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { ExitCode } from '@toolwire/protocol';
+import { pino } from 'pino';
+import { ToolHost } from '../host/tool-host.js';
+import { ManifestError } from '../manifest/errors.js';
+import { loadManifest } from '../manifest/load.js';
+import type { CommandToolSpec, Logger } from '../types.js';
+import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
+import { type CliIO, processIO, waitForSignal, write } from './io.js';
+
+export const hostUsage = `usage: toolwire host --manifest FILE [--server URL] [--token T] [--name N] [--root DIR] [--ca FILE]
+
+Run a tool host: connect to the server, advertise the manifest's tools, run calls, reconnect with
+backoff when the connection is lost. Runs until SIGINT or SIGTERM.
+
+options:
+  --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
+  --server URL     server WebSocket URL, e.g. ws://127.0.0.1:7700
+                   (default: $TOOLWIRE_SERVER, then the local credentials file)
+  --token T        host token (default: $TOOLWIRE_TOKEN, then the local credentials file)
+  --name N         host name; honoured only by a server in loopback dev mode
+  --root DIR       working directory of tools without a cwd (default: the current directory)
+  --ca FILE        trusted CA certificate (PEM) for a wss:// server
+  -h, --help       show this help
+
+Logs go to stderr as JSON lines (pino); level from $TOOLWIRE_LOG_LEVEL, default info.
+exit status: 0 after SIGINT/SIGTERM, 64 bad usage, 65 invalid manifest.
+`;
+
+/** Extra knobs for embedding and tests. */
+export interface HostCommandDeps {
+  /** Default: pino to stderr at `$TOOLWIRE_LOG_LEVEL` (default `info`). */
+  logger?: Logger;
+}
+
+/**
+ * `toolwire host …`. Returns the exit status: 0 after SIGINT/SIGTERM (every tool process killed,
+ * connection closed 1000), 64 (`USAGE`) for bad flags or a missing server/token, 65 (`DATA_ERR`)
+ * for a manifest that cannot be read or is invalid.
+ */
+export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
+  let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        manifest: { type: 'string' },
+        server: { type: 'string' },
+        token: { type: 'string' },
+        name: { type: 'string' },
+        root: { type: 'string' },
+        ca: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: false,
+      strict: true,
+    }));
+  } catch (error) {
+    await write(io.stderr, `toolwire host: ${(error as Error).message}\n\n${hostUsage}`);
+    return ExitCode.USAGE;
+  }
+  if (values.help) {
+    await write(io.stdout, hostUsage);
+    return ExitCode.OK;
+  }
+  if (values.manifest === undefined) {
+    await write(io.stderr, `toolwire host: --manifest FILE is required\n\n${hostUsage}`);
+    return ExitCode.USAGE;
+  }
+  const { server, token } = await resolveEndpoint('host', values, io.env);
+  if (server === undefined) {
+    await write(io.stderr, missingEndpointMessage('server', io.env));
+    return ExitCode.USAGE;
+  }
+  if (token === undefined && values.name === undefined) {
+    await write(io.stderr, missingEndpointMessage('token', io.env));
+    return ExitCode.USAGE;
+  }
+  let tools: CommandToolSpec[];
+  let ca: Buffer | undefined;
+  try {
+    tools = await loadManifest(values.manifest, io.env);
+    if (values.ca !== undefined) ca = await readFile(values.ca);
+  } catch (error) {
+    const manifest = error instanceof ManifestError;
+    await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
+    return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
+  }
+  const logger = deps.logger ?? pino({ level: io.env.TOOLWIRE_LOG_LEVEL ?? 'info' }, pino.destination({ dest: 2, sync: true }));
+  let host: ToolHost;
+  try {
+    host = new ToolHost({
+      server,
+      ...(token !== undefined ? { token } : {}),
+      ...(values.name !== undefined ? { name: values.name } : {}),
+      root: resolve(values.root ?? '.'),
+      ...(ca !== undefined ? { ca } : {}),
+      logger,
+    });
+    for (const tool of tools) host.command(tool.name, tool);
+  } catch (error) {
+    await write(io.stderr, `toolwire host: ${(error as Error).message}\n`);
+    return ExitCode.USAGE;
+  }
+  if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
+  host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
+  const stop = waitForSignal(io.signals);
+  // With reconnect on, start() settles only with the first `advertised`, or rejects on close().
+  host.start().catch(() => {});
+  const signal = await stop.signal;
+  stop.dispose();
+  logger.info({ signal }, 'toolwire: stopping');
+  await host.close();
+  return ExitCode.OK;
+}

@@ -1,0 +1,206 @@
+/**
+ * One WebSocket connection of a tool host to the server (DESIGN §5): dial with the bearer token and
+ * the toolwire subprotocol, send `hello`, wait for `welcome`, watch the server's heartbeat, decode
+ * frames. Knows nothing about tools or calls; reconnecting is the supervisor's job.
+ */
+import {
+  type AdvertisedMessage,
+  type CallMessage,
+  type CancelMessage,
+  CloseCode,
+  type HelloMessage,
+  type HostMessage,
+  SUBPROTOCOL,
+  type WelcomeMessage,
+  decodeServerMessage,
+  encodeMessage,
+} from '@toolwire/protocol';
+import pTimeout from 'p-timeout';
+import { WebSocket } from 'ws';
+import type { Logger } from '../types.js';
+
+/** Messages after `welcome`. */
+export type SessionMessage = AdvertisedMessage | CallMessage | CancelMessage;
+
+/** How a connection ended. */
+export interface CloseInfo {
+  /** True when the upgrade succeeded (a `disconnected`, not a failed dial). */
+  opened: boolean;
+  /** True when a `welcome` arrived. */
+  welcomed: boolean;
+  /** WebSocket close code (1006 when the socket was lost without a close frame). */
+  code: number;
+  reason: string;
+  /** HTTP status when the server refused the upgrade (e.g. 401). */
+  status?: number;
+  /** The error that ended the connection, when there was one. */
+  error?: Error;
+}
+
+/** Options of one connection. Times in ms, sizes in bytes. */
+export interface HostSocketOptions {
+  url: string;
+  token?: string;
+  ca?: string | Buffer;
+  hello: HelloMessage;
+  /** Largest frame accepted from the server (ws `maxPayload`). */
+  maxPayload: number;
+  /** Time allowed for the upgrade and for `welcome` after `hello`. */
+  welcomeTimeoutMs: number;
+  /** Time `close()` waits for the server's close frame before terminating. */
+  closeWaitMs: number;
+  logger: Logger;
+}
+
+/** Callbacks of one connection; `onClose` is called exactly once. */
+export interface HostSocketHandlers {
+  onWelcome(welcome: WelcomeMessage): void;
+  onMessage(message: SessionMessage): void;
+  onClose(info: CloseInfo): void;
+}
+
+/**
+ * The server is presumed dead after `2 × heartbeatMs + min(heartbeatMs, 1000)` ms without a ping
+ * or a frame (DESIGN §6: dead within 2 × interval, plus a margin for scheduling).
+ */
+export function silenceLimitMs(heartbeatMs: number): number {
+  return 2 * heartbeatMs + Math.min(heartbeatMs, 1000);
+}
+
+/**
+ * One dial: `new` connects at once (headers `Authorization: Bearer <token>`, subprotocol
+ * `toolwire.v1`); `hello` goes out on open; no `welcome` within `welcomeTimeoutMs`, or no ping/frame
+ * for {@link silenceLimitMs} after it, terminates the socket. `onClose` always follows, exactly once.
+ */
+export class HostSocket {
+  readonly #ws: WebSocket;
+  readonly #options: HostSocketOptions;
+  readonly #handlers: HostSocketHandlers;
+  readonly #closed: Promise<void>;
+  #welcome: WelcomeMessage | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #opened = false;
+  #status: number | undefined;
+  #error: Error | undefined;
+
+  constructor(options: HostSocketOptions, handlers: HostSocketHandlers) {
+    this.#options = options;
+    this.#handlers = handlers;
+    const headers: Record<string, string> = {};
+    if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
+    this.#ws = new WebSocket(options.url, SUBPROTOCOL, {
+      headers,
+      maxPayload: options.maxPayload,
+      handshakeTimeout: options.welcomeTimeoutMs,
+      ...(options.ca !== undefined ? { ca: options.ca } : {}),
+    });
+    const ws = this.#ws;
+    ws.on('error', (error) => {
+      this.#error ??= error;
+    });
+    this.#closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        clearTimeout(this.#timer);
+        const info: CloseInfo = { opened: this.#opened, welcomed: this.#welcome !== undefined, code, reason: reason.toString('utf8') };
+        if (this.#status !== undefined) info.status = this.#status;
+        if (this.#error !== undefined) info.error = this.#error;
+        resolve();
+        this.#handlers.onClose(info);
+      });
+    });
+    ws.on('unexpected-response', (_req, res) => {
+      this.#status = res.statusCode;
+      this.#error = new Error(`server refused the upgrade with HTTP ${res.statusCode}${res.statusCode === 401 ? ' (token not accepted)' : ''}`);
+      res.resume();
+      ws.terminate();
+    });
+    ws.on('open', () => this.#onOpen());
+    ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
+    ws.on('ping', () => {
+      if (this.#welcome) this.#timer?.refresh();
+    });
+  }
+
+  /** The `welcome` of this connection, once received. */
+  get welcome(): WelcomeMessage | undefined {
+    return this.#welcome;
+  }
+
+  /** True while frames can be sent. */
+  get isOpen(): boolean {
+    return this.#ws.readyState === WebSocket.OPEN;
+  }
+
+  /** Send one message; `false` (nothing sent) when the socket is not open. */
+  send(message: HostMessage): boolean {
+    if (!this.isOpen) return false;
+    this.#ws.send(encodeMessage(message), (error) => {
+      if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
+    });
+    return true;
+  }
+
+  /** Close with `code`; wait at most `closeWaitMs` for the server's answer, then terminate. */
+  async close(code: number = CloseCode.NORMAL, reason = ''): Promise<void> {
+    if (this.#ws.readyState !== WebSocket.CLOSED) this.#ws.close(code, reason);
+    await pTimeout(this.#closed, {
+      milliseconds: this.#options.closeWaitMs,
+      fallback: () => {
+        this.#ws.terminate();
+        return this.#closed;
+      },
+    });
+  }
+
+  /** Drop the connection at once (no close handshake). */
+  terminate(): void {
+    this.#ws.terminate();
+  }
+
+  #onOpen(): void {
+    this.#opened = true;
+    this.send(this.#options.hello);
+    this.#timer = setTimeout(() => {
+      this.#options.logger.warn({ ms: this.#options.welcomeTimeoutMs }, 'toolwire: no welcome from the server in time; reconnecting');
+      this.#error ??= new Error(`no welcome within ${this.#options.welcomeTimeoutMs} ms`);
+      this.#ws.terminate();
+    }, this.#options.welcomeTimeoutMs);
+  }
+
+  #armWatchdog(heartbeatMs: number): void {
+    clearTimeout(this.#timer);
+    const limit = silenceLimitMs(heartbeatMs);
+    this.#timer = setTimeout(() => {
+      this.#options.logger.warn({ ms: limit }, 'toolwire: no heartbeat from the server; reconnecting');
+      this.#error ??= new Error(`heartbeat lost: no ping within ${limit} ms`);
+      this.#ws.terminate();
+    }, limit);
+  }
+
+  #onFrame(data: Buffer, isBinary: boolean): void {
+    const decoded = decodeServerMessage(data, isBinary);
+    if (!decoded.ok) {
+      const { error } = decoded;
+      this.#options.logger.warn({ reason: error.reason, id: error.id }, 'toolwire: bad frame from the server');
+      if (error.fatal) void this.close(error.closeCode, error.reason.slice(0, 60));
+      return;
+    }
+    const message = decoded.message;
+    if (message.type === 'welcome') {
+      if (this.#welcome) {
+        this.#options.logger.warn('toolwire: second welcome ignored');
+        return;
+      }
+      this.#welcome = message;
+      this.#armWatchdog(message.heartbeatMs);
+      this.#handlers.onWelcome(message);
+      return;
+    }
+    if (!this.#welcome) {
+      this.#options.logger.warn({ type: message.type }, 'toolwire: message before welcome ignored');
+      return;
+    }
+    this.#timer?.refresh();
+    this.#handlers.onMessage(message);
+  }
+}

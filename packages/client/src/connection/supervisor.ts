@@ -1,0 +1,91 @@
+/**
+ * Keeps one tool-host connection up (DESIGN §7): dial, and after every loss dial again with
+ * exponential backoff and full jitter; the backoff starts over after each `welcome`. Connection
+ * lifecycle only — call bookkeeping lives in `calls/`.
+ */
+import { CloseCode, type WelcomeMessage } from '@toolwire/protocol';
+import type { Logger } from '../types.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import { type CloseInfo, HostSocket, type HostSocketOptions, type SessionMessage } from './host-socket.js';
+
+/** Callbacks of the supervisor; each names the connection it is about. */
+export interface SupervisorHandlers {
+  onWelcome(socket: HostSocket, welcome: WelcomeMessage): void;
+  onMessage(socket: HostSocket, message: SessionMessage): void;
+  /** A connection ended (or a dial failed). `willRetry`: another dial is scheduled. */
+  onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean): void;
+}
+
+/** Options of the supervisor. */
+export interface SupervisorOptions {
+  socket: HostSocketOptions;
+  /** Backoff bounds, or `false` for a single attempt with no reconnect. */
+  reconnect: BackoffOptions | false;
+  logger: Logger;
+  /** Jitter source in [0, 1); default `Math.random`. */
+  random?: () => number;
+}
+
+/**
+ * Owns the dial/redial loop: at most one connection at a time, one pending reconnect timer at most,
+ * none after {@link ConnectionSupervisor.stop}.
+ */
+export class ConnectionSupervisor {
+  readonly #options: SupervisorOptions;
+  readonly #handlers: SupervisorHandlers;
+  readonly #backoff: Backoff | undefined;
+  #socket: HostSocket | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #stopped = false;
+
+  constructor(options: SupervisorOptions, handlers: SupervisorHandlers) {
+    this.#options = options;
+    this.#handlers = handlers;
+    this.#backoff = options.reconnect ? new Backoff(options.reconnect, options.random) : undefined;
+  }
+
+  /** Dial now. */
+  start(): void {
+    if (this.#stopped || this.#socket || this.#timer) return;
+    this.#dial();
+  }
+
+  /** The live connection, once welcomed; `undefined` between connections. */
+  get current(): HostSocket | undefined {
+    const s = this.#socket;
+    return s && s.welcome && s.isOpen ? s : undefined;
+  }
+
+  /** Stop for good: no more dials, the current connection closed with 1000. No timer is left. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#socket?.close(CloseCode.NORMAL, 'tool host closing');
+  }
+
+  #dial(): void {
+    this.#timer = undefined;
+    const socket: HostSocket = new HostSocket(this.#options.socket, {
+      onWelcome: (welcome) => {
+        this.#backoff?.reset();
+        this.#handlers.onWelcome(socket, welcome);
+      },
+      onMessage: (message) => this.#handlers.onMessage(socket, message),
+      onClose: (info) => {
+        if (this.#socket === socket) this.#socket = undefined;
+        const willRetry = !this.#stopped && this.#backoff !== undefined;
+        this.#handlers.onDown(socket, info, willRetry);
+        if (willRetry) this.#schedule();
+      },
+    });
+    this.#socket = socket;
+  }
+
+  #schedule(): void {
+    if (this.#stopped || this.#timer || !this.#backoff) return;
+    const delay = this.#backoff.next();
+    this.#options.logger.debug({ delayMs: delay, attempt: this.#backoff.attempt }, 'toolwire: reconnecting');
+    this.#timer = setTimeout(() => this.#dial(), delay);
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * Options of the tool host and their defaults (DESIGN §8). Caller misuse throws at once
+ * (TypeError / RangeError).
+ */
+import { Defaults } from '@toolwire/protocol';
+import { pino } from 'pino';
+import type { BackoffOptions } from '../connection/backoff.js';
+import type { Logger } from '../types.js';
+
+/** Options of `ToolHost`. Times in ms, sizes in bytes. */
+export interface ToolHostOptions {
+  /** The server's WebSocket URL, `ws://` or `wss://`, e.g. `ws://127.0.0.1:7700`. Required. */
+  server: string;
+  /** Host token, sent as `Authorization: Bearer <token>` at the upgrade; it names the host on the server. */
+  token?: string;
+  /** Self-declared host name (`hello.name`); honoured only by a server in loopback dev mode. */
+  name?: string;
+  /** Working directory of subprocess tools without a `cwd`, and base of a relative `cwd`. Default `process.cwd()`. */
+  root?: string;
+  /** SIGTERM → SIGKILL grace when a call is cancelled or hits its deadline. Default 2000. */
+  cancelGraceMs?: number;
+  /** How long a finished or killed tool's pipes are still read (grandchildren may hold them). Default 500. */
+  drainMs?: number;
+  /**
+   * Capture cap per stream (head + tail kept, marker line between). Default 8 MiB; lowered per
+   * connection so a `result` frame fits the server's `welcome.limits.maxPayload`.
+   */
+  maxCaptureBytes?: number;
+  /** Largest frame accepted from the server (a `call` with its input). Default 16 MiB; over → the socket closes 1009. */
+  maxPayload?: number;
+  /** Time allowed for the upgrade and for `welcome` after `hello`; then the connection is dropped and retried. Default 10000. */
+  welcomeTimeoutMs?: number;
+  /**
+   * Reconnect after a lost connection or failed dial, with exponential backoff and full jitter:
+   * `delay = random(0, min(maxMs, baseMs · 2^attempt))`, reset after each `welcome`.
+   * `true` (default): 250 ms → 30 s. `false`: one attempt; `start()` rejects when it fails.
+   */
+  reconnect?: boolean | { baseMs?: number; maxMs?: number };
+  /** Default: pino at level `warn`, to stderr. */
+  logger?: Logger;
+  /** Trusted CA certificate(s), PEM, for a `wss://` server with a private CA. */
+  ca?: string | Buffer;
+}
+
+/** Options with every default filled in. */
+export interface ResolvedHostOptions {
+  server: string;
+  token: string | undefined;
+  name: string | undefined;
+  root: string;
+  cancelGraceMs: number;
+  drainMs: number;
+  maxCaptureBytes: number;
+  maxPayload: number;
+  welcomeTimeoutMs: number;
+  reconnect: BackoffOptions | false;
+  logger: Logger;
+  ca: string | Buffer | undefined;
+}
+
+function integer(name: string, value: number | undefined, fallback: number, min: number): number {
+  const v = value ?? fallback;
+  if (!Number.isInteger(v) || v < min) throw new RangeError(`ToolHostOptions.${name} must be an integer ≥ ${min}, got ${v}`);
+  return v;
+}
+
+function resolveReconnect(value: ToolHostOptions['reconnect']): BackoffOptions | false {
+  if (value === false) return false;
+  const o = value === true || value === undefined ? {} : value;
+  const baseMs = integer('reconnect.baseMs', o.baseMs, Defaults.reconnectBaseMs, 0);
+  const maxMs = integer('reconnect.maxMs', o.maxMs, Math.max(Defaults.reconnectMaxMs, baseMs), 0);
+  if (maxMs < baseMs) throw new RangeError(`ToolHostOptions.reconnect.maxMs (${maxMs}) must be ≥ baseMs (${baseMs})`);
+  return { baseMs, maxMs };
+}
+
+/** Fill defaults and check every option. */
+export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOptions {
+  if (typeof options !== 'object' || options === null) throw new TypeError('ToolHost needs an options object');
+  let url: URL;
+  try {
+    url = new URL(options.server);
+  } catch {
+    throw new TypeError(`ToolHostOptions.server must be a ws:// or wss:// URL, got ${JSON.stringify(options.server)}`);
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
+    throw new TypeError(`ToolHostOptions.server must be a ws:// or wss:// URL, got ${JSON.stringify(options.server)}`);
+  }
+  if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
+    throw new TypeError('ToolHostOptions.token must be a non-empty string');
+  }
+  if (options.name !== undefined && typeof options.name !== 'string') throw new TypeError('ToolHostOptions.name must be a string');
+  return {
+    server: url.href,
+    token: options.token,
+    name: options.name,
+    root: options.root ?? process.cwd(),
+    cancelGraceMs: integer('cancelGraceMs', options.cancelGraceMs, Defaults.cancelGraceMs, 0),
+    drainMs: integer('drainMs', options.drainMs, Defaults.drainMs, 0),
+    maxCaptureBytes: integer('maxCaptureBytes', options.maxCaptureBytes, Defaults.maxCaptureBytes, 0),
+    maxPayload: integer('maxPayload', options.maxPayload, Defaults.maxPayload, 1),
+    welcomeTimeoutMs: integer('welcomeTimeoutMs', options.welcomeTimeoutMs, Defaults.helloTimeoutMs, 1),
+    reconnect: resolveReconnect(options.reconnect),
+    logger: options.logger ?? pino({ level: 'warn' }, pino.destination({ dest: 2, sync: true })),
+    ca: options.ca,
+  };
+}

@@ -1,0 +1,218 @@
+/**
+ * `ToolHost`: the library face of a tool host (DESIGN §7). Registers tools, keeps a connection to
+ * the server (supervisor), advertises on every `welcome`, and hands calls to the connection's
+ * `CallSession`.
+ */
+import { EventEmitter } from 'node:events';
+import {
+  type AdvertisedMessage,
+  CloseCode,
+  PROTOCOL_VERSION,
+  type HelloMessage,
+  type WelcomeMessage,
+  closeCodeName,
+} from '@toolwire/protocol';
+import { CallAborted } from '../calls/abort.js';
+import { CallSession } from '../calls/call-session.js';
+import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
+import { ConnectionSupervisor } from '../connection/supervisor.js';
+import type { CommandSpec, InProcessToolSpec, ToolHandler } from '../types.js';
+import { SOFTWARE } from '../version.js';
+import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
+import { ToolRegistry } from './registry.js';
+
+/** Events of a {@link ToolHost} and their arguments. */
+export interface ToolHostEvents {
+  /** A connection was accepted: the server's `welcome` (identity, heartbeat, limits). */
+  connected: [welcome: WelcomeMessage];
+  /** The server's answer to an `advertise` (after every connect, and after a tool is added while connected). */
+  advertised: [advertised: AdvertisedMessage];
+  /** An upgraded connection ended; its calls were aborted. `code` 1006 when lost without a close frame. */
+  disconnected: [info: { code: number; reason: string }];
+  /**
+   * A dial failed (unreachable, HTTP 401…) or a connection was dropped for a fault (heartbeat lost,
+   * no welcome, bad frame). Emitted only when someone listens; otherwise logged.
+   */
+  error: [error: Error];
+}
+
+interface Deferred<T> {
+  promise: Promise<T>;
+  resolve(value: T): void;
+  reject(error: Error): void;
+}
+
+/**
+ * A tool host: tools registered here are advertised to the server and called by it.
+ *
+ * @example
+ * const host = new ToolHost({ server: 'ws://127.0.0.1:7700', token });
+ * host.tool('echo', { inputSchema: { type: 'object' } }, (input) => JSON.stringify(input));
+ * await host.start();
+ */
+export class ToolHost extends EventEmitter<ToolHostEvents> {
+  readonly #options: ResolvedHostOptions;
+  readonly #registry = new ToolRegistry();
+  readonly #draining = new Set<Promise<void>>();
+  #supervisor: ConnectionSupervisor | undefined;
+  #current: { socket: HostSocket; session: CallSession } | undefined;
+  #started: Deferred<AdvertisedMessage> | undefined;
+  #closing: Promise<void> | undefined;
+
+  /** @throws TypeError/RangeError on bad options (see {@link ToolHostOptions}) */
+  constructor(options: ToolHostOptions) {
+    super();
+    this.#options = resolveHostOptions(options);
+  }
+
+  /**
+   * Register an in-process tool. When already connected, the tool set is advertised again.
+   * @throws TypeError on a bad name (`[A-Za-z0-9_-]{1,64}`), a duplicate, or a spec without an object `inputSchema`
+   */
+  tool(name: string, spec: InProcessToolSpec, handler: ToolHandler): this {
+    this.#registry.addHandler(name, spec, handler);
+    this.#advertise();
+    return this;
+  }
+
+  /**
+   * Register a subprocess tool (what a manifest entry becomes; a `CommandToolSpec` from
+   * `loadManifest` fits, its own `name` is ignored in favour of `name`).
+   * @throws TypeError/RangeError on a bad name, a duplicate, or a bad spec
+   */
+  command(name: string, spec: CommandSpec): this {
+    this.#registry.addCommand(name, spec);
+    this.#advertise();
+    return this;
+  }
+
+  /**
+   * Connect and keep connected. Resolves with the first `advertised`. With `reconnect: false` it
+   * rejects when the only attempt fails (HTTP 401, unreachable, closed before `advertised`);
+   * otherwise it keeps retrying and rejects only if {@link close} comes first. Calling it again
+   * returns the same promise.
+   */
+  start(): Promise<AdvertisedMessage> {
+    if (this.#closing) return Promise.reject(new Error('ToolHost is closed'));
+    if (this.#started) return this.#started.promise;
+    const started = deferred<AdvertisedMessage>();
+    this.#started = started;
+    const o = this.#options;
+    const hello: HelloMessage = { type: 'hello', protocol: PROTOCOL_VERSION, software: SOFTWARE };
+    if (o.name !== undefined) hello.name = o.name;
+    this.#supervisor = new ConnectionSupervisor(
+      {
+        socket: { url: o.server, token: o.token, ca: o.ca, hello, maxPayload: o.maxPayload, welcomeTimeoutMs: o.welcomeTimeoutMs, closeWaitMs: 1000, logger: o.logger },
+        reconnect: o.reconnect,
+        logger: o.logger,
+      },
+      {
+        onWelcome: (socket, welcome) => this.#onWelcome(socket, welcome),
+        onMessage: (socket, message) => this.#onMessage(socket, message),
+        onDown: (socket, info, willRetry) => this.#onDown(socket, info, willRetry),
+      },
+    );
+    this.#supervisor.start();
+    return started.promise;
+  }
+
+  /**
+   * Stop for good: no reconnect, every running call aborted (subprocesses killed, within
+   * `cancelGraceMs + drainMs`), the connection closed with 1000. Resolves when nothing of this host
+   * is left running — no process, no timer. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.#retire(new CallAborted('unavailable', 'tool host closing'));
+    await this.#supervisor?.stop();
+    await Promise.all(this.#draining);
+    this.#started?.reject(new Error('ToolHost closed before the server answered advertise'));
+  }
+
+  #advertise(): void {
+    this.#current?.socket.send({ type: 'advertise', tools: this.#registry.specs() });
+  }
+
+  #onWelcome(socket: HostSocket, welcome: WelcomeMessage): void {
+    const o = this.#options;
+    if (welcome.protocol !== PROTOCOL_VERSION) {
+      o.logger.warn({ server: welcome.protocol, ours: PROTOCOL_VERSION }, 'toolwire: server speaks another protocol version');
+    }
+    const session = new CallSession((m) => socket.send(m), welcome.limits.maxPayload, (name) => this.#registry.get(name), {
+      root: o.root,
+      cancelGraceMs: o.cancelGraceMs,
+      drainMs: o.drainMs,
+      maxCaptureBytes: o.maxCaptureBytes,
+      logger: o.logger,
+    });
+    this.#current = { socket, session };
+    o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
+    this.emit('connected', welcome);
+    this.#advertise();
+  }
+
+  #onMessage(socket: HostSocket, message: SessionMessage): void {
+    const current = this.#current;
+    if (!current || current.socket !== socket) return;
+    switch (message.type) {
+      case 'advertised':
+        for (const r of message.rejected) this.#options.logger.warn({ tool: r.name, reason: r.reason }, 'toolwire: tool rejected by the server');
+        this.emit('advertised', message);
+        this.#started?.resolve(message);
+        break;
+      case 'call':
+        current.session.dispatch(message);
+        break;
+      case 'cancel':
+        current.session.cancel(message);
+        break;
+    }
+  }
+
+  #onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean): void {
+    const log = this.#options.logger;
+    if (this.#current?.socket === socket) this.#retire(new CallAborted('unavailable', 'connection to the server lost'));
+    if (info.opened) {
+      log.info({ code: info.code, name: closeCodeName(info.code), reason: info.reason }, 'toolwire: disconnected');
+      if (info.code === CloseCode.REPLACED) log.warn('toolwire: replaced by a newer connection of the same host identity');
+      this.emit('disconnected', { code: info.code, reason: info.reason });
+    }
+    const error = info.error ?? (info.welcomed ? undefined : new Error(`connection closed before welcome (code ${info.code})`));
+    if (error && !this.#closing) this.#reportError(error, willRetry);
+    if (!willRetry && !this.#closing) {
+      this.#started?.reject(error ?? new Error(`connection closed (code ${info.code}) and reconnect is off`));
+    }
+  }
+
+  /** Abort the current session's calls and track them until their work is gone. */
+  #retire(reason: CallAborted): void {
+    const current = this.#current;
+    if (!current) return;
+    this.#current = undefined;
+    current.session.abortAll(reason);
+    const idle = current.session.idle().finally(() => this.#draining.delete(idle));
+    this.#draining.add(idle);
+  }
+
+  #reportError(error: Error, willRetry: boolean): void {
+    if (this.listenerCount('error') > 0) this.emit('error', error);
+    else this.#options.logger.warn({ code: (error as NodeJS.ErrnoException).code, willRetry }, `toolwire: ${error.message}`);
+  }
+}
+
+function deferred<T>(): Deferred<T> {
+  let resolve!: (value: T) => void;
+  let reject!: (error: Error) => void;
+  const promise = new Promise<T>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  // Settling twice is a no-op; a rejection nobody awaits (start() never called… or ignored) must
+  // not become an unhandled rejection, so mark it handled here — callers still see it.
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}

@@ -1,0 +1,44 @@
+/** Read a manifest file from disk (DESIGN §7). */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import type { CommandToolSpec } from '../types.js';
+import { ManifestError } from './errors.js';
+import { parseManifest } from './parse.js';
+
+/** Largest manifest file read, bytes. 4 MiB. */
+export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Read and parse the manifest at `path` (JSON, at most {@link MAX_MANIFEST_BYTES}); relative `cwd`
+ * values resolve against the manifest's directory. See {@link parseManifest} for the shapes.
+ * `${TOOLWIRE_MANIFEST_DIR}` expands to the manifest's absolute directory, so a manifest can name
+ * scripts that ship next to it (`"command": ["node", "${TOOLWIRE_MANIFEST_DIR}/tools/x.mjs"]`).
+ *
+ * @param env variables for `${VAR}` expansion; default `process.env` (plus `TOOLWIRE_MANIFEST_DIR`)
+ * @throws ManifestError (unreadable file, not JSON, too large, or invalid) with a message starting
+ *   `manifest <path>: `
+ */
+export async function loadManifest(path: string, env: NodeJS.ProcessEnv = process.env): Promise<CommandToolSpec[]> {
+  const file = resolve(path);
+  let text: string;
+  try {
+    const bytes = await readFile(file);
+    if (bytes.length > MAX_MANIFEST_BYTES) throw new Error(`larger than ${MAX_MANIFEST_BYTES} bytes`);
+    text = bytes.toString('utf8');
+  } catch (error) {
+    throw new ManifestError('', `cannot read: ${(error as Error).message}`, path);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new ManifestError('', `not valid JSON: ${(error as Error).message}`, path);
+  }
+  try {
+    const baseDir = dirname(file);
+    return parseManifest(value, { baseDir, env: { ...env, TOOLWIRE_MANIFEST_DIR: baseDir } });
+  } catch (error) {
+    if (error instanceof ManifestError) throw new ManifestError(error.keyPath, error.problem, path);
+    throw error;
+  }
+}

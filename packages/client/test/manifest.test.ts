@@ -1,0 +1,137 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ManifestError } from '../src/manifest/errors.js';
+import { expandVars } from '../src/manifest/expand.js';
+import { loadManifest } from '../src/manifest/load.js';
+import { parseManifest } from '../src/manifest/parse.js';
+
+const schema = { type: 'object', properties: { path: { type: 'string' } } };
+const base = { baseDir: '/srv/tools', env: {} };
+
+describe('parseManifest', () => {
+  it('reads the basis shape with every field', () => {
+    const tools = parseManifest(
+      {
+        schema: 1,
+        tools: {
+          read_file: { description: 'Read a file', input_schema: schema, command: ['cat', '--'], cwd: '/data', env: { LANG: 'C' }, timeout_ms: 5000 },
+          ls: { description: 'List', input_schema: { type: 'object' }, command: ['ls'] },
+        },
+      },
+      base,
+    );
+    expect(tools).toEqual([
+      { name: 'read_file', description: 'Read a file', inputSchema: schema, command: ['cat', '--'], cwd: '/data', env: { LANG: 'C' }, timeoutMs: 5000 },
+      { name: 'ls', description: 'List', inputSchema: { type: 'object' }, command: ['ls'] },
+    ]);
+  });
+
+  it('reads the yog list form', () => {
+    const tools = parseManifest([{ name: 'grep', description: 'Search', input_schema: schema, command: ['rg', '--json'], cwd: 'repo' }], base);
+    expect(tools).toEqual([{ name: 'grep', description: 'Search', inputSchema: schema, command: ['rg', '--json'], cwd: '/srv/tools/repo' }]);
+  });
+
+  it('resolves a relative cwd against the manifest directory and keeps an absolute one', () => {
+    const doc = (cwd: string) => ({ schema: 1, tools: { t: { description: 'd', input_schema: schema, command: ['x'], cwd } } });
+    expect(parseManifest(doc('../lib'), base)[0]!.cwd).toBe('/srv/lib');
+    expect(parseManifest(doc('/abs/dir'), base)[0]!.cwd).toBe('/abs/dir');
+  });
+
+  it('rejects unknown keys, naming the key path', () => {
+    expect(() => parseManifest({ schema: 1, tools: {}, extra: true }, base)).toThrow(/^extra is not a known key/);
+    expect(() => parseManifest({ schema: 1, tools: { t: { description: 'd', input_schema: schema, command: ['x'], shell: true } } }, base)).toThrow(
+      /^tools\.t\.shell is not a known key/,
+    );
+    // env and timeout_ms belong to the basis shape only
+    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x'], env: {} }], base)).toThrow(/^\[0\]\.env is not a known key/);
+  });
+
+  it('gives clear errors with the key path for bad values', () => {
+    const tool = (over: Record<string, unknown>) => ({ schema: 1, tools: { read_file: { description: 'd', input_schema: schema, command: ['cat'], ...over } } });
+    expect(() => parseManifest(tool({ command: [] }), base)).toThrow('tools.read_file.command must be a non-empty array of strings');
+    expect(() => parseManifest(tool({ command: 'cat file' }), base)).toThrow('tools.read_file.command must be a non-empty array of strings');
+    expect(() => parseManifest(tool({ command: ['cat', 3] }), base)).toThrow('tools.read_file.command must be a non-empty array of strings');
+    expect(() => parseManifest(tool({ input_schema: { type: 'string' } }), base)).toThrow('tools.read_file.input_schema.type must be "object"');
+    expect(() => parseManifest(tool({ timeout_ms: -1 }), base)).toThrow('tools.read_file.timeout_ms must be a positive integer');
+    expect(() => parseManifest(tool({ env: { A: 1 } }), base)).toThrow('tools.read_file.env.A must be a string');
+    expect(() => parseManifest(tool({ description: 5 }), base)).toThrow('tools.read_file.description must be a string');
+    expect(() => parseManifest({ schema: 2, tools: {} }, base)).toThrow('schema must be 1');
+    expect(() => parseManifest({ schema: 1, tools: { 'bad name': { input_schema: schema, command: ['x'] } } }, base)).toThrow(/invalid tool name/);
+    expect(() => parseManifest([{ name: 'a', input_schema: schema, command: ['x'] }, { name: 'a', input_schema: schema, command: ['y'] }], base)).toThrow(
+      /appears more than once/,
+    );
+    expect(() => parseManifest('nope', base)).toThrow(ManifestError);
+  });
+
+  it('expands ${VAR} and ${VAR:-default} in argv, cwd and env values', () => {
+    const env = { HOME: '/home/u', EMPTY: '' };
+    const [tool] = parseManifest(
+      {
+        schema: 1,
+        tools: {
+          t: {
+            description: 'd',
+            input_schema: schema,
+            command: ['${HOME}/bin/tool', '--level=${LEVEL:-3}', '${EMPTY:-fallback}', 'lit$eral'],
+            cwd: '${HOME}/work',
+            env: { CACHE: '${XDG_CACHE:-/tmp/cache}', PLAIN: 'x' },
+          },
+        },
+      },
+      { baseDir: '/', env },
+    );
+    expect(tool!.command).toEqual(['/home/u/bin/tool', '--level=3', 'fallback', 'lit$eral']);
+    expect(tool!.cwd).toBe('/home/u/work');
+    expect(tool!.env).toEqual({ CACHE: '/tmp/cache', PLAIN: 'x' });
+  });
+
+  it('never splits one argv element into several arguments, whatever the value holds', () => {
+    const env = { EVIL: 'a b; rm -rf / $(id) `id` "q" ${HOME}' };
+    const [tool] = parseManifest([{ name: 't', input_schema: schema, command: ['echo', '--x=${EVIL}'] }], { baseDir: '/', env });
+    expect(tool!.command).toEqual(['echo', `--x=${env.EVIL}`]);
+  });
+
+  it('rejects an unset ${VAR} and unsupported expansion syntax, naming the element', () => {
+    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x', '${NOPE}'] }], base)).toThrow(/^\[0\]\.command\[1\] uses \$\{NOPE\} but NOPE is not set/);
+    expect(() => expandVars('${1}', {}, 'p')).toThrow(/unsupported expansion/);
+    expect(() => expandVars('${A:=b}', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);
+    expect(() => expandVars('${A', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);
+    expect(expandVars('$A ${A:-} $', { A: '' }, 'p')).toBe('$A  $');
+  });
+});
+
+describe('loadManifest', () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'toolwire-manifest-'));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('reads a file and resolves cwd against its directory', async () => {
+    const file = join(dir, 'tools.json');
+    await writeFile(file, JSON.stringify({ schema: 1, tools: { t: { description: 'd', input_schema: schema, command: ['${BIN:-ls}'], cwd: 'sub' } } }));
+    const tools = await loadManifest(file, {});
+    expect(tools).toEqual([{ name: 't', description: 'd', inputSchema: schema, command: ['ls'], cwd: join(dir, 'sub') }]);
+  });
+
+  it('expands ${TOOLWIRE_MANIFEST_DIR} to the manifest directory', async () => {
+    const file = join(dir, 'dir.json');
+    await writeFile(file, JSON.stringify([{ name: 't', input_schema: schema, command: ['node', '${TOOLWIRE_MANIFEST_DIR}/tools/t.mjs'] }]));
+    const [tool] = await loadManifest(file, {});
+    expect(tool!.command).toEqual(['node', join(dir, 'tools', 't.mjs')]);
+  });
+
+  it('names the file in errors for unreadable, non-JSON and invalid manifests', async () => {
+    await expect(loadManifest(join(dir, 'missing.json'))).rejects.toThrow(/^manifest .*missing\.json: cannot read/);
+    const bad = join(dir, 'bad.json');
+    await writeFile(bad, '{ nope');
+    await expect(loadManifest(bad)).rejects.toThrow(/^manifest .*bad\.json: not valid JSON/);
+    const invalid = join(dir, 'invalid.json');
+    await writeFile(invalid, JSON.stringify({ schema: 1, tools: { t: { input_schema: schema, command: [] } } }));
+    await expect(loadManifest(invalid)).rejects.toThrow(/invalid\.json: tools\.t\.command must be a non-empty array of strings$/);
+  });
+});
