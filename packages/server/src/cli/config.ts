@@ -1,0 +1,151 @@
+/**
+ * The `toolwire serve` config file (JSON) and the `--listen` value.
+ *
+ * ```json
+ * {
+ *   "listen": "127.0.0.1:7700",
+ *   "hosts":   [{ "name": "build-box", "token": "…" }],
+ *   "callers": [{ "name": "agent-1", "token": "…", "grant": ["build-box__make"] }],
+ *   "recordDir": "records",
+ *   "writeCredentials": false,
+ *   "heartbeatMs": 10000, "deadlineMs": 120000, "cancelGraceMs": 2000, "maxPayload": 16777216,
+ *   "naming": "qualified"
+ * }
+ * ```
+ * `hosts` and `callers` are required (they may be empty). Every other key is optional: `listen`
+ * (default `127.0.0.1:7700`; `--listen` wins), `writeCredentials` (default false: write the local
+ * credentials file for the first host and first caller), `recordDir` (relative to the config file's
+ * directory), and every limit of `ServerOptions` (DESIGN §8) plus `mcpMaxSessions` and
+ * `mcpMaxRequestBodyBytes`. Unknown keys are rejected. The file is at most 1 MiB.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { Ajv, type ErrorObject } from 'ajv';
+import { formatAjvErrors } from '@toolwire/protocol';
+import type { CallerCredential, HostCredential } from '../options.js';
+import type { ToolwireServerOptions } from '../toolwire-server.js';
+
+/** Largest config file read, bytes. */
+export const MAX_CONFIG_BYTES = 1024 * 1024;
+
+/** Default `--listen`. */
+export const DEFAULT_LISTEN = '127.0.0.1:7700';
+
+/** A config file or `--listen` value that cannot be used; the CLI exits 64 with its message. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/** A parsed, checked config file. */
+export interface ServeConfig {
+  listen?: string;
+  hosts: HostCredential[];
+  callers: CallerCredential[];
+  writeCredentials: boolean;
+  /** The remaining keys, ready for `new ToolwireServer(...)` (`recordDir` made absolute). */
+  options: Omit<ToolwireServerOptions, 'hosts' | 'callers' | 'logger' | 'toolControl' | 'fallback'>;
+}
+
+const count = { type: 'integer', minimum: 1 } as const;
+const zeroOk = { type: 'integer', minimum: 0 } as const;
+const text = { type: 'string', minLength: 1 } as const;
+
+const configSchema = {
+  type: 'object',
+  properties: {
+    listen: text,
+    hosts: {
+      type: 'array',
+      items: { type: 'object', properties: { name: text, token: text }, required: ['name', 'token'], additionalProperties: false },
+    },
+    callers: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { name: text, token: text, grant: { type: 'array', items: text } },
+        required: ['name', 'token'],
+        additionalProperties: false,
+      },
+    },
+    writeCredentials: { type: 'boolean' },
+    recordDir: text,
+    naming: { enum: ['qualified', 'bare'] },
+    loopbackDev: { type: 'boolean' },
+    maxPayload: count,
+    heartbeatMs: count,
+    deadlineMs: count,
+    cancelGraceMs: zeroOk,
+    maxToolsPerHost: count,
+    maxSchemaBytes: count,
+    maxSchemaDepth: count,
+    maxInFlightPerHost: count,
+    maxBufferedBytesPerHost: count,
+    helloTimeoutMs: count,
+    maxBadFrames: count,
+    projectionHeadBytes: zeroOk,
+    projectionTailBytes: zeroOk,
+    mcpMaxSessions: count,
+    mcpMaxRequestBodyBytes: count,
+  },
+  required: ['hosts', 'callers'],
+  additionalProperties: false,
+} as const;
+
+const validate = new Ajv({ strict: true, allErrors: true }).compile(configSchema);
+
+/** One line per problem; an unknown key is named, e.g. `/hosts/0: unknown key "tokn"`. */
+function describe(errors: ErrorObject[] | null | undefined): string {
+  return (errors ?? [])
+    .map((e) =>
+      e.keyword === 'additionalProperties'
+        ? `${e.instancePath || '/'}: unknown key ${JSON.stringify((e.params as { additionalProperty: string }).additionalProperty)}`
+        : formatAjvErrors([e]),
+    )
+    .join('; ');
+}
+
+/**
+ * Read and check the config file at `path`.
+ * @throws ConfigError when it cannot be read, is over {@link MAX_CONFIG_BYTES}, is not JSON, or does
+ *   not match the shape (the message names the file and every problem)
+ */
+export async function loadConfig(path: string): Promise<ServeConfig> {
+  let raw: string;
+  try {
+    const info = await stat(path);
+    if (info.size > MAX_CONFIG_BYTES) throw new ConfigError(`config ${path}: larger than ${MAX_CONFIG_BYTES} bytes`);
+    raw = await readFile(path, 'utf8');
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    throw new ConfigError(`config ${path}: cannot read: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    throw new ConfigError(`config ${path}: not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  if (!validate(value)) throw new ConfigError(`config ${path}: ${describe(validate.errors)}`);
+  const { listen, hosts, callers, writeCredentials, recordDir, ...options } = value as Record<string, unknown> & {
+    listen?: string;
+    hosts: HostCredential[];
+    callers: CallerCredential[];
+    writeCredentials?: boolean;
+    recordDir?: string;
+  };
+  const config: ServeConfig = { hosts, callers, writeCredentials: writeCredentials ?? false, options };
+  if (listen !== undefined) config.listen = listen;
+  if (recordDir !== undefined) config.options.recordDir = resolve(dirname(path), recordDir);
+  return config;
+}
+
+/**
+ * Parse `HOST:PORT` (`[v6]:PORT` for IPv6), e.g. `127.0.0.1:7700`, `0.0.0.0:0`, `[::1]:7700`.
+ * @throws ConfigError for any other form or a port outside 0–65535
+ */
+export function parseListen(value: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${JSON.stringify(value)}`);
+  return { host: (match[1] ?? match[2])!, port };
+}

@@ -1,0 +1,185 @@
+/**
+ * `toolwire serve` — run the central server until SIGINT/SIGTERM, then close it cleanly.
+ *
+ * ```text
+ * toolwire serve [--listen HOST:PORT] [--config FILE] [--log-level LEVEL] [--help]
+ * ```
+ * - `--listen` — address to bind, default `127.0.0.1:7700` (or the config's `listen`);
+ * - `--config` — JSON config file (see `config.ts`); without it the **embedded default** runs: one
+ *   host `local` and one caller `cli`, each with a fresh token (`crypto.randomBytes(24)`,
+ *   base64url), printed on stdout and written to the local credentials file
+ *   (`$TOOLWIRE_HOME/credentials.json`, default `~/.toolwire/credentials.json`, mode 0600). With a
+ *   config the file is written only when the config says `"writeCredentials": true`;
+ * - `--log-level` — pino level on stderr: fatal, error, warn, info (default), debug, trace, silent.
+ *
+ * A "listening" banner with the URLs goes to stdout. Exit status: 0 after a clean shutdown (and for
+ * `--help`); 64 (EX_USAGE) for bad flags, a bad `--listen`, or a bad config file or credential;
+ * 69 (EX_UNAVAILABLE) when the address cannot be bound.
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import { ExitCode, writeLocalCredentials } from '@toolwire/protocol';
+import { pino } from 'pino';
+import type { CallerCredential, HostCredential } from '../options.js';
+import { type ListenInfo, ToolwireServer } from '../toolwire-server.js';
+import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './config.js';
+
+const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--log-level LEVEL]
+
+  --listen HOST:PORT   address to bind (default ${DEFAULT_LISTEN}; [::1]:PORT for IPv6)
+  --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded,
+                       fresh tokens written to the local credentials file)
+  --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
+  -h, --help           show this help
+`;
+
+const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+/** Where `serveCommand` writes and what stops it (all default to the process's own). */
+export interface ServeIo {
+  stdout?: NodeJS.WritableStream;
+  stderr?: NodeJS.WritableStream;
+  /** Environment for the credentials file location (`TOOLWIRE_HOME`). Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** Aborting it stops the server as SIGINT/SIGTERM do (for embedding and tests). */
+  signal?: AbortSignal;
+}
+
+/** Generate a bearer token: 24 random bytes, base64url (32 characters). */
+export function generateToken(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/** A host-reachable form of a bound address: a wildcard bind is reached through loopback. */
+function reachable(info: ListenInfo): { server: string; mcp: string } {
+  const host = info.host === '0.0.0.0' ? '127.0.0.1' : info.host === '::' ? '[::1]' : info.host.includes(':') ? `[${info.host}]` : info.host;
+  return { server: `ws://${host}:${info.port}`, mcp: `http://${host}:${info.port}/mcp` };
+}
+
+/**
+ * Watch for SIGINT, SIGTERM or `signal`: `stopped` resolves with which one came first. Attached
+ * before the server listens, so a signal sent right after the banner is never missed. `dispose()`
+ * removes the listeners (done automatically on the first stop).
+ */
+function watchStop(signal: AbortSignal | undefined): { stopped: Promise<string>; dispose: () => void } {
+  let resolveStopped!: (why: string) => void;
+  const stopped = new Promise<string>((resolve) => (resolveStopped = resolve));
+  const onInt = (): void => done('SIGINT');
+  const onTerm = (): void => done('SIGTERM');
+  const onAbort = (): void => done('abort');
+  const dispose = (): void => {
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
+    signal?.removeEventListener('abort', onAbort);
+  };
+  function done(why: string): void {
+    dispose();
+    resolveStopped(why);
+  }
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  if (signal?.aborted) done('abort');
+  else signal?.addEventListener('abort', onAbort, { once: true });
+  return { stopped, dispose };
+}
+
+/**
+ * Run `toolwire serve` with `argv` (the arguments after `serve`). Resolves with the exit status once
+ * the server has stopped (see the module comment).
+ */
+export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  const usageError = (message: string): number => {
+    stderr.write(`toolwire serve: ${message}\n\n${USAGE}`);
+    return ExitCode.USAGE;
+  };
+
+  let flags;
+  try {
+    flags = parseArgs({
+      args: argv,
+      options: {
+        listen: { type: 'string' },
+        config: { type: 'string' },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      allowPositionals: false,
+      strict: true,
+    }).values;
+  } catch (error) {
+    return usageError(error instanceof Error ? error.message : String(error));
+  }
+  if (flags.help) {
+    stdout.write(USAGE);
+    return ExitCode.OK;
+  }
+  const level = flags['log-level'];
+  if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
+
+  let config: ServeConfig | undefined;
+  let listen: { host: string; port: number };
+  try {
+    if (flags.config !== undefined) config = await loadConfig(flags.config);
+    listen = parseListen(flags.listen ?? config?.listen ?? DEFAULT_LISTEN);
+  } catch (error) {
+    if (error instanceof ConfigError) return usageError(error.message);
+    throw error;
+  }
+
+  // Embedded default: one host and one caller with fresh tokens.
+  const hosts: HostCredential[] = config?.hosts ?? [{ name: 'local', token: generateToken() }];
+  const callers: CallerCredential[] = config?.callers ?? [{ name: 'cli', token: generateToken(), grant: ['*'] }];
+  const writeCredentials = config === undefined || config.writeCredentials;
+  if (writeCredentials && (hosts.length === 0 || callers.length === 0)) {
+    return usageError('writeCredentials needs at least one host and one caller in the config');
+  }
+
+  const logger = pino({ level, base: { name: 'toolwire' } }, stderr as pino.DestinationStream);
+  let server: ToolwireServer;
+  try {
+    server = new ToolwireServer({ ...config?.options, hosts, callers, logger });
+  } catch (error) {
+    if (error instanceof TypeError || error instanceof RangeError) return usageError(`${flags.config ? `config ${flags.config}: ` : ''}${error.message}`);
+    throw error;
+  }
+
+  const stop = watchStop(io.signal);
+  let info: ListenInfo;
+  try {
+    info = await server.listen(listen.port, listen.host);
+  } catch (error) {
+    stop.dispose();
+    await server.close();
+    stderr.write(`toolwire serve: cannot listen on ${listen.host}:${listen.port}: ${error instanceof Error ? error.message : String(error)}\n`);
+    return ExitCode.UNAVAILABLE;
+  }
+
+  const lines = [
+    `toolwire server listening on ${info.host}:${info.port}`,
+    `  tool hosts connect to  ${info.url}`,
+    `  MCP callers connect to ${info.mcpUrl}`,
+    `  health                 ${info.url.replace('ws://', 'http://')}/healthz`,
+  ];
+  if (config === undefined) {
+    lines.push(`  host token for host "${hosts[0]!.name}": ${hosts[0]!.token}`, `  caller token for caller "${callers[0]!.name}": ${callers[0]!.token}`);
+  }
+  if (writeCredentials) {
+    const urls = reachable(info);
+    try {
+      const path = await writeLocalCredentials({ ...urls, host: hosts[0]!, caller: { name: callers[0]!.name, token: callers[0]!.token } }, io.env);
+      lines.push(`  credentials written to ${path} (mode 0600)`);
+    } catch (error) {
+      logger.error({ err: error }, 'could not write the local credentials file');
+      lines.push('  credentials file NOT written (see the log)');
+    }
+  }
+  stdout.write(`${lines.join('\n')}\n`);
+
+  const why = await stop.stopped;
+  logger.info({ reason: why }, 'shutting down');
+  await server.close();
+  logger.info('stopped');
+  return ExitCode.OK;
+}

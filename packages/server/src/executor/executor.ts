@@ -1,0 +1,278 @@
+/**
+ * The executor (DESIGN §3): the one place a call is answered. For each invocation, in order:
+ *
+ * 1. **grant gate** — the name must be in the caller's grant (`"*"` = all), else `declined`;
+ * 2. **tool control** — the optional hook may refuse (fails closed), else `refused`;
+ * 3. **input validation** — against the inputSchema the tool advertised (`injection.tools()`);
+ *    a mismatch is capture 65 with the ajv errors on stderr, nothing routed;
+ * 4. **disk record** `input.json` (when `recordDir` is set);
+ * 5. **route** — `injection.route(call)`; `undefined` falls through to `fallback`, else capture 127;
+ * 6. **disk record** `output.json`;
+ * 7. **bounded projection** and **envelope**.
+ *
+ * `stop(agent?)` aborts the calls in flight (→ 130, by the router through `call.signal`); a stop that
+ * lands before routing yields 130 without routing. A router or fallback that throws, or returns a
+ * malformed capture, is converted here to capture 70.
+ */
+import { type Capture, failureCapture } from '@toolwire/protocol';
+import { nanoid } from 'nanoid';
+import type { ResolvedOptions } from '../options.js';
+import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
+import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import { type Envelope, envelope } from './envelope.js';
+import { consultToolControl, isGranted, type ToolControl } from './gates.js';
+import { type Projection, project } from './projection.js';
+import { DiskRecord, assertSegment } from './record.js';
+
+/** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
+export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
+
+/** What the executor needs. */
+export interface ExecutorDeps {
+  /** Tools (for validation) and the router. */
+  injection: ToolInjection;
+  /** Resolved server options: `recordDir`, `projectionHeadBytes`, `projectionTailBytes`, `logger`. */
+  options: ResolvedOptions;
+  /** Optional policy hook, consulted after the grant gate. */
+  toolControl?: ToolControl;
+  /** Optional local tools, tried when the router answers "not mine". */
+  fallback?: Fallback;
+}
+
+/** One invocation. */
+export interface ExecuteRequest {
+  /** Call id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). Default: `nanoid()`. */
+  id?: string;
+  /** The tool name as the model spelled it. */
+  name: string;
+  /** The input, verbatim. */
+  input: unknown;
+  /** The calling agent's id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). */
+  agent: string;
+  /** The agent's workspace root, passed to the host (`TOOLWIRE_WORKSPACE`). Default `""` (the host's root). */
+  workspace?: string;
+  /** The caller's role, passed to tool control. */
+  role?: string;
+  /** Tool names this caller may call; `"*"` = all. Default: no gate (all). */
+  grant?: readonly string[];
+  /** Deadline for this call, ms (positive integer). Default: the tool's or the server's (`deadlineMs`). */
+  deadlineMs?: number;
+  /** Aborting it stops this call (→ 130), e.g. an MCP `notifications/cancelled`. */
+  signal?: AbortSignal;
+}
+
+/** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
+export interface CompletedResult {
+  outcome: 'completed';
+  id: string;
+  /** Full, uncapped capture (as the router returned it, or synthetic). */
+  capture: Capture;
+  /** stdout/stderr bounded by the projection limits (see `projection.ts`). */
+  projection: Projection;
+  envelope: Envelope;
+  /** When the executor admitted the call (after the grant gate). */
+  startedAt: Date;
+  /** When the capture was in hand (before `output.json` was written). */
+  endedAt: Date;
+}
+
+/**
+ * The result of {@link Executor.execute}. `declined` (grant gate) and `refused` (tool control) carry
+ * no capture and write no disk record.
+ */
+export type ExecuteResult =
+  | { outcome: 'declined'; id: string; reason: string }
+  | { outcome: 'refused'; id: string; reason: string }
+  | CompletedResult;
+
+interface InFlight {
+  agent: string;
+  controller: AbortController;
+}
+
+/** Runs invocations through the gates, the router and the disk record. */
+export class Executor {
+  readonly #injection: ToolInjection;
+  readonly #options: ResolvedOptions;
+  readonly #toolControl: ToolControl | undefined;
+  readonly #fallback: Fallback | undefined;
+  readonly #record: DiskRecord | undefined;
+  readonly #inFlight = new Set<InFlight>();
+  #idle: (() => void)[] = [];
+
+  constructor(deps: ExecutorDeps) {
+    this.#injection = deps.injection;
+    this.#options = deps.options;
+    this.#toolControl = deps.toolControl;
+    this.#fallback = deps.fallback;
+    this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
+  }
+
+  /** Calls admitted past the grant gate and not yet settled. */
+  get inFlight(): number {
+    return this.#inFlight.size;
+  }
+
+  /**
+   * Run one invocation. Never rejects for anything a router, host or hook does; throws at once
+   * (synchronously) on caller misuse: `TypeError` for a bad `name`/`agent`/`id`/`workspace`/`grant`,
+   * `RangeError` for a `deadlineMs` that is not a positive integer.
+   */
+  execute(req: ExecuteRequest): Promise<ExecuteResult> {
+    const id = req.id ?? nanoid();
+    checkRequest(req, id);
+    return this.#run(req, id);
+  }
+
+  /**
+   * Stop every call in flight of `agent` (all agents when omitted): each settles as capture 130.
+   * @returns the number of calls stopped (calls already stopped are not counted again).
+   */
+  stop(agent?: string): number {
+    let stopped = 0;
+    for (const entry of this.#inFlight) {
+      if ((agent === undefined || entry.agent === agent) && !entry.controller.signal.aborted) {
+        entry.controller.abort('stop');
+        stopped++;
+      }
+    }
+    return stopped;
+  }
+
+  /** Resolves when no call is in flight (at once when none is). Used by `ToolwireServer.close()`. */
+  whenIdle(): Promise<void> {
+    if (this.#inFlight.size === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idle.push(resolve));
+  }
+
+  async #run(req: ExecuteRequest, id: string): Promise<ExecuteResult> {
+    const { name, agent, input } = req;
+    const log = this.#options.logger;
+    if (!isGranted(req.grant, name)) {
+      const reason = `tool ${quote(name)} is not granted to agent ${quote(agent)}`;
+      log.info({ id, agent, tool: name }, 'call declined by the grant gate');
+      return { outcome: 'declined', id, reason };
+    }
+    const controller = new AbortController();
+    const entry: InFlight = { agent, controller };
+    this.#inFlight.add(entry);
+    const signal = req.signal ? AbortSignal.any([req.signal, controller.signal]) : controller.signal;
+    const startedAt = new Date();
+    try {
+      if (this.#toolControl) {
+        const request = { id, name, input, agent, role: req.role };
+        const verdict = await untilAborted(consultToolControl(this.#toolControl, request), signal);
+        if (verdict && !verdict.pass) {
+          log.info({ id, agent, tool: name, reason: verdict.reason }, 'call refused by tool control');
+          return { outcome: 'refused', id, reason: verdict.reason };
+        }
+      }
+      const invalid = this.#validate(name, input);
+      await this.#write('input.json', () => this.#record?.writeInput(agent, id, name, input), agent, id);
+      let capture: Capture;
+      if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
+      else if (invalid) capture = invalid;
+      else {
+        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal };
+        if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
+        capture = await this.#route(call);
+      }
+      const endedAt = new Date();
+      await this.#write('output.json', () => this.#record?.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);
+      const projection = project(capture, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
+      log.debug({ id, agent, tool: name, exitCode: capture.exitCode, ms: endedAt.getTime() - startedAt.getTime() }, 'call completed');
+      return { outcome: 'completed', id, capture, projection, envelope: envelope(projection), startedAt, endedAt };
+    } finally {
+      this.#inFlight.delete(entry);
+      if (this.#inFlight.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /** Capture 65 (or 70 for an uncompilable advertised schema) when `input` fails the tool's inputSchema; `undefined` when valid or not advertised. */
+  #validate(name: string, input: unknown): Capture | undefined {
+    try {
+      const tool = this.#injection.tools().find((t) => t.name === name);
+      if (!tool) return undefined;
+      const compiled = compileInputSchema(tool.inputSchema);
+      if (!compiled.ok) return failureCapture('host_error', `inputSchema of ${quote(name)} cannot be compiled: ${compiled.reason}`);
+      const errors = checkInput(compiled.validate, input);
+      return errors === undefined ? undefined : failureCapture('invalid_input', `input does not match the inputSchema of ${quote(name)}: ${errors}`);
+    } catch (error) {
+      return failureCapture('host_error', `input validation failed: ${message(error)}`);
+    }
+  }
+
+  /** Route, then fall back, then 127; a throw or malformed capture becomes 70. */
+  async #route(call: RoutedCall): Promise<Capture> {
+    let capture: RoutedCapture | undefined;
+    try {
+      capture = await this.#injection.route(call);
+    } catch (error) {
+      return failureCapture('host_error', `router failed: ${message(error)}`);
+    }
+    if (capture === undefined && this.#fallback) {
+      try {
+        capture = await this.#fallback(call);
+      } catch (error) {
+        return failureCapture('host_error', `local tool failed: ${message(error)}`);
+      }
+    }
+    if (capture === undefined) return failureCapture('not_found', `no such tool ${quote(call.name)}`);
+    if (!isCapture(capture)) return failureCapture('host_error', 'the router returned a malformed capture');
+    return capture;
+  }
+
+  /** Run one record write; a failure is logged and never loses the capture. */
+  async #write(file: string, write: () => Promise<void> | undefined, agent: string, id: string): Promise<void> {
+    try {
+      await write();
+    } catch (error) {
+      this.#options.logger.error({ err: error, agent, id, file }, 'disk record write failed');
+    }
+  }
+}
+
+/** Caller-misuse checks of {@link Executor.execute}. */
+function checkRequest(req: ExecuteRequest, id: string): void {
+  if (typeof req !== 'object' || req === null) throw new TypeError('execute: request must be an object');
+  if (typeof req.name !== 'string' || req.name.length === 0) throw new TypeError('execute: name must be a non-empty string');
+  assertSegment(req.agent, 'execute: agent');
+  assertSegment(id, 'execute: call id');
+  if (req.workspace !== undefined && typeof req.workspace !== 'string') throw new TypeError('execute: workspace must be a string');
+  if (req.grant !== undefined && (!Array.isArray(req.grant) || !req.grant.every((g) => typeof g === 'string'))) {
+    throw new TypeError('execute: grant must be an array of tool names');
+  }
+  if (req.deadlineMs !== undefined && (!Number.isInteger(req.deadlineMs) || req.deadlineMs <= 0)) {
+    throw new RangeError(`execute: deadlineMs must be a positive integer (ms), got ${req.deadlineMs}`);
+  }
+}
+
+/** Resolve with `promise`'s value, or `undefined` as soon as `signal` aborts. `promise` must not reject. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    void promise.then((value) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(value);
+    });
+  });
+}
+
+function isCapture(value: unknown): value is Capture {
+  const c = value as Partial<Capture> | null;
+  return (
+    typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array &&
+    Number.isInteger(c.exitCode)
+  );
+}
+
+/** A name for a reason line: JSON-quoted, at most 80 characters of it. */
+function quote(name: string): string {
+  return JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+}
+
+function message(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

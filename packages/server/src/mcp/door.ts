@@ -1,0 +1,204 @@
+/**
+ * The MCP door: MCP Streamable HTTP at `/mcp` on the server's http server, so agents call tools
+ * through any MCP client. Stateful: an `initialize` POST opens a session (one SDK `Server` + one
+ * `StreamableHTTPServerTransport`, session id a random UUID in `Mcp-Session-Id`); a DELETE, a
+ * transport close or {@link McpDoor.close} ends it.
+ *
+ * Every request must carry `Authorization: Bearer <caller token>`; otherwise HTTP 401 with a bare
+ * JSON-RPC error (`-32000 "Unauthorized"`, `WWW-Authenticate: Bearer`) and no detail. The caller's
+ * name is the agent id and its grant the grant; a session is bound to the caller that opened it (a
+ * request for another caller's session gets 404 "Session not found", as an unknown session does).
+ *
+ * Limits: open sessions `maxSessions` (default 1024): at the limit a new session evicts the least
+ * recently active session with no request open (clients that never send DELETE do not pile up),
+ * and when every session is busy the answer is HTTP 503; POST body `maxRequestBodyBytes` (default
+ * 4 MiB, more → HTTP 413, by the SDK transport).
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Logger } from '../options.js';
+import { type CallerPrincipal, type McpServerDeps, type ToolSource, authInfoOf, createMcpServer } from './mcp-server.js';
+
+/** Authenticates callers (the server's `TokenTable` fits). */
+export interface CallerAuthenticator {
+  /** @returns the caller, or `undefined` for a missing, malformed, unknown or non-caller token. */
+  authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
+}
+
+/** What the door needs. */
+export interface McpDoorDeps {
+  executor: McpServerDeps['executor'];
+  /** The router: `tools()` and its `toolsChanged` event. */
+  tools: ToolSource;
+  auth: CallerAuthenticator;
+  logger: Logger;
+  /** Open MCP sessions at most; default 1024. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
+  maxSessions?: number;
+  /** Largest POST body, bytes; default 4 MiB; more → HTTP 413. */
+  maxRequestBodyBytes?: number;
+}
+
+/** Default of {@link McpDoorDeps.maxSessions}. */
+export const DEFAULT_MAX_SESSIONS = 1024;
+/** Default of {@link McpDoorDeps.maxRequestBodyBytes}: 4 MiB. */
+export const DEFAULT_MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
+
+interface Session {
+  caller: string;
+  server: Server;
+  transport: StreamableHTTPServerTransport;
+  /** HTTP requests of this session still open (a GET notification stream stays open). */
+  open: number;
+  /** When a request of this session last started or ended, ms since the epoch. */
+  lastActive: number;
+}
+
+/** Answer with a JSON-RPC error object and no request id. */
+function replyError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+}
+
+/** The MCP Streamable HTTP endpoint. Hand it every request whose path is `/mcp`. */
+export class McpDoor {
+  readonly #deps: McpDoorDeps;
+  readonly #maxSessions: number;
+  readonly #maxBody: number;
+  readonly #sessions = new Map<string, Session>();
+  #closed = false;
+  readonly #onToolsChanged = (): void => this.#broadcastToolsChanged();
+
+  /** @throws RangeError when `maxSessions` or `maxRequestBodyBytes` is not a positive integer. */
+  constructor(deps: McpDoorDeps) {
+    this.#deps = deps;
+    this.#maxSessions = deps.maxSessions ?? DEFAULT_MAX_SESSIONS;
+    this.#maxBody = deps.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
+    for (const [key, v] of [['maxSessions', this.#maxSessions], ['maxRequestBodyBytes', this.#maxBody]] as const) {
+      if (!Number.isInteger(v) || v <= 0) throw new RangeError(`McpDoor: ${key} must be a positive integer, got ${v}`);
+    }
+    deps.tools.on('toolsChanged', this.#onToolsChanged);
+  }
+
+  /** Open (initialized) MCP sessions. */
+  get sessionCount(): number {
+    return this.#sessions.size;
+  }
+
+  /** Serve one HTTP request to `/mcp` (POST, GET for the SSE stream, DELETE). Never rejects. */
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#handle(req, res);
+    } catch (error) {
+      this.#deps.logger.error({ err: error }, 'MCP request failed');
+      if (!res.headersSent) replyError(res, 500, -32603, 'Internal server error');
+      else res.destroy();
+    }
+  }
+
+  /** Close every session (in-flight calls are aborted → 130) and stop listening for tool changes. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#deps.tools.off('toolsChanged', this.#onToolsChanged);
+    const sessions = [...this.#sessions.values()];
+    this.#sessions.clear();
+    await Promise.allSettled(sessions.map((s) => s.server.close()));
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const principal = this.#deps.auth.authenticate(req.headers.authorization, 'caller');
+    if (!principal || principal.role !== 'caller') {
+      replyError(res, 401, -32000, 'Unauthorized', { 'www-authenticate': 'Bearer' });
+      return;
+    }
+    if (this.#closed) {
+      replyError(res, 503, -32000, 'Server is shutting down');
+      return;
+    }
+    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal);
+    const sessionId = req.headers['mcp-session-id'];
+    if (typeof sessionId === 'string') {
+      const session = this.#sessions.get(sessionId);
+      if (!session || session.caller !== principal.name) {
+        replyError(res, 404, -32001, 'Session not found');
+        return;
+      }
+      this.#track(session, res);
+      await session.transport.handleRequest(req, res);
+      return;
+    }
+    if (req.method !== 'POST') {
+      replyError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+      return;
+    }
+    if (this.#sessions.size >= this.#maxSessions && !(await this.#evictIdle())) {
+      replyError(res, 503, -32000, 'Too many open sessions');
+      return;
+    }
+    await this.#open(principal, req, res);
+  }
+
+  /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
+  async #open(principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const log = this.#deps.logger;
+    const server = createMcpServer({ executor: this.#deps.executor, tools: this.#deps.tools, caller: principal });
+    let session: Session | undefined;
+    const transport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      maxRequestBodySize: this.#maxBody,
+      onsessioninitialized: (id) => {
+        if (this.#closed) return;
+        session = { caller: principal.name, server, transport, open: 0, lastActive: Date.now() };
+        this.#sessions.set(id, session);
+        log.info({ session: id, caller: principal.name }, 'MCP session opened');
+      },
+      onsessionclosed: (id) => this.#forget(id, server),
+    });
+    server.onclose = () => {
+      if (transport.sessionId !== undefined) this.#forget(transport.sessionId, server);
+    };
+    server.onerror = (error) => log.debug({ err: error, caller: principal.name }, 'MCP transport error');
+    await server.connect(transport);
+    await transport.handleRequest(req, res);
+    if (!session || this.#closed) await server.close();
+  }
+
+  /** Count `res` as an open request of `session` until it closes. */
+  #track(session: Session, res: ServerResponse): void {
+    session.open++;
+    session.lastActive = Date.now();
+    res.once('close', () => {
+      session.open--;
+      session.lastActive = Date.now();
+    });
+  }
+
+  /** Close the least recently active session with no open request; false when every session is busy. */
+  async #evictIdle(): Promise<boolean> {
+    let victim: [string, Session] | undefined;
+    for (const entry of this.#sessions) {
+      if (entry[1].open === 0 && (victim === undefined || entry[1].lastActive < victim[1].lastActive)) victim = entry;
+    }
+    if (victim === undefined) return false;
+    this.#sessions.delete(victim[0]);
+    this.#deps.logger.info({ session: victim[0], caller: victim[1].caller }, 'MCP session evicted (idle, session limit reached)');
+    await victim[1].server.close();
+    return true;
+  }
+
+  #forget(id: string, server: Server): void {
+    if (this.#sessions.get(id)?.server !== server) return;
+    this.#sessions.delete(id);
+    this.#deps.logger.info({ session: id }, 'MCP session closed');
+  }
+
+  #broadcastToolsChanged(): void {
+    for (const [id, session] of this.#sessions) {
+      session.server.sendToolListChanged().catch((error: unknown) => {
+        this.#deps.logger.debug({ err: error, session: id }, 'tools/list_changed not delivered');
+      });
+    }
+  }
+}

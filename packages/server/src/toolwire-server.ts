@@ -1,0 +1,155 @@
+/**
+ * `ToolwireServer`: the whole server on one `http.Server` —
+ * - WebSocket upgrades → the host endpoint (tool hosts, `Authorization: Bearer <host token>`);
+ * - `/mcp` → the MCP door (Streamable HTTP, `Authorization: Bearer <caller token>`);
+ * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
+ *   (counts only: the path is unauthenticated);
+ * - anything else → 404.
+ */
+import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pTimeout from 'p-timeout';
+import { TokenTable } from './auth/tokens.js';
+import { HostEndpoint } from './endpoint/host-endpoint.js';
+import { Executor, type Fallback } from './executor/executor.js';
+import type { ToolControl } from './executor/gates.js';
+import { McpDoor } from './mcp/door.js';
+import { type ResolvedOptions, type ServerOptions, resolveOptions } from './options.js';
+import { Router } from './router/router.js';
+
+/** Options of {@link ToolwireServer}: every `ServerOptions` plus the executor hooks and the MCP door limits. */
+export interface ToolwireServerOptions extends ServerOptions {
+  /** Policy hook consulted before each call (fails closed). Default: none. */
+  toolControl?: ToolControl;
+  /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
+  fallback?: Fallback;
+  /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
+  mcpMaxSessions?: number;
+  /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
+  mcpMaxRequestBodyBytes?: number;
+}
+
+/** Where a listening server can be reached. */
+export interface ListenInfo {
+  /** The bound address, e.g. `127.0.0.1` or `::1`. */
+  host: string;
+  port: number;
+  /** URL tool hosts dial, e.g. `ws://127.0.0.1:7700`. */
+  url: string;
+  /** MCP door URL, e.g. `http://127.0.0.1:7700/mcp`. */
+  mcpUrl: string;
+}
+
+/** Extra time, beyond `cancelGraceMs`, that `close()` waits for stopped calls to settle, ms. */
+const STOP_MARGIN_MS = 500;
+
+/** The toolwire server: host endpoint, router, executor and MCP door on one port. */
+export class ToolwireServer {
+  readonly options: ResolvedOptions;
+  readonly tokens: TokenTable;
+  readonly router: Router;
+  readonly executor: Executor;
+  readonly hostEndpoint: HostEndpoint;
+  readonly mcp: McpDoor;
+  readonly #http: HttpServer;
+  #closing: Promise<void> | undefined;
+
+  /**
+   * @throws TypeError/RangeError at once on a bad option or credential (see `resolveOptions`,
+   *   `TokenTable`, `McpDoor`).
+   */
+  constructor(options: ToolwireServerOptions = {}) {
+    const { toolControl, fallback, mcpMaxSessions, mcpMaxRequestBodyBytes, ...serverOptions } = options;
+    this.options = resolveOptions(serverOptions);
+    const log = this.options.logger;
+    this.tokens = new TokenTable(this.options.hosts, this.options.callers);
+    this.router = new Router(this.options);
+    this.hostEndpoint = new HostEndpoint({ options: this.options, tokens: this.tokens, router: this.router });
+    this.executor = new Executor({
+      injection: this.router,
+      options: this.options,
+      ...(toolControl && { toolControl }),
+      ...(fallback && { fallback }),
+    });
+    this.mcp = new McpDoor({
+      executor: this.executor,
+      tools: this.router,
+      auth: this.tokens,
+      logger: log,
+      ...(mcpMaxSessions !== undefined && { maxSessions: mcpMaxSessions }),
+      ...(mcpMaxRequestBodyBytes !== undefined && { maxRequestBodyBytes: mcpMaxRequestBodyBytes }),
+    });
+    this.#http = createServer((req, res) => this.#onRequest(req, res));
+    this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
+    this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
+    this.#http.on('clientError', (error, socket) => {
+      log.debug({ err: error }, 'http client error');
+      socket.destroy();
+    });
+  }
+
+  /**
+   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`).
+   * @param port TCP port, default 0 (any free port)
+   * @param host address to bind, default `127.0.0.1`
+   * @throws RangeError for a port outside 0–65535
+   */
+  async listen(port = 0, host = '127.0.0.1'): Promise<ListenInfo> {
+    if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`listen: port must be an integer 0-65535, got ${port}`);
+    if (this.#closing) throw new Error('listen: the server is closed');
+    await new Promise<void>((resolve, reject) => {
+      const onError = (error: Error): void => reject(error);
+      this.#http.once('error', onError);
+      this.#http.listen(port, host, () => {
+        this.#http.off('error', onError);
+        resolve();
+      });
+    });
+    const address = this.#http.address() as AddressInfo;
+    const hostPart = address.address.includes(':') ? `[${address.address}]` : address.address;
+    return {
+      host: address.address,
+      port: address.port,
+      url: `ws://${hostPart}:${address.port}`,
+      mcpUrl: `http://${hostPart}:${address.port}/mcp`,
+    };
+  }
+
+  /**
+   * Shut down: stop every call in flight (each settles 130; waits up to `cancelGraceMs` + 500 ms),
+   * close every MCP session, close every host session with 1001, then close the http server and
+   * its connections. Leaves no timer running. Idempotent.
+   */
+  close(): Promise<void> {
+    this.#closing ??= this.#shutdown();
+    return this.#closing;
+  }
+
+  async #shutdown(): Promise<void> {
+    this.executor.stop();
+    await pTimeout(this.executor.whenIdle(), { milliseconds: this.options.cancelGraceMs + STOP_MARGIN_MS, message: false });
+    await this.mcp.close();
+    await this.hostEndpoint.close();
+    if (this.#http.listening) {
+      const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
+      this.#http.closeAllConnections();
+      await closed;
+    }
+  }
+
+  #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    const path = (req.url ?? '/').split('?', 1)[0];
+    if (path === '/mcp') {
+      void this.mcp.handle(req, res); // never rejects
+      return;
+    }
+    if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
+      const body = JSON.stringify({ ok: true, hosts: this.router.hosts().length, tools: this.router.tools().length });
+      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      res.end(req.method === 'HEAD' ? undefined : body);
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: 'not found' }));
+  }
+}
