@@ -47,7 +47,8 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
     void hostExit.then(([code]) => {
       if (code !== 0 && code !== null) stopAll('SIGTERM');
     });
-    process.stdout.write(
+    // The banner arrives in one write; print the how-to after all of its lines.
+    setImmediate(() => process.stdout.write(
       [
         '',
         'toolwire is up: one server and one local tool host ("local") with examples/tools.json.',
@@ -58,7 +59,7 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
         'Ctrl-C here stops both.',
         '',
       ].join('\n'),
-    );
+    ));
   }
 });
 
