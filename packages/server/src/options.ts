@@ -3,6 +3,7 @@
  * the rest from `Defaults` and throws a RangeError/TypeError at once on caller misuse.
  */
 import { Defaults } from '@toolwire/protocol';
+import { nanoid } from 'nanoid';
 import { pino, type Logger as PinoLogger } from 'pino';
 
 /** The logging surface toolwire uses (a pino logger fits). */
@@ -54,6 +55,12 @@ export interface ServerOptions {
   helloTimeoutMs?: number;
   /** Wrong-shape frames per session before close 1008; default 16. */
   maxBadFrames?: number;
+  /**
+   * Test seam: mints the wire id of each call sent to a host (`call.id`, 1–128 characters). Default
+   * `nanoid` (21 characters, 126 random bits). An id still pending on the same session is never
+   * reused: the session draws again, and after 8 colliding or invalid draws settles the new call 70.
+   */
+  newCallId?: () => string;
   /** Disk record root (`<root>/<agent>/<call id>/{input,output}.json`); default: no record. */
   recordDir?: string;
   /** Projection head/tail bytes per stream; default 16384 each. */
@@ -61,18 +68,61 @@ export interface ServerOptions {
   projectionTailBytes?: number;
   /** Loopback dev mode: hosts connecting from 127.0.0.1/::1 without a token may name themselves in `hello`. Default false. */
   loopbackDev?: boolean;
+  /** Longest tool description an advertise may carry, characters; default 4096; longer → that tool rejected. */
+  maxDescriptionChars?: number;
+  /** Open host WebSocket connections in total (including those before `hello`); default 1024; over → HTTP 503 at the upgrade. */
+  maxConnections?: number;
+  /** Open connections per host identity (token); default 4; over → HTTP 429 at the upgrade. Loopback dev hosts count only toward `maxConnections`. */
+  maxConnectionsPerHost?: number;
+  /**
+   * Origins (`scheme://host[:port]`, compared exactly, case-insensitively) allowed to open a host
+   * connection or call the MCP door from a browser. A request that carries an `Origin` header not in
+   * this list gets HTTP 403; requests without `Origin` (tool hosts, CLI, SDK clients) are unaffected.
+   * Default `[]`: browser-originated requests are refused.
+   */
+  allowedOrigins?: readonly string[];
+  /** Negotiate permessage-deflate with hosts that offer it; default false. When on, `maxPayload` bounds the inflated size (→ 1009). */
+  perMessageDeflate?: boolean;
+  /** Failed authentications from one address within `authFailureWindowMs` before it is refused with 429; default 10. */
+  authMaxFailures?: number;
+  /** Window in which failed authentications are counted, ms; default 60000. */
+  authFailureWindowMs?: number;
+  /** First refusal period after `authMaxFailures`, ms; doubles with each further failure, up to max(authBlockMs, authFailureWindowMs); default 1000. */
+  authBlockMs?: number;
+  /** Addresses the failure limiter remembers at most (oldest forgotten first); default 10000. */
+  authMaxTrackedAddresses?: number;
   /** Default: a silent pino logger. */
   logger?: Logger;
 }
+
+/** Defaults of the security limits that only the server has (the rest are protocol `Defaults`, DESIGN §8). */
+export const SecurityDefaults = {
+  maxConnections: 1024,
+  maxConnectionsPerHost: 4,
+  authMaxFailures: 10,
+  authFailureWindowMs: 60_000,
+  authBlockMs: 1_000,
+  authMaxTrackedAddresses: 10_000,
+} as const;
 
 /** Options with every default filled in. */
 export type ResolvedOptions = Required<Omit<ServerOptions, 'recordDir'>> & { recordDir: string | undefined };
 
 const positive = [
   'maxPayload', 'heartbeatMs', 'deadlineMs', 'maxToolsPerHost', 'maxSchemaBytes', 'maxSchemaDepth',
-  'maxInFlightPerHost', 'maxBufferedBytesPerHost', 'helloTimeoutMs', 'maxBadFrames',
+  'maxInFlightPerHost', 'maxBufferedBytesPerHost', 'helloTimeoutMs', 'maxBadFrames', 'maxDescriptionChars',
+  'maxConnections', 'maxConnectionsPerHost', 'authMaxFailures', 'authFailureWindowMs', 'authBlockMs', 'authMaxTrackedAddresses',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
+
+/** Check `allowedOrigins` and lower-case it (origins compare case-insensitively). */
+function normalizeOrigins(origins: readonly string[] | undefined): readonly string[] {
+  if (origins === undefined) return Object.freeze([]);
+  if (!Array.isArray(origins) || !origins.every((o) => typeof o === 'string' && o.length > 0)) {
+    throw new TypeError('ServerOptions.allowedOrigins must be an array of non-empty origin strings, e.g. ["https://app.example.com"]');
+  }
+  return Object.freeze(origins.map((o) => o.toLowerCase()));
+}
 
 /** Fill defaults and check ranges. Throws `RangeError` for a non-positive/non-integer limit, `TypeError` for a bad naming. */
 export function resolveOptions(options: ServerOptions = {}): ResolvedOptions {
@@ -91,10 +141,20 @@ export function resolveOptions(options: ServerOptions = {}): ResolvedOptions {
     maxBufferedBytesPerHost: options.maxBufferedBytesPerHost ?? Defaults.maxBufferedBytesPerHost,
     helloTimeoutMs: options.helloTimeoutMs ?? Defaults.helloTimeoutMs,
     maxBadFrames: options.maxBadFrames ?? Defaults.maxBadFrames,
+    newCallId: options.newCallId ?? nanoid,
     recordDir: options.recordDir,
     projectionHeadBytes: options.projectionHeadBytes ?? Defaults.projectionHeadBytes,
     projectionTailBytes: options.projectionTailBytes ?? Defaults.projectionTailBytes,
     loopbackDev: options.loopbackDev ?? false,
+    maxDescriptionChars: options.maxDescriptionChars ?? Defaults.maxDescriptionChars,
+    maxConnections: options.maxConnections ?? SecurityDefaults.maxConnections,
+    maxConnectionsPerHost: options.maxConnectionsPerHost ?? SecurityDefaults.maxConnectionsPerHost,
+    allowedOrigins: normalizeOrigins(options.allowedOrigins),
+    perMessageDeflate: options.perMessageDeflate ?? false,
+    authMaxFailures: options.authMaxFailures ?? SecurityDefaults.authMaxFailures,
+    authFailureWindowMs: options.authFailureWindowMs ?? SecurityDefaults.authFailureWindowMs,
+    authBlockMs: options.authBlockMs ?? SecurityDefaults.authBlockMs,
+    authMaxTrackedAddresses: options.authMaxTrackedAddresses ?? SecurityDefaults.authMaxTrackedAddresses,
     logger: options.logger ?? pino({ level: 'silent' }),
   };
   for (const key of positive) {
@@ -105,6 +165,8 @@ export function resolveOptions(options: ServerOptions = {}): ResolvedOptions {
     const v = resolved[key];
     if (!Number.isInteger(v) || v < 0) throw new RangeError(`ServerOptions.${key} must be a non-negative integer, got ${v}`);
   }
+  if (typeof resolved.newCallId !== 'function') throw new TypeError('ServerOptions.newCallId must be a function returning a string');
+  if (typeof resolved.perMessageDeflate !== 'boolean') throw new TypeError('ServerOptions.perMessageDeflate must be a boolean');
   if (resolved.naming !== 'qualified' && resolved.naming !== 'bare') {
     throw new TypeError(`ServerOptions.naming must be "qualified" or "bare", got ${String(resolved.naming)}`);
   }

@@ -1,5 +1,6 @@
 /**
- * `ToolwireServer`: the whole server on one `http.Server` —
+ * `ToolwireServer`: the whole server on one `http.Server` (an `https.Server` with `tls`: then
+ * `wss://` and `https://…/mcp`) —
  * - WebSocket upgrades → the host endpoint (tool hosts, `Authorization: Bearer <host token>`);
  * - `/mcp` → the MCP door (Streamable HTTP, `Authorization: Bearer <caller token>`);
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
@@ -7,14 +8,16 @@
  * - anything else → 404.
  */
 import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import pTimeout from 'p-timeout';
-import { TokenTable } from './auth/tokens.js';
-import { HostEndpoint } from './endpoint/host-endpoint.js';
+import type { AuthLimiter } from './auth/limiter.js';
+import { type Principal, TokenTable } from './auth/tokens.js';
+import { HostEndpoint, limiterFor } from './endpoint/host-endpoint.js';
 import { Executor, type Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import { McpDoor } from './mcp/door.js';
-import { type ResolvedOptions, type ServerOptions, resolveOptions } from './options.js';
+import { type CallerCredential, type HostCredential, type ResolvedOptions, type ServerOptions, resolveOptions } from './options.js';
 import { Router } from './router/router.js';
 
 /** Options of {@link ToolwireServer}: every `ServerOptions` plus the executor hooks and the MCP door limits. */
@@ -27,6 +30,25 @@ export interface ToolwireServerOptions extends ServerOptions {
   mcpMaxSessions?: number;
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
   mcpMaxRequestBodyBytes?: number;
+  /**
+   * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
+   * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
+   */
+  tls?: ServerTls;
+}
+
+/** Certificate and private key of a TLS server, PEM. */
+export interface ServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
+/** What {@link ToolwireServer.updateCredentials} closed. */
+export interface CredentialsUpdate {
+  /** Host sessions closed 1008 because their token was removed or rotated (their calls settled 69). */
+  closedHosts: number;
+  /** MCP sessions closed because their caller token was removed or rotated (their calls settled 130). */
+  closedCallers: number;
 }
 
 /** Where a listening server can be reached. */
@@ -51,7 +73,10 @@ export class ToolwireServer {
   readonly executor: Executor;
   readonly hostEndpoint: HostEndpoint;
   readonly mcp: McpDoor;
+  /** Failed-authentication limiter shared by the host endpoint and the MCP door. */
+  readonly limiter: AuthLimiter;
   readonly #http: HttpServer;
+  readonly #secure: boolean;
   #closing: Promise<void> | undefined;
 
   /**
@@ -59,12 +84,13 @@ export class ToolwireServer {
    *   `TokenTable`, `McpDoor`).
    */
   constructor(options: ToolwireServerOptions = {}) {
-    const { toolControl, fallback, mcpMaxSessions, mcpMaxRequestBodyBytes, ...serverOptions } = options;
+    const { toolControl, fallback, mcpMaxSessions, mcpMaxRequestBodyBytes, tls, ...serverOptions } = options;
     this.options = resolveOptions(serverOptions);
     const log = this.options.logger;
     this.tokens = new TokenTable(this.options.hosts, this.options.callers);
     this.router = new Router(this.options);
-    this.hostEndpoint = new HostEndpoint({ options: this.options, tokens: this.tokens, router: this.router });
+    this.limiter = limiterFor(this.options);
+    this.hostEndpoint = new HostEndpoint({ options: this.options, tokens: this.tokens, router: this.router, limiter: this.limiter });
     this.executor = new Executor({
       injection: this.router,
       options: this.options,
@@ -76,10 +102,24 @@ export class ToolwireServer {
       tools: this.router,
       auth: this.tokens,
       logger: log,
+      allowedOrigins: this.options.allowedOrigins,
+      limiter: this.limiter,
       ...(mcpMaxSessions !== undefined && { maxSessions: mcpMaxSessions }),
       ...(mcpMaxRequestBodyBytes !== undefined && { maxRequestBodyBytes: mcpMaxRequestBodyBytes }),
     });
-    this.#http = createServer((req, res) => this.#onRequest(req, res));
+    const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
+    if (tls !== undefined) {
+      if (typeof tls !== 'object' || tls === null || !tls.cert || !tls.key) throw new TypeError('ToolwireServerOptions.tls needs cert and key (PEM)');
+      this.#http = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
+      // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
+      this.#http.on('tlsClientError', (error, socket) => {
+        log.debug({ err: error }, 'TLS handshake failed');
+        socket.destroy();
+      });
+    } else {
+      this.#http = createServer(onRequest);
+    }
+    this.#secure = tls !== undefined;
     this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
     this.#http.on('clientError', (error, socket) => {
@@ -107,12 +147,31 @@ export class ToolwireServer {
     });
     const address = this.#http.address() as AddressInfo;
     const hostPart = address.address.includes(':') ? `[${address.address}]` : address.address;
+    const s = this.#secure ? 's' : '';
     return {
       host: address.address,
       port: address.port,
-      url: `ws://${hostPart}:${address.port}`,
-      mcpUrl: `http://${hostPart}:${address.port}/mcp`,
+      url: `ws${s}://${hostPart}:${address.port}`,
+      mcpUrl: `http${s}://${hostPart}:${address.port}/mcp`,
     };
+  }
+
+  /**
+   * Token rotation without a restart (e.g. on a config reload): replace the host and caller
+   * credentials at once, then close every host session whose token was removed or changed (close
+   * 1008 "token revoked", its pending calls settle 69) and every MCP session opened with a caller
+   * token that was removed or changed (its calls settle 130). Sessions of unchanged tokens are kept.
+   * Other options are not reloaded.
+   *
+   * @throws TypeError (as the constructor) when the new credentials are invalid; nothing changes then
+   */
+  async updateCredentials(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): Promise<CredentialsUpdate> {
+    this.tokens.update(hosts, callers);
+    const isCurrent = (principal: { role: string; name: string }): boolean => this.tokens.isCurrent(principal as Principal);
+    const closedHosts = this.hostEndpoint.revoke(isCurrent);
+    const closedCallers = await this.mcp.revoke(isCurrent);
+    this.options.logger.info({ hosts: hosts.length, callers: callers.length, closedHosts, closedCallers }, 'credentials updated');
+    return { closedHosts, closedCallers };
   }
 
   /**

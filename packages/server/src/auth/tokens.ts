@@ -63,6 +63,14 @@ function checkGrant(grant: unknown, where: string): readonly string[] {
   return Object.freeze([...(grant as string[])]);
 }
 
+/** Same role, name and grant (order included). */
+function samePrincipal(a: Principal, b: Principal): boolean {
+  if (a.role !== b.role || a.name !== b.name) return false;
+  const ga = a.grant ?? [];
+  const gb = b.grant ?? [];
+  return ga.length === gb.length && ga.every((g, i) => g === gb[i]);
+}
+
 /** Build and check a full table; throws TypeError on the first bad credential. */
 function buildEntries(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): Entry[] {
   if (!Array.isArray(hosts)) throw new TypeError('hosts must be an array of {name, token}');
@@ -132,11 +140,27 @@ export class TokenTable {
 
   /**
    * Replace both credential sets at once (token rotation). The new sets are checked fully before
-   * anything changes; on a TypeError the old table stays in force. Sessions already authenticated
-   * are not affected.
+   * anything changes; on a TypeError the old table stays in force. A credential that is unchanged
+   * (same token, role, name and grant) keeps its `Principal` object, so {@link isCurrent} stays true
+   * for it; every other principal handed out before becomes stale. The table does not close
+   * sessions itself: `ToolwireServer.updateCredentials` does, using {@link isCurrent}.
    */
   update(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): void {
-    this.#entries = buildEntries(hosts, callers);
+    const next = buildEntries(hosts, callers);
+    const previous = new Map(this.#entries.map((e) => [e.digest.toString('hex'), e.principal]));
+    for (const entry of next) {
+      const same = previous.get(entry.digest.toString('hex'));
+      if (same !== undefined && samePrincipal(same, entry.principal)) entry.principal = same;
+    }
+    this.#entries = next;
+  }
+
+  /**
+   * True while `principal` (from {@link authenticate}) still stands for a configured token: false
+   * once an {@link update} removed or changed its credential.
+   */
+  isCurrent(principal: Principal): boolean {
+    return this.#entries.some((e) => e.principal === principal);
   }
 
   /** True when `name` is a configured host identity (loopback dev mode may not claim one). */

@@ -12,11 +12,15 @@
  *   "naming": "qualified"
  * }
  * ```
- * `hosts` and `callers` are required (they may be empty). Every other key is optional: `listen`
- * (default `127.0.0.1:7700`; `--listen` wins), `writeCredentials` (default false: write the local
- * credentials file for the first host and first caller), `recordDir` (relative to the config file's
- * directory), and every limit of `ServerOptions` (DESIGN §8) plus `mcpMaxSessions` and
- * `mcpMaxRequestBodyBytes`. Unknown keys are rejected. The file is at most 1 MiB.
+ * `hosts` and `callers` are required (they may be empty). Each credential gives its token either
+ * inline (`"token": "…"`) or as the name of an environment variable holding it
+ * (`"tokenEnv": "LAPTOP_TOKEN"`; read when the file is loaded or reloaded; unset or empty → error).
+ * Every other key is optional: `listen` (default `127.0.0.1:7700`; `--listen` wins),
+ * `writeCredentials` (default false: write the local credentials file for the first host and first
+ * caller), `recordDir`, `tlsCert` and `tlsKey` (PEM files, both or neither; `--tls-cert`/`--tls-key`
+ * win) — paths relative to the config file's directory — and every limit of `ServerOptions`
+ * (DESIGN §8, README "Security") plus `mcpMaxSessions` and `mcpMaxRequestBodyBytes`. Unknown keys
+ * are rejected. The file is at most 1 MiB.
  */
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -42,6 +46,8 @@ export interface ServeConfig {
   hosts: HostCredential[];
   callers: CallerCredential[];
   writeCredentials: boolean;
+  /** TLS certificate and key files (absolute paths), when the config names them. */
+  tls?: { certFile: string; keyFile: string };
   /** The remaining keys, ready for `new ToolwireServer(...)` (`recordDir` made absolute). */
   options: Omit<ToolwireServerOptions, 'hosts' | 'callers' | 'logger' | 'toolControl' | 'fallback'>;
 }
@@ -49,6 +55,7 @@ export interface ServeConfig {
 const count = { type: 'integer', minimum: 1 } as const;
 const zeroOk = { type: 'integer', minimum: 0 } as const;
 const text = { type: 'string', minLength: 1 } as const;
+const envName = { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*$' } as const;
 
 const configSchema = {
   type: 'object',
@@ -56,19 +63,21 @@ const configSchema = {
     listen: text,
     hosts: {
       type: 'array',
-      items: { type: 'object', properties: { name: text, token: text }, required: ['name', 'token'], additionalProperties: false },
+      items: { type: 'object', properties: { name: text, token: text, tokenEnv: envName }, required: ['name'], additionalProperties: false },
     },
     callers: {
       type: 'array',
       items: {
         type: 'object',
-        properties: { name: text, token: text, grant: { type: 'array', items: text } },
-        required: ['name', 'token'],
+        properties: { name: text, token: text, tokenEnv: envName, grant: { type: 'array', items: text } },
+        required: ['name'],
         additionalProperties: false,
       },
     },
     writeCredentials: { type: 'boolean' },
     recordDir: text,
+    tlsCert: text,
+    tlsKey: text,
     naming: { enum: ['qualified', 'bare'] },
     loopbackDev: { type: 'boolean' },
     maxPayload: count,
@@ -86,6 +95,15 @@ const configSchema = {
     projectionTailBytes: zeroOk,
     mcpMaxSessions: count,
     mcpMaxRequestBodyBytes: count,
+    maxDescriptionChars: count,
+    maxConnections: count,
+    maxConnectionsPerHost: count,
+    allowedOrigins: { type: 'array', items: text },
+    perMessageDeflate: { type: 'boolean' },
+    authMaxFailures: count,
+    authFailureWindowMs: count,
+    authBlockMs: count,
+    authMaxTrackedAddresses: count,
   },
   required: ['hosts', 'callers'],
   additionalProperties: false,
@@ -104,12 +122,32 @@ function describe(errors: ErrorObject[] | null | undefined): string {
     .join('; ');
 }
 
+/** A credential as written in the file: the token inline or in an environment variable. */
+type RawCredential = { name: string; token?: string; tokenEnv?: string; grant?: string[] };
+
+/** Resolve `token` / `tokenEnv` of each credential; the message names the entry, never a token. */
+function resolveTokens<T extends RawCredential>(list: T[], where: string, env: NodeJS.ProcessEnv, path: string): (Omit<T, 'tokenEnv'> & { token: string })[] {
+  return list.map((cred, i) => {
+    const { tokenEnv, ...rest } = cred;
+    if ((cred.token === undefined) === (tokenEnv === undefined)) {
+      throw new ConfigError(`config ${path}: /${where}/${i}: give exactly one of "token" and "tokenEnv"`);
+    }
+    if (tokenEnv === undefined) return rest as Omit<T, 'tokenEnv'> & { token: string };
+    const token = env[tokenEnv];
+    if (token === undefined || token === '') {
+      throw new ConfigError(`config ${path}: /${where}/${i}: environment variable ${tokenEnv} (tokenEnv) is not set or empty`);
+    }
+    return { ...rest, token };
+  });
+}
+
 /**
  * Read and check the config file at `path`.
- * @throws ConfigError when it cannot be read, is over {@link MAX_CONFIG_BYTES}, is not JSON, or does
- *   not match the shape (the message names the file and every problem)
+ * @param env where `tokenEnv` variables are read; default `process.env`
+ * @throws ConfigError when it cannot be read, is over {@link MAX_CONFIG_BYTES}, is not JSON, does
+ *   not match the shape, or names an unset `tokenEnv` (the message names the file and the problems)
  */
-export async function loadConfig(path: string): Promise<ServeConfig> {
+export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<ServeConfig> {
   let raw: string;
   try {
     const info = await stat(path);
@@ -126,16 +164,27 @@ export async function loadConfig(path: string): Promise<ServeConfig> {
     throw new ConfigError(`config ${path}: not valid JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
   if (!validate(value)) throw new ConfigError(`config ${path}: ${describe(validate.errors)}`);
-  const { listen, hosts, callers, writeCredentials, recordDir, ...options } = value as Record<string, unknown> & {
+  const { listen, hosts, callers, writeCredentials, recordDir, tlsCert, tlsKey, ...options } = value as Record<string, unknown> & {
     listen?: string;
-    hosts: HostCredential[];
-    callers: CallerCredential[];
+    hosts: RawCredential[];
+    callers: RawCredential[];
     writeCredentials?: boolean;
     recordDir?: string;
+    tlsCert?: string;
+    tlsKey?: string;
   };
-  const config: ServeConfig = { hosts, callers, writeCredentials: writeCredentials ?? false, options };
+  const config: ServeConfig = {
+    hosts: resolveTokens(hosts, 'hosts', env, path) as HostCredential[],
+    callers: resolveTokens(callers, 'callers', env, path) as CallerCredential[],
+    writeCredentials: writeCredentials ?? false,
+    options,
+  };
   if (listen !== undefined) config.listen = listen;
   if (recordDir !== undefined) config.options.recordDir = resolve(dirname(path), recordDir);
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) throw new ConfigError(`config ${path}: give both "tlsCert" and "tlsKey", or neither`);
+  if (tlsCert !== undefined && tlsKey !== undefined) {
+    config.tls = { certFile: resolve(dirname(path), tlsCert), keyFile: resolve(dirname(path), tlsKey) };
+  }
   return config;
 }
 

@@ -2,7 +2,7 @@
  * `toolwire serve` — run the central server until SIGINT/SIGTERM, then close it cleanly.
  *
  * ```text
- * toolwire serve [--listen HOST:PORT] [--config FILE] [--log-level LEVEL] [--help]
+ * toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL] [--help]
  * ```
  * - `--listen` — address to bind, default `127.0.0.1:7700` (or the config's `listen`);
  * - `--config` — JSON config file (see `config.ts`); without it the **embedded default** runs: one
@@ -10,25 +10,35 @@
  *   base64url), printed on stdout and written to the local credentials file
  *   (`$TOOLWIRE_HOME/credentials.json`, default `~/.toolwire/credentials.json`, mode 0600). With a
  *   config the file is written only when the config says `"writeCredentials": true`;
+ * - `--tls-cert`, `--tls-key` — PEM certificate (chain) and private key: serve `wss://` and
+ *   `https://…/mcp` (both flags or neither; they win over the config's `tlsCert`/`tlsKey`);
  * - `--log-level` — pino level on stderr: fatal, error, warn, info (default), debug, trace, silent.
+ *
+ * With `--config`, SIGHUP reloads the config file's `hosts` and `callers` (token rotation without
+ * a restart): sessions of removed or changed tokens are closed (host calls settle 69); a file that
+ * does not load is logged and the old credentials stay. Other keys need a restart.
  *
  * A "listening" banner with the URLs goes to stdout. Exit status: 0 after a clean shutdown (and for
  * `--help`); 64 (EX_USAGE) for bad flags, a bad `--listen`, or a bad config file or credential;
  * 69 (EX_UNAVAILABLE) when the address cannot be bound.
  */
 import { randomBytes } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ExitCode, writeLocalCredentials } from '@toolwire/protocol';
 import { pino } from 'pino';
 import type { CallerCredential, HostCredential } from '../options.js';
-import { type ListenInfo, ToolwireServer } from '../toolwire-server.js';
+import { type ListenInfo, type ServerTls, ToolwireServer } from '../toolwire-server.js';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './config.js';
 
-const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--log-level LEVEL]
+const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL]
 
   --listen HOST:PORT   address to bind (default ${DEFAULT_LISTEN}; [::1]:PORT for IPv6)
   --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded,
-                       fresh tokens written to the local credentials file)
+                       fresh tokens written to the local credentials file); SIGHUP reloads
+                       its hosts and callers
+  --tls-cert FILE      PEM certificate (chain): serve wss:// and https:// (needs --tls-key)
+  --tls-key FILE       PEM private key of --tls-cert
   --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
   -h, --help           show this help
 `;
@@ -53,7 +63,30 @@ export function generateToken(): string {
 /** A host-reachable form of a bound address: a wildcard bind is reached through loopback. */
 function reachable(info: ListenInfo): { server: string; mcp: string } {
   const host = info.host === '0.0.0.0' ? '127.0.0.1' : info.host === '::' ? '[::1]' : info.host.includes(':') ? `[${info.host}]` : info.host;
-  return { server: `ws://${host}:${info.port}`, mcp: `http://${host}:${info.port}/mcp` };
+  const s = info.url.startsWith('wss:') ? 's' : '';
+  return { server: `ws${s}://${host}:${info.port}`, mcp: `http${s}://${host}:${info.port}/mcp` };
+}
+
+/**
+ * On SIGHUP, reload `configPath` and apply its credentials to `server`. Returns a function that
+ * removes the listener. A reload in progress makes later SIGHUPs wait their turn (never two at once).
+ */
+function watchReload(configPath: string, server: ToolwireServer, logger: pino.Logger, env: NodeJS.ProcessEnv | undefined): () => void {
+  let chain = Promise.resolve();
+  const reload = async (): Promise<void> => {
+    try {
+      const config = await loadConfig(configPath, env);
+      const { closedHosts, closedCallers } = await server.updateCredentials(config.hosts, config.callers);
+      logger.info({ config: configPath, hosts: config.hosts.length, callers: config.callers.length, closedHosts, closedCallers }, 'config reloaded');
+    } catch (error) {
+      logger.error({ config: configPath, err: error instanceof Error ? error.message : String(error) }, 'config reload failed; the previous credentials stay in force');
+    }
+  };
+  const onHup = (): void => {
+    chain = chain.then(reload);
+  };
+  process.on('SIGHUP', onHup);
+  return () => process.off('SIGHUP', onHup);
 }
 
 /**
@@ -102,6 +135,8 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
       options: {
         listen: { type: 'string' },
         config: { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -118,14 +153,26 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   const level = flags['log-level'];
   if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
 
+  if ((flags['tls-cert'] === undefined) !== (flags['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
+
   let config: ServeConfig | undefined;
   let listen: { host: string; port: number };
   try {
-    if (flags.config !== undefined) config = await loadConfig(flags.config);
+    if (flags.config !== undefined) config = await loadConfig(flags.config, io.env);
     listen = parseListen(flags.listen ?? config?.listen ?? DEFAULT_LISTEN);
   } catch (error) {
     if (error instanceof ConfigError) return usageError(error.message);
     throw error;
+  }
+  let tls: ServerTls | undefined;
+  const certFile = flags['tls-cert'] ?? config?.tls?.certFile;
+  const keyFile = flags['tls-key'] ?? config?.tls?.keyFile;
+  if (certFile !== undefined && keyFile !== undefined) {
+    try {
+      tls = { cert: await readFile(certFile), key: await readFile(keyFile) };
+    } catch (error) {
+      return usageError(`cannot read the TLS certificate or key: ${error instanceof Error ? error.message : String(error)}`);
+    }
   }
 
   // Embedded default: one host and one caller with fresh tokens.
@@ -139,9 +186,11 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   const logger = pino({ level, base: { name: 'toolwire' } }, stderr as pino.DestinationStream);
   let server: ToolwireServer;
   try {
-    server = new ToolwireServer({ ...config?.options, hosts, callers, logger });
+    server = new ToolwireServer({ ...config?.options, hosts, callers, logger, ...(tls && { tls }) });
   } catch (error) {
     if (error instanceof TypeError || error instanceof RangeError) return usageError(`${flags.config ? `config ${flags.config}: ` : ''}${error.message}`);
+    // e.g. a TLS key that does not match the certificate, or is not PEM
+    if (tls !== undefined && error instanceof Error) return usageError(`cannot use the TLS certificate and key: ${error.message}`);
     throw error;
   }
 
@@ -156,11 +205,13 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     return ExitCode.UNAVAILABLE;
   }
 
+  // Before the banner: a SIGHUP sent as soon as the banner is read is never missed.
+  const stopReload = flags.config !== undefined ? watchReload(flags.config, server, logger, io.env) : () => {};
   const lines = [
     `toolwire server listening on ${info.host}:${info.port}`,
     `  tool hosts connect to  ${info.url}`,
     `  MCP callers connect to ${info.mcpUrl}`,
-    `  health                 ${info.url.replace('ws://', 'http://')}/healthz`,
+    `  health                 ${info.mcpUrl.replace(/\/mcp$/, '')}/healthz`,
   ];
   if (config === undefined) {
     lines.push(`  host token for host "${hosts[0]!.name}": ${hosts[0]!.token}`, `  caller token for caller "${callers[0]!.name}": ${callers[0]!.token}`);
@@ -178,6 +229,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   stdout.write(`${lines.join('\n')}\n`);
 
   const why = await stop.stopped;
+  stopReload();
   logger.info({ reason: why }, 'shutting down');
   await server.close();
   logger.info('stopped');

@@ -7,13 +7,14 @@ import type { Duplex } from 'node:stream';
 import { SUBPROTOCOL } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { type WebSocket, WebSocketServer } from 'ws';
-import type { TokenTable } from '../auth/tokens.js';
+import { AuthLimiter } from '../auth/limiter.js';
+import { originAllowed } from '../auth/origin.js';
+import type { Principal, TokenTable } from '../auth/tokens.js';
 import type { ResolvedOptions } from '../options.js';
 import type { Router } from '../router/router.js';
-import type { HostIdentity } from '../session/hello.js';
 import { HostSession } from '../session/host-session.js';
 import { rejectUpgrade } from './http-reject.js';
-import { identifyHost } from './upgrade-auth.js';
+import { type UpgradeIdentity, identifyHost } from './upgrade-auth.js';
 
 /** Bound on the wait for sockets destroyed by `terminate()` to report 'close' during `close()`, ms. */
 const TERMINATE_WAIT_MS = 1_000;
@@ -23,6 +24,18 @@ export interface HostEndpointDeps {
   options: ResolvedOptions;
   tokens: TokenTable;
   router: Router;
+  /** Failed-authentication limiter, shared with the MCP door. Default: one of its own, from `options`. */
+  limiter?: AuthLimiter;
+}
+
+/** An {@link AuthLimiter} configured from the `auth*` server options. */
+export function limiterFor(options: ResolvedOptions): AuthLimiter {
+  return new AuthLimiter({
+    maxFailures: options.authMaxFailures,
+    windowMs: options.authFailureWindowMs,
+    blockMs: options.authBlockMs,
+    maxTracked: options.authMaxTrackedAddresses,
+  });
 }
 
 /**
@@ -34,17 +47,23 @@ export class HostEndpoint {
   readonly #tokens: TokenTable;
   readonly #router: Router;
   readonly #wss: WebSocketServer;
-  readonly #sessions = new Set<HostSession>();
+  readonly #limiter: AuthLimiter;
+  /** Open sessions and the token principal each was admitted with (`undefined`: loopback dev). */
+  readonly #sessions = new Map<HostSession, Principal | undefined>();
+  /** Open sessions per token identity (for `maxConnectionsPerHost`). */
+  readonly #perHost = new Map<string, number>();
   #closing: Promise<void> | undefined;
 
   constructor(deps: HostEndpointDeps) {
     this.#options = deps.options;
     this.#tokens = deps.tokens;
     this.#router = deps.router;
+    this.#limiter = deps.limiter ?? limiterFor(deps.options);
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: this.#options.maxPayload,
-      perMessageDeflate: false,
+      // Off unless enabled; when on, ws bounds the inflated message by maxPayload (→ 1009).
+      perMessageDeflate: this.#options.perMessageDeflate,
       clientTracking: false,
       // Select `toolwire.v1` when offered; otherwise answer without a subprotocol.
       handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
@@ -58,27 +77,58 @@ export class HostEndpoint {
   }
 
   /**
-   * Handle an `http.Server` `'upgrade'`. Auth: `Authorization: Bearer <host token>` → host identity;
-   * otherwise HTTP 401 with no detail, socket destroyed, no upgrade. In `options.loopbackDev` mode a
-   * tokenless upgrade from 127.0.0.1/::1 may name itself in `hello.name` (default `local`; a
-   * configured host identity may not be claimed that way). After `close()`: HTTP 503. Never throws.
+   * Handle an `http.Server` `'upgrade'`. Every refusal is a bare status line with no body, socket
+   * destroyed, no upgrade. In order:
+   * - after `close()` → 503;
+   * - an `Origin` header not in `options.allowedOrigins` (a browser) → 403;
+   * - the peer's address failed authentication `authMaxFailures` times within the window → 429
+   *   with `Retry-After` (the token is not even checked);
+   * - auth: `Authorization: Bearer <host token>` → host identity; otherwise 401 (counted as a
+   *   failure). In `options.loopbackDev` mode a tokenless upgrade from 127.0.0.1/::1 may name itself
+   *   in `hello.name` (default `local`; a configured host identity may not be claimed that way);
+   * - `options.maxConnections` host connections open → 503; `options.maxConnectionsPerHost` open
+   *   for this identity → 429.
+   * Never throws.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    socket.on('error', (error) => this.#options.logger.debug({ err: error }, 'host upgrade socket error'));
+    const log = this.#options.logger;
+    const remote = req.socket.remoteAddress;
+    socket.on('error', (error) => log.debug({ err: error }, 'host upgrade socket error'));
     if (this.#closing !== undefined) return rejectUpgrade(socket, 503);
-    const identity = identifyHost(req, this.#tokens, this.#options.loopbackDev);
-    if (identity === undefined) {
-      this.#options.logger.warn({ remote: req.socket.remoteAddress }, 'host upgrade refused: not authenticated');
+    if (!originAllowed(req, this.#options.allowedOrigins)) {
+      log.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'host upgrade refused: origin not allowed');
+      return rejectUpgrade(socket, 403);
+    }
+    const limit = this.#limiter.check(remote);
+    if (limit.blocked) {
+      log.warn({ remote }, 'host upgrade refused: too many failed authentications from this address');
+      return rejectUpgrade(socket, 429, limit.retryAfterMs);
+    }
+    const admitted = identifyHost(req, this.#tokens, this.#options.loopbackDev);
+    if (admitted === undefined) {
+      this.#limiter.fail(remote);
+      log.warn({ remote }, 'host upgrade refused: not authenticated');
       return rejectUpgrade(socket, 401);
     }
+    if (this.#sessions.size >= this.#options.maxConnections) {
+      log.warn({ remote, limit: this.#options.maxConnections }, 'host upgrade refused: maxConnections reached');
+      return rejectUpgrade(socket, 503, 1_000);
+    }
+    const name = admitted.identity.kind === 'token' ? admitted.identity.name : undefined;
+    if (name !== undefined && (this.#perHost.get(name) ?? 0) >= this.#options.maxConnectionsPerHost) {
+      log.warn({ remote, host: name, limit: this.#options.maxConnectionsPerHost }, 'host upgrade refused: maxConnectionsPerHost reached');
+      return rejectUpgrade(socket, 429, 1_000);
+    }
     try {
+      // Without verifyClient, ws completes the handshake synchronously: the counts checked above
+      // cannot be overtaken by another upgrade before this one is counted in #accept.
       this.#wss.handleUpgrade(req, socket, head, (ws) => {
         if (this.#closing !== undefined) {
           ws.on('error', () => {});
           ws.terminate();
           return;
         }
-        this.#accept(ws, identity);
+        this.#accept(ws, admitted);
       });
     } catch (error) {
       // e.g. handleUpgrade called twice for one socket — a wiring bug, not the peer's doing.
@@ -97,20 +147,45 @@ export class HostEndpoint {
     return this.#closing;
   }
 
-  #accept(ws: WebSocket, identity: HostIdentity): void {
+  /**
+   * Close (1008 "token revoked", pending calls → 69) every session admitted with a token principal
+   * for which `isCurrent` is now false — after a config reload removed or rotated its token.
+   * Loopback dev sessions are kept. Returns the number of sessions closed.
+   */
+  revoke(isCurrent: (principal: Principal) => boolean): number {
+    let closed = 0;
+    for (const [session, principal] of this.#sessions) {
+      if (principal !== undefined && !isCurrent(principal)) {
+        this.#options.logger.warn({ host: principal.name }, 'host token revoked: closing its session');
+        session.revoke();
+        closed++;
+      }
+    }
+    return closed;
+  }
+
+  #accept(ws: WebSocket, admitted: UpgradeIdentity): void {
     const session = new HostSession({
       ws,
-      identity,
+      identity: admitted.identity,
       options: this.#options,
       router: this.#router,
       reserved: (name) => this.#tokens.hasHost(name),
     });
-    this.#sessions.add(session);
-    void session.closed.then(() => this.#sessions.delete(session));
+    this.#sessions.set(session, admitted.principal);
+    const name = admitted.principal?.name;
+    if (name !== undefined) this.#perHost.set(name, (this.#perHost.get(name) ?? 0) + 1);
+    void session.closed.then(() => {
+      this.#sessions.delete(session);
+      if (name === undefined) return;
+      const left = (this.#perHost.get(name) ?? 1) - 1;
+      if (left > 0) this.#perHost.set(name, left);
+      else this.#perHost.delete(name);
+    });
   }
 
   async #shutdown(): Promise<void> {
-    const sessions = [...this.#sessions];
+    const sessions = [...this.#sessions.keys()];
     for (const session of sessions) session.shutdown();
     const all = Promise.all(sessions.map((s) => s.closed)).then(() => undefined);
     await pTimeout(all, { milliseconds: this.#options.cancelGraceMs, message: false });

@@ -3,7 +3,7 @@
  * token maps to the host identity; a host never names itself, except in loopback dev mode.
  */
 import type { IncomingMessage } from 'node:http';
-import type { TokenTable } from '../auth/tokens.js';
+import type { Principal, TokenTable } from '../auth/tokens.js';
 import type { HostIdentity } from '../session/hello.js';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
@@ -11,6 +11,12 @@ const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 /** True for a peer address on the loopback interface (127.0.0.1, ::1, or IPv4-mapped 127.0.0.1). */
 export function isLoopbackAddress(address: string | undefined): boolean {
   return address !== undefined && LOOPBACK.has(address);
+}
+
+/** An authenticated upgrade: the session's identity and, for a token, the principal it was granted by (for revocation). */
+export interface UpgradeIdentity {
+  identity: HostIdentity;
+  principal?: Principal;
 }
 
 /**
@@ -22,12 +28,12 @@ export function isLoopbackAddress(address: string | undefined): boolean {
  *   proxied peer would look like loopback;
  * - otherwise `undefined` (→ HTTP 401).
  */
-export function identifyHost(req: IncomingMessage, tokens: TokenTable, loopbackDev: boolean): HostIdentity | undefined {
+export function identifyHost(req: IncomingMessage, tokens: TokenTable, loopbackDev: boolean): UpgradeIdentity | undefined {
   const authorization = req.headers.authorization;
   if (authorization !== undefined) {
     const principal = tokens.authenticate(authorization, 'host');
-    return principal === undefined ? undefined : { kind: 'token', name: principal.name };
+    return principal === undefined ? undefined : { identity: { kind: 'token', name: principal.name }, principal };
   }
-  if (loopbackDev && isLoopbackAddress(req.socket.remoteAddress)) return { kind: 'loopback' };
+  if (loopbackDev && isLoopbackAddress(req.socket.remoteAddress)) return { identity: { kind: 'loopback' } };
   return undefined;
 }

@@ -9,6 +9,10 @@
  * name is the agent id and its grant the grant; a session is bound to the caller that opened it (a
  * request for another caller's session gets 404 "Session not found", as an unknown session does).
  *
+ * Before authentication: a request with an `Origin` header not in `allowedOrigins` (a browser) →
+ * HTTP 403; an address that failed authentication too often (`limiter`) → HTTP 429 with
+ * `Retry-After`, its token not checked. A failed authentication is counted by the limiter.
+ *
  * Limits: open sessions `maxSessions` (default 1024): at the limit a new session evicts the least
  * recently active session with no request open (clients that never send DELETE do not pile up),
  * and when every session is busy the answer is HTTP 503; POST body `maxRequestBodyBytes` (default
@@ -18,6 +22,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { AuthLimiter } from '../auth/limiter.js';
+import { originAllowed } from '../auth/origin.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type McpServerDeps, type ToolSource, authInfoOf, createMcpServer } from './mcp-server.js';
 
@@ -38,6 +44,10 @@ export interface McpDoorDeps {
   maxSessions?: number;
   /** Largest POST body, bytes; default 4 MiB; more → HTTP 413. */
   maxRequestBodyBytes?: number;
+  /** Origins allowed to send requests with an `Origin` header (lower-case); default `[]` (browsers refused). */
+  allowedOrigins?: readonly string[];
+  /** Failed-authentication limiter (shared with the host endpoint). Default: none. */
+  limiter?: AuthLimiter;
 }
 
 /** Default of {@link McpDoorDeps.maxSessions}. */
@@ -47,6 +57,8 @@ export const DEFAULT_MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
 
 interface Session {
   caller: string;
+  /** The principal that opened the session (revoked when its token is removed or rotated). */
+  principal: CallerPrincipal;
   server: Server;
   transport: StreamableHTTPServerTransport;
   /** HTTP requests of this session still open (a GET notification stream stays open). */
@@ -107,9 +119,35 @@ export class McpDoor {
     await Promise.allSettled(sessions.map((s) => s.server.close()));
   }
 
+  /**
+   * Close every session opened with a principal for which `isCurrent` is now false (a config reload
+   * removed or rotated its caller token); their calls in flight settle 130. Returns how many.
+   */
+  async revoke(isCurrent: (principal: CallerPrincipal) => boolean): Promise<number> {
+    const stale = [...this.#sessions].filter(([, s]) => !isCurrent(s.principal));
+    for (const [id, s] of stale) {
+      this.#sessions.delete(id);
+      this.#deps.logger.warn({ session: id, caller: s.caller }, 'caller token revoked: closing its MCP session');
+    }
+    await Promise.allSettled(stale.map(([, s]) => s.server.close()));
+    return stale.length;
+  }
+
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const remote = req.socket.remoteAddress;
+    if (!originAllowed(req, this.#deps.allowedOrigins ?? [])) {
+      this.#deps.logger.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'MCP request refused: origin not allowed');
+      replyError(res, 403, -32000, 'Forbidden');
+      return;
+    }
+    const limit = this.#deps.limiter?.check(remote);
+    if (limit?.blocked) {
+      replyError(res, 429, -32000, 'Too many failed authentications', { 'retry-after': String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))) });
+      return;
+    }
     const principal = this.#deps.auth.authenticate(req.headers.authorization, 'caller');
     if (!principal || principal.role !== 'caller') {
+      this.#deps.limiter?.fail(remote);
       replyError(res, 401, -32000, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       return;
     }
@@ -150,7 +188,7 @@ export class McpDoor {
       maxRequestBodySize: this.#maxBody,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        session = { caller: principal.name, server, transport, open: 0, lastActive: Date.now() };
+        session = { caller: principal.name, principal, server, transport, open: 0, lastActive: Date.now() };
         this.#sessions.set(id, session);
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },

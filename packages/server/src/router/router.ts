@@ -40,6 +40,7 @@ export class Router extends EventEmitter implements ToolInjection {
       maxToolsPerHost: options.maxToolsPerHost,
       maxSchemaBytes: options.maxSchemaBytes,
       maxSchemaDepth: options.maxSchemaDepth,
+      maxDescriptionChars: options.maxDescriptionChars,
     });
   }
 

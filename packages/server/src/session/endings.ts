@@ -38,6 +38,15 @@ export function replaced(host: string): Ending {
   };
 }
 
+/** The host's token was removed or rotated by a config reload → 69, close 1008. */
+export function revoked(host: string): Ending {
+  return {
+    kind: 'unavailable',
+    reason: `${who(host)} token was revoked (close ${describeClose(CloseCode.POLICY_VIOLATION)})`,
+    close: { code: CloseCode.POLICY_VIOLATION, text: 'token revoked' },
+  };
+}
+
 /** The server is closing → 69, close 1001. */
 export function shutdown(): Ending {
   return {

@@ -77,7 +77,7 @@ export class HostSession implements HostLink {
     this.#reserved = deps.reserved ?? (() => false);
     this.#logger = options.logger;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
-    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs);
+    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
     this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () =>
       this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))),
     );
@@ -142,6 +142,11 @@ export class HostSession implements HostLink {
   /** A newer connection of this identity took over: close 4000 (REPLACED), pending calls → 69. Idempotent. */
   replace(): void {
     this.#end(endings.replaced(this.#host));
+  }
+
+  /** Its token was removed or rotated (config reload): close 1008 (POLICY_VIOLATION), pending calls → 69. Idempotent. */
+  revoke(): void {
+    this.#end(endings.revoked(this.#host));
   }
 
   /** Server shutdown: close 1001 (GOING_AWAY), pending calls → 69. Idempotent. */

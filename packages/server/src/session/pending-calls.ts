@@ -9,6 +9,7 @@ import {
   encodeMessage,
   type Failure,
   failureCapture,
+  FailureKind,
   fromWire,
   type ResultMessage,
 } from '@toolwire/protocol';
@@ -24,20 +25,41 @@ interface Entry {
   settle(capture: Capture): void;
 }
 
+const STOP_REASON = 'cancelled by stop';
+const STOP_LINE = Buffer.from(`toolwire: ${STOP_REASON}\n`);
+
+/**
+ * A stopped call's capture from the host's partial output: 130, stderr ending with one
+ * `toolwire: cancelled by stop` line — the host's own when it already reported the stop (a tool host
+ * does), else appended (DESIGN §4: one reason line, not two).
+ */
+function stoppedCapture(stdout: Uint8Array, stderr: Uint8Array): Capture {
+  const tail = stderr.subarray(stderr.length - STOP_LINE.length);
+  const own = stderr.length >= STOP_LINE.length && (stderr.length === STOP_LINE.length || stderr[stderr.length - STOP_LINE.length - 1] === 0x0a);
+  if (own && STOP_LINE.equals(tail)) return { stdout, stderr, exitCode: FailureKind.cancelled, failure: 'cancelled' };
+  return failureCapture('cancelled', STOP_REASON, { stdout, stderr });
+}
+
+/** Draws of a fresh wire id before a call is refused (the default generator never collides in practice). */
+export const MAX_ID_DRAWS = 8;
+
 /** Pending calls of one host session, keyed by wire id (fresh per call, never the caller's id). */
 export class PendingCalls {
   readonly #calls = new Map<string, Entry>();
   readonly #sendText: (text: string) => void;
   readonly #cancelGraceMs: number;
+  readonly #newId: () => string;
 
   /**
    * @param sendText sends one text frame to the host (a no-op when the socket is not open)
    * @param cancelGraceMs after a stop, how long to wait for the host's partial result before
    *   settling 130 anyway, ms (ServerOptions.cancelGraceMs, default 2000)
+   * @param newId mints wire ids (ServerOptions.newCallId, a test seam; default `nanoid`)
    */
-  constructor(sendText: (text: string) => void, cancelGraceMs: number) {
+  constructor(sendText: (text: string) => void, cancelGraceMs: number, newId: () => string = nanoid) {
     this.#sendText = sendText;
     this.#cancelGraceMs = cancelGraceMs;
+    this.#newId = newId;
   }
 
   /** Number of pending calls (including stopped calls waiting out their grace). */
@@ -51,13 +73,18 @@ export class PendingCalls {
    * - `deadlineMs` passes → 124 `deadline of N ms exceeded`, and `cancel {reason: 'deadline'}` is sent;
    * - `call.signal` aborts → `cancel {reason: 'stop'}` is sent; 130 `cancelled by stop` with the
    *   host's partial output if it answers within the grace, else 130 at the grace;
-   * - input that JSON cannot encode → 65 at once, nothing sent.
+   * - input that JSON cannot encode → 65 at once, nothing sent;
+   * - no wire id unique among the pending calls after {@link MAX_ID_DRAWS} draws → 70 at once,
+   *   nothing sent (an id is never shared, so one result can never settle two calls).
    * The caller checks `signal.aborted`, limits and the socket state before calling.
    *
    * @param deadlineMs time allowed, ms (integer, 1 … 2^31 − 1); sent as `call.deadlineMs`
    */
   dispatch(tool: string, call: RoutedCall, deadlineMs: number): Promise<Capture> {
-    const id = nanoid();
+    const id = this.#freshId();
+    if (id === undefined) {
+      return Promise.resolve(failureCapture('host_error', `could not mint a call id unique among ${this.#calls.size} pending calls`));
+    }
     let frame: string;
     try {
       frame = encodeMessage({
@@ -106,7 +133,7 @@ export class PendingCalls {
     const stdout = fromWire(result.stdout, result.stdoutEncoding);
     const stderr = fromWire(result.stderr, result.stderrEncoding);
     if (entry.stopped) {
-      entry.settle(failureCapture('cancelled', 'cancelled by stop', { stdout, stderr }));
+      entry.settle(stoppedCapture(stdout, stderr));
     } else {
       const capture: Capture = { stdout, stderr, exitCode: result.exitCode };
       if (result.failure !== undefined) capture.failure = result.failure;
@@ -126,6 +153,15 @@ export class PendingCalls {
   /** Settle every pending call with `failureCapture(kind, reason)` (session ended: 69 or 76). Never replayed. */
   failAll(kind: Failure, reason: string): void {
     for (const entry of [...this.#calls.values()]) entry.settle(failureCapture(kind, reason));
+  }
+
+  /** A wire id (1–128 characters) not pending here, or `undefined` when every draw collides. */
+  #freshId(): string | undefined {
+    for (let draw = 0; draw < MAX_ID_DRAWS; draw++) {
+      const id = this.#newId();
+      if (typeof id === 'string' && id.length > 0 && id.length <= 128 && !this.#calls.has(id)) return id;
+    }
+    return undefined;
   }
 
   #expire(entry: Entry, deadlineMs: number): void {

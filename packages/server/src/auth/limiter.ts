@@ -1,0 +1,116 @@
+/**
+ * Slowing down token guessing: repeated authentication failures from one address are refused for
+ * a while (HTTP 429 with `Retry-After`), without even looking at the token they present. Bounded
+ * and in memory: at most `maxTracked` addresses are remembered (the least recently failing one is
+ * forgotten first), entries are dropped lazily once their window has passed, and no timer runs.
+ *
+ * Addresses are grouped the way a client controls them: an IPv4-mapped IPv6 address counts as its
+ * IPv4 address, and an IPv6 address as its /64 prefix (one end site). Behind a reverse proxy every
+ * peer has the proxy's address; `X-Forwarded-For` is not trusted.
+ */
+import { isIPv6 } from 'node:net';
+
+/** Options of an {@link AuthLimiter}. Times in ms. */
+export interface AuthLimiterOptions {
+  /** Failures from one address within `windowMs` before it is blocked (ServerOptions.authMaxFailures, default 10). */
+  maxFailures: number;
+  /** Window in which failures are counted (ServerOptions.authFailureWindowMs, default 60000). */
+  windowMs: number;
+  /** First block; each further failure while over the limit doubles it, up to `max(blockMs, windowMs)` (ServerOptions.authBlockMs, default 1000). */
+  blockMs: number;
+  /** Addresses remembered at most (ServerOptions.authMaxTrackedAddresses, default 10000). */
+  maxTracked: number;
+  /** Clock, ms since the epoch. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Outcome of {@link AuthLimiter.check}: whether the address may try to authenticate now. */
+export type LimitVerdict = { blocked: false } | { blocked: true; retryAfterMs: number };
+
+interface Entry {
+  failures: number;
+  windowStart: number;
+  blockedUntil: number;
+  blocks: number;
+}
+
+const OPEN: LimitVerdict = Object.freeze({ blocked: false });
+
+/** Expand an IPv6 address (no zone id) into its 8 hextets. */
+function hextets(address: string): string[] {
+  const [head = '', tail] = address.split('::', 2) as [string, string | undefined];
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  // An embedded IPv4 tail (`::1.2.3.4`) takes two hextets; its exact value does not matter for /64.
+  const width = (parts: string[]): number => parts.reduce((n, p) => n + (p.includes('.') ? 2 : 1), 0);
+  const fill = tail === undefined ? [] : Array<string>(Math.max(0, 8 - width(left) - width(right))).fill('0');
+  return [...left, ...fill, ...right];
+}
+
+/**
+ * The key failures are counted under: `1.2.3.4` for IPv4 and IPv4-mapped IPv6, the /64 prefix
+ * (`2001:db8:0:1::/64`) for other IPv6, `unknown` when the socket has no address.
+ */
+export function addressKey(remote: string | undefined): string {
+  if (remote === undefined || remote === '') return 'unknown';
+  const address = remote.replace(/%.*$/, '').toLowerCase();
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(address);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(address)) return address;
+  const prefix = hextets(address).slice(0, 4).map((h) => h.replace(/^0+(?=.)/, ''));
+  return `${prefix.join(':')}::/64`;
+}
+
+/** Counts authentication failures per address and blocks an address that fails too often. */
+export class AuthLimiter {
+  readonly #options: Required<AuthLimiterOptions>;
+  readonly #entries = new Map<string, Entry>();
+
+  /** @throws RangeError when a limit is not a positive integer */
+  constructor(options: AuthLimiterOptions) {
+    this.#options = { now: Date.now, ...options };
+    for (const key of ['maxFailures', 'windowMs', 'blockMs', 'maxTracked'] as const) {
+      const v = this.#options[key];
+      if (!Number.isInteger(v) || v <= 0) throw new RangeError(`AuthLimiter: ${key} must be a positive integer, got ${v}`);
+    }
+  }
+
+  /** Addresses currently remembered (≤ `maxTracked`). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  /**
+   * May `remote` (a socket's `remoteAddress`) try to authenticate now? Blocked: answer 429 with
+   * `Retry-After: ceil(retryAfterMs / 1000)` and do not check its token.
+   */
+  check(remote: string | undefined): LimitVerdict {
+    const key = addressKey(remote);
+    const entry = this.#entries.get(key);
+    if (entry === undefined) return OPEN;
+    const now = this.#options.now();
+    if (now < entry.blockedUntil) return { blocked: true, retryAfterMs: entry.blockedUntil - now };
+    if (now - entry.windowStart > this.#options.windowMs) this.#entries.delete(key);
+    return OPEN;
+  }
+
+  /** Record one failed authentication from `remote`. */
+  fail(remote: string | undefined): void {
+    const { windowMs, maxFailures, blockMs, maxTracked } = this.#options;
+    const key = addressKey(remote);
+    const now = this.#options.now();
+    let entry = this.#entries.get(key);
+    if (entry !== undefined) this.#entries.delete(key); // re-inserted below: most recent last
+    if (entry === undefined || (now - entry.windowStart > windowMs && now >= entry.blockedUntil)) {
+      entry = { failures: 0, windowStart: now, blockedUntil: 0, blocks: 0 };
+    }
+    entry.failures += 1;
+    if (entry.failures >= maxFailures) {
+      const ms = Math.min(blockMs * 2 ** Math.min(entry.blocks, 30), Math.max(blockMs, windowMs));
+      entry.blocks += 1;
+      entry.blockedUntil = now + ms;
+    }
+    this.#entries.set(key, entry);
+    while (this.#entries.size > maxTracked) this.#entries.delete(this.#entries.keys().next().value!);
+  }
+}

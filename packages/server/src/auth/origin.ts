@@ -1,0 +1,18 @@
+/**
+ * Origin policy (browser-originated requests). Browsers send `Origin` on every WebSocket upgrade and
+ * on cross-origin fetches; tool hosts, the CLI and SDK clients do not. A page on any site could
+ * otherwise make a visitor's browser dial a server it can reach (cross-site WebSocket hijacking,
+ * DNS rebinding), so a request with an `Origin` header is refused unless the origin is allowed.
+ */
+import type { IncomingMessage } from 'node:http';
+
+/**
+ * True when `req` carries no `Origin` header, or its origin is in `allowed` (lower-case entries,
+ * compared exactly after lower-casing). `Origin: null` (sandboxed pages, file://) is never allowed
+ * unless `"null"` is listed.
+ */
+export function originAllowed(req: IncomingMessage, allowed: readonly string[]): boolean {
+  const origin = req.headers.origin;
+  if (origin === undefined) return true;
+  return allowed.includes(origin.toLowerCase());
+}
