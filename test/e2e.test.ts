@@ -121,6 +121,15 @@ describe('the toolwire CLI against a real server', () => {
     await waitFor(() => started.server.router.hosts().every((h) => h.inFlight === 0), 'the call to be stopped on the server');
   });
 
+  it('call prints the whole capture, not the bounded projection the model reads', async () => {
+    const started = await startServer();
+    await startFixtureHost(started);
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const result = await finish(spawnTs([cliPath, 'call', 'alpha__big', '{"bytes":100000}'], env));
+    expect(result.code).toBe(0);
+    expect(result.stdout).toBe('x'.repeat(100_000));
+  });
+
   it('a caller token that is wrong exits 77 and a host token cannot call', async () => {
     const started = await startServer();
     const wrong = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', 'nope']));

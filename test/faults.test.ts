@@ -45,6 +45,11 @@ describe('host socket closes', () => {
     expect(text(result.capture.stderr)).toMatch(/toolwire: .*\n$/);
     expect(Date.now() - killedAt).toBeLessThan(1_000);
     await waitFor(() => started.server.router.tools().length === 0, 'tools to leave');
+    // Until the host comes back, its tools answer 69 (retry later), not 127 (no such tool).
+    const again = await call(started, 'alpha__echo');
+    expect(again.capture.exitCode).toBe(69);
+    expect(text(again.capture.stderr)).toMatch(/toolwire: host alpha is not connected/);
+    expect((await call(started, 'alpha__never_advertised')).capture.exitCode).toBe(127);
   });
 });
 

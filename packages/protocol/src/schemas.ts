@@ -17,6 +17,22 @@ function message(type: string, properties: Record<string, unknown>, required: st
   } as const;
 }
 
+/**
+ * Base64 alphabet (RFC 4648 §4) with padding only at the end: a stream marked `"base64"` holding
+ * anything else is a wrong-shape frame (76). A single character class keeps the match linear and
+ * free of backtracking, so a 16 MiB stream cannot blow the regex stack.
+ */
+const BASE64 = '^[A-Za-z0-9+/]*={0,2}$';
+
+/** Add "when `<stream>Encoding` is base64, `<stream>` is strict base64" to a result schema. */
+function withBase64Checks<S extends object>(schema: S) {
+  const when = (stream: string) => ({
+    if: { properties: { [`${stream}Encoding`]: { const: 'base64' } }, required: [`${stream}Encoding`] },
+    then: { properties: { [stream]: { type: 'string', pattern: BASE64 } } },
+  });
+  return { ...schema, allOf: [when('stdout'), when('stderr')] } as const;
+}
+
 /** Shape of one advertised tool. Checked per tool by the server so one bad tool rejects only itself. */
 export const toolSpecSchema = {
   type: 'object',
@@ -34,7 +50,7 @@ export const hostMessageSchemas = {
   hello: message('hello', { protocol: { type: 'integer' }, software: shortText, name: shortText }, ['protocol']),
   // Items are checked one by one against toolSpecSchema by the registry.
   advertise: message('advertise', { tools: { type: 'array', items: { type: 'object' } } }, ['tools']),
-  result: message(
+  result: withBase64Checks(message(
     'result',
     {
       id,
@@ -46,7 +62,7 @@ export const hostMessageSchemas = {
       failure: { enum: Object.keys(FailureKind) },
     },
     ['id', 'stdout', 'stderr', 'exitCode'],
-  ),
+  )),
 } as const;
 
 /** Schemas of server → host messages, keyed by `type`. */

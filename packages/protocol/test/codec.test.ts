@@ -63,3 +63,25 @@ describe('checkToolSpec', () => {
     expect(checkToolSpec({ name: 'ls', inputSchema: {}, extra: 1 })).toMatch(/additional/);
   });
 });
+
+describe('result streams marked base64', () => {
+  const frame = (stdout: string) => JSON.stringify({ type: 'result', id: 'b1', stdout, stdoutEncoding: 'base64', stderr: '', exitCode: 0 });
+
+  it('accept strict base64', () => {
+    expect(decodeHostMessage(frame(Buffer.from([0xff, 0, 1]).toString('base64'))).ok).toBe(true);
+    expect(decodeHostMessage(frame('')).ok).toBe(true);
+  });
+
+  it('check a 16 MiB stream without throwing', () => {
+    const big = Buffer.alloc(12 * 1024 * 1024, 0xff).toString('base64');
+    expect(decodeHostMessage(frame(big)).ok).toBe(true);
+    expect(decodeHostMessage(frame(`${big}!`)).ok).toBe(false);
+  });
+
+  it('refuse text that is not base64, naming the call', () => {
+    for (const bad of ['!!!notbase64$$', 'ab=c', 'YQ==YQ==', 'a b']) {
+      const decoded = decodeHostMessage(frame(bad));
+      expect(decoded).toMatchObject({ ok: false, error: { fatal: false, id: 'b1' } });
+    }
+  });
+});

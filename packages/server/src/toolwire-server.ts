@@ -175,9 +175,10 @@ export class ToolwireServer {
   }
 
   /**
-   * Shut down: stop every call in flight (each settles 130; waits up to `cancelGraceMs` + 500 ms),
-   * close every MCP session, close every host session with 1001, then close the http server and
-   * its connections. Leaves no timer running. Idempotent.
+   * Shut down: close every host session with 1001 (their calls settle 69 `server shutting down`, and
+   * the hosts kill the work), stop any other call in flight (130) and wait for the executor to be
+   * idle (at most `cancelGraceMs` + 500 ms) so MCP callers receive their results, then close every
+   * MCP session and the http server with its connections. Leaves no timer running. Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
@@ -185,10 +186,11 @@ export class ToolwireServer {
   }
 
   async #shutdown(): Promise<void> {
+    const hostsClosed = this.hostEndpoint.close();
     this.executor.stop();
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.options.cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
-    await this.hostEndpoint.close();
+    await hostsClosed;
     if (this.#http.listening) {
       const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
       this.#http.closeAllConnections();

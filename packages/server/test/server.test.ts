@@ -163,14 +163,14 @@ describe('ToolwireServer', () => {
     expect(output.stdout).toBe('partial\n');
   });
 
-  it('closes host sessions with 1001 and stops calls in flight on close()', async () => {
+  it('closes host sessions with 1001 and settles their calls 69 (server going away) on close()', async () => {
     const host = await startHost();
     const pending = server.executor.execute({ name: 'h1__hang', input: {}, agent: 'bob' });
     const until = Date.now() + 5_000;
     while (host.calls.length === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
     await server.close();
     const result = await pending;
-    expect(result.outcome === 'completed' && result.capture.exitCode).toBe(130);
+    expect(result.outcome === 'completed' && result.capture.exitCode).toBe(69);
     expect(await host.closed).toBe(1001);
     expect(server.mcp.sessionCount).toBe(0);
     expect(server.hostEndpoint.sessionCount).toBe(0);

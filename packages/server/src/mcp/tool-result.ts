@@ -6,9 +6,10 @@
  *
  * `tools/call` result (`CallToolResult`):
  * - completed: `content: [{type: 'text', text: <envelope>}]`, `isError: exitCode !== 0`,
- *   `structuredContent: {stdout, stderr, exitCode, stdoutEncoding?, stderrEncoding?}` — the bounded
- *   projection of each stream (same bound as the text, default 16384 + 16384 bytes), as UTF-8
- *   text, or base64 with `*Encoding: "base64"` when not valid UTF-8 (protocol `toWire`);
+ *   `structuredContent: {stdout, stderr, exitCode, stdoutEncoding?, stderrEncoding?}` — the whole
+ *   capture for programs (e.g. `toolwire call`), bounded only by the host's capture cap (default
+ *   8 MiB per stream), as UTF-8 text, or base64 with `*Encoding: "base64"` when not valid UTF-8
+ *   (protocol `toWire`). The model reads the text content: the envelope of the bounded projection;
  * - declined by the grant gate: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {declined: true, reason}`;
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
@@ -21,7 +22,7 @@ import type { InjectedTool } from '../seam.js';
 
 const stream = (which: string) => ({
   type: 'string',
-  description: `${which}, bounded (head + marker line + tail); UTF-8 text, or base64 when ${which}Encoding is "base64"`,
+  description: `${which} of the capture, whole (host cap 8 MiB by default); UTF-8 text, or base64 when ${which}Encoding is "base64"`,
 });
 
 /** The `outputSchema` every tool declares: one of the three `structuredContent` shapes above. */
@@ -59,8 +60,8 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
       structuredContent: { [result.outcome]: true, reason: result.reason },
     };
   }
-  const stdout = toWire(result.projection.stdout);
-  const stderr = toWire(result.projection.stderr);
+  const stdout = toWire(result.capture.stdout);
+  const stderr = toWire(result.capture.stderr);
   const structured: Record<string, unknown> = { stdout: stdout.text, stderr: stderr.text, exitCode: result.capture.exitCode };
   if (stdout.encoding) structured.stdoutEncoding = stdout.encoding;
   if (stderr.encoding) structured.stderrEncoding = stderr.encoding;

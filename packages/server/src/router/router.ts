@@ -29,6 +29,12 @@ export interface HostInfo {
 export class Router extends EventEmitter implements ToolInjection {
   readonly #registry: ToolRegistry;
   readonly #links = new Map<string, HostLink>();
+  /**
+   * Exposed tool names of hosts that left, → host name, until that host advertises again. A call to
+   * one of them answers 69 "not connected" (retry later) rather than 127 "no such tool". Bounded:
+   * at most `maxToolsPerHost` names per host identity.
+   */
+  readonly #departed = new Map<string, string>();
   readonly #logger: Logger;
 
   /** @param options resolved server options (naming, tool and schema limits, logger) */
@@ -54,8 +60,9 @@ export class Router extends EventEmitter implements ToolInjection {
   }
 
   /**
-   * Route `call` to the host that advertised `call.name`. Resolves `undefined` when no connected host
-   * advertises that name ("not mine", the executor falls through → 127). Otherwise always a capture:
+   * Route `call` to the host that advertised `call.name`. Resolves `undefined` when no host advertises
+   * that name ("not mine", the executor falls through → 127); a name whose host left and has not
+   * advertised again answers 69 (retry later). Otherwise always a capture:
    * the host's result, or synthetic — 130 when `call.signal` is already aborted (nothing sent), 69
    * host not connected, 75 overloaded, 76 protocol violation, 124 deadline
    * (`call.deadlineMs ?? ServerOptions.deadlineMs`), 130 stop. Never rejects.
@@ -63,7 +70,11 @@ export class Router extends EventEmitter implements ToolInjection {
   async route(call: RoutedCall): Promise<RoutedCapture | undefined> {
     try {
       const tool = this.#registry.lookup(call.name);
-      if (tool === undefined) return undefined;
+      if (tool === undefined) {
+        const gone = this.#departed.get(call.name);
+        if (gone === undefined) return undefined;
+        return failureCapture('unavailable', `host ${gone} is not connected; its tools return when it reconnects`);
+      }
       if (call.signal.aborted) return failureCapture('cancelled', 'cancelled by stop');
       const link = this.#links.get(tool.host);
       if (link === undefined || !link.isOpen) {
@@ -100,7 +111,7 @@ export class Router extends EventEmitter implements ToolInjection {
       this.#logger.info({ host: link.host }, 'host replaced by a newer connection');
       previous.replace();
     }
-    if (this.#registry.remove(link.host)) this.#emitChanged();
+    this.#removeTools(link.host);
   }
 
   /**
@@ -116,6 +127,7 @@ export class Router extends EventEmitter implements ToolInjection {
         rejected: tools.map((t) => ({ name: reportedName(t), reason: 'session is no longer current' })),
       };
     }
+    this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.replace(link.host, tools);
     if (changed) this.#emitChanged();
     return advertised;
@@ -129,7 +141,17 @@ export class Router extends EventEmitter implements ToolInjection {
   unbind(link: HostLink): void {
     if (this.#links.get(link.host) !== link) return;
     this.#links.delete(link.host);
-    if (this.#registry.remove(link.host)) this.#emitChanged();
+    this.#removeTools(link.host);
+  }
+
+  /** Remove `host`'s tools (remembering their names as departed); one `toolsChanged` if any. */
+  #removeTools(host: string): void {
+    for (const name of this.#registry.namesOf(host)) this.#departed.set(name, host);
+    if (this.#registry.remove(host)) this.#emitChanged();
+  }
+
+  #forgetDeparted(host: string): void {
+    for (const [name, owner] of this.#departed) if (owner === host) this.#departed.delete(name);
   }
 
   #emitChanged(): void {
