@@ -48,6 +48,15 @@ export function formatAjvErrors(errors: ValidateFunction['errors']): string {
   return shown.join('; ');
 }
 
+/**
+ * `type` of an unknown message for the reason line, at most 64 characters. Objects and arrays are
+ * only named: stringifying a hostile, deeply nested value would overflow the stack (a throw).
+ */
+function describeType(type: unknown): string {
+  if (typeof type === 'object' && type !== null) return Array.isArray(type) ? '(an array)' : '(an object)';
+  return String(JSON.stringify(typeof type === 'string' ? type.slice(0, 64) : type)).slice(0, 64);
+}
+
 function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buffer, isBinary: boolean): Decoded<M> {
   if (isBinary) {
     return { ok: false, error: { fatal: true, closeCode: CloseCode.UNSUPPORTED_DATA, reason: 'binary frame' } };
@@ -66,7 +75,7 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
   const type = record.type;
   const validate = typeof type === 'string' ? validators.get(type) : undefined;
   if (!validate) {
-    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `unknown message type ${JSON.stringify(type)?.slice(0, 64)}` };
+    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `unknown message type ${describeType(type)}` };
     if (named) error.id = named;
     return { ok: false, error };
   }

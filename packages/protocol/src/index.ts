@@ -32,6 +32,7 @@ export {
   formatAjvErrors,
 } from './codec.js';
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
+export { type Corkable, COALESCE_MAX_BYTES, COALESCE_MAX_FRAMES, TickCoalescer } from './coalesce.js';
 export {
   type Capture,
   type PartialOutput,

@@ -125,11 +125,12 @@ describe('HostEndpoint.close', () => {
     expect(h.endpoint.sessionCount).toBe(0);
   });
 
-  it('a route after close settles undefined (no tools) and never hangs', async () => {
+  it('a route after close settles 69 (host not connected) and never hangs', async () => {
     const h = await startEndpoint();
     const ws = await rawHost(h.url);
     await helloAndAdvertise(ws, [SLOW]);
     await h.endpoint.close();
-    expect(await h.router.route(routedCall('alpha__slow').call)).toBeUndefined();
+    expect(h.router.tools()).toEqual([]);
+    expect((await h.router.route(routedCall('alpha__slow').call))?.exitCode).toBe(69);
   });
 });

@@ -3,13 +3,13 @@
  * `cancel`, answer it with exactly one `result`. At a disconnect every call is aborted (work
  * killed) and nothing more is sent on that connection; calls are never replayed elsewhere.
  */
-import { type CallMessage, type CancelMessage, type Capture, type ResultMessage, failureCapture } from '@toolwire/protocol';
+import { type CallMessage, type CancelMessage, type Capture, failureCapture } from '@toolwire/protocol';
 import { runCommandTool } from '../subprocess/run-command.js';
 import type { CommandSpec, Logger, ToolContext, ToolHandler } from '../types.js';
-import { type CallAborted, cancelAbort, deadlineAbort, describeAbort } from './abort.js';
+import { CallAbort, type CallAborted, cancelAbort, deadlineAbort } from './abort.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
 import { runHandler } from './in-process.js';
-import { resultFrame } from './result-frame.js';
+import { encodeResultFrame } from './result-frame.js';
 
 /** A registered tool as the call layer runs it. */
 export type RegisteredTool =
@@ -29,7 +29,7 @@ export interface CallSettings {
 const MAX_TIMER_MS = 2_147_483_647;
 
 interface InFlight {
-  controller: AbortController;
+  abort: CallAbort;
   timer: NodeJS.Timeout;
   done: Promise<void>;
 }
@@ -39,7 +39,7 @@ interface InFlight {
  * answered at most once; results of a session whose connection is gone are dropped.
  */
 export class CallSession {
-  readonly #send: (message: ResultMessage) => boolean;
+  readonly #send: (frame: string) => boolean;
   readonly #lookup: (name: string) => RegisteredTool | undefined;
   readonly #settings: CallSettings;
   readonly #maxPayload: number;
@@ -48,11 +48,11 @@ export class CallSession {
   #dead = false;
 
   /**
-   * @param send sends on this session's connection; returns false when it is gone
+   * @param send sends one encoded `result` frame (its JSON text) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    */
   constructor(
-    send: (message: ResultMessage) => boolean,
+    send: (frame: string) => boolean,
     maxPayload: number,
     lookup: (name: string) => RegisteredTool | undefined,
     settings: CallSettings,
@@ -83,12 +83,20 @@ export class CallSession {
     }
     const own = tool.kind === 'command' ? tool.command.timeoutMs : undefined;
     const deadlineMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
-    const ctx: ToolContext = { id: call.id, agent: call.agent, workspace: call.workspace, deadlineMs, signal: controller.signal };
-    const entry: InFlight = { controller, timer, done: Promise.resolve() };
+    const abort = new CallAbort();
+    const timer = setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
+    const ctx: ToolContext = {
+      id: call.id,
+      agent: call.agent,
+      workspace: call.workspace,
+      deadlineMs,
+      get signal() {
+        return abort.signal; // made on first read (see CallAbort)
+      },
+    };
+    const entry: InFlight = { abort, timer, done: Promise.resolve() };
     this.#calls.set(call.id, entry);
-    entry.done = this.#run(tool, call.input, ctx)
+    entry.done = this.#run(tool, call.input, ctx, abort)
       .then((capture) => {
         clearTimeout(timer);
         this.#calls.delete(call.id);
@@ -104,13 +112,13 @@ export class CallSession {
       this.#settings.logger.debug({ id: message.id }, 'toolwire: cancel for an unknown or finished call');
       return;
     }
-    entry.controller.abort(cancelAbort(message.reason));
+    entry.abort.abort(cancelAbort(message.reason));
   }
 
   /** The connection is gone: abort every call with `reason`; no result is sent from now on. */
   abortAll(reason: CallAborted): void {
     this.#dead = true;
-    for (const entry of this.#calls.values()) entry.controller.abort(reason);
+    for (const entry of this.#calls.values()) entry.abort.abort(reason);
   }
 
   /** Resolves when every call of this session has ended (killed work included). */
@@ -118,20 +126,20 @@ export class CallSession {
     while (this.#calls.size > 0) await Promise.all([...this.#calls.values()].map((e) => e.done));
   }
 
-  async #run(tool: RegisteredTool, input: unknown, ctx: ToolContext): Promise<Capture> {
+  async #run(tool: RegisteredTool, input: unknown, ctx: ToolContext, abort: CallAbort): Promise<Capture> {
     const { cancelGraceMs, drainMs, root } = this.#settings;
     let capture: Capture;
     try {
       capture =
         tool.kind === 'command'
           ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes })
-          : capCapture(await runHandler(tool.handler, input, ctx, cancelGraceMs + drainMs), this.#capBytes);
+          : capCapture(await runHandler(tool.handler, input, ctx, cancelGraceMs + drainMs, abort), this.#capBytes);
     } catch (error) {
       capture = failureCapture('host_error', `tool host failed: ${error instanceof Error ? error.message : String(error)}`);
     }
-    if (ctx.signal.aborted && capture.failure === undefined) {
-      const { failure, reason } = describeAbort(ctx.signal);
-      capture = failureCapture(failure, reason, capture);
+    const aborted = abort.reason;
+    if (aborted !== undefined && capture.failure === undefined) {
+      capture = failureCapture(aborted.failure, aborted.message, capture);
     }
     return capture;
   }
@@ -141,7 +149,7 @@ export class CallSession {
       this.#settings.logger.debug({ id }, 'toolwire: result dropped, its connection is gone');
       return;
     }
-    if (!this.#send(resultFrame(id, capture, this.#maxPayload))) {
+    if (!this.#send(encodeResultFrame(id, capture, this.#maxPayload))) {
       this.#settings.logger.debug({ id }, 'toolwire: result not sent, connection closed');
     }
   }

@@ -1,9 +1,10 @@
 /**
  * Running an in-process tool handler for one call (DESIGN §7 "In-process tools").
  */
-import { type Capture, FailureKind, failureCapture, utf8 } from '@toolwire/protocol';
+import { type Capture, FailureKind, failureCapture } from '@toolwire/protocol';
 import type { ToolContext, ToolHandler } from '../types.js';
-import { describeAbort } from './abort.js';
+import type { CallAbort } from './abort.js';
+import { textBytes } from './result-frame.js';
 
 const EMPTY = new Uint8Array(0);
 
@@ -17,7 +18,7 @@ function isBytes(value: unknown): value is Uint8Array {
  * Anything else → 70 `result could not be built`.
  */
 export function handlerOutputToCapture(value: unknown): Capture {
-  if (typeof value === 'string') return { stdout: utf8(value), stderr: EMPTY, exitCode: 0 };
+  if (typeof value === 'string') return { stdout: textBytes(value), stderr: EMPTY, exitCode: 0 };
   if (typeof value === 'object' && value !== null) {
     const v = value as Partial<Capture>;
     const stdout = v.stdout ?? EMPTY;
@@ -33,38 +34,37 @@ export function handlerOutputToCapture(value: unknown): Capture {
   return failureCapture('host_error', 'result could not be built: a tool handler must return a string or {stdout, stderr, exitCode 0-255}');
 }
 
-function abortCapture(signal: AbortSignal): Capture {
-  const { failure, reason } = describeAbort(signal);
-  return failureCapture(failure, reason);
+function abortCapture(abort: CallAbort): Capture {
+  const reason = abort.reason;
+  return reason === undefined ? failureCapture('cancelled', 'cancelled') : failureCapture(reason.failure, reason.message);
 }
 
 /**
  * Run `handler` and resolve with its capture; never rejects. A throw → 70 with the message on
- * stderr, unless `ctx.signal` was aborted first (then the abort's capture). Once `ctx.signal`
- * aborts, the handler gets `abandonAfterMs` more to return its partial output; after that the call
- * is answered with the abort's capture and the handler's eventual outcome is ignored (in-process
- * code cannot be killed).
+ * stderr, unless the call was aborted first (then the abort's capture). Once `abort` fires (it is
+ * what `ctx.signal` reports), the handler gets `abandonAfterMs` more to return its partial output;
+ * after that the call is answered with the abort's capture and the handler's eventual outcome is
+ * ignored (in-process code cannot be killed).
  */
-export function runHandler(handler: ToolHandler, input: unknown, ctx: ToolContext, abandonAfterMs: number): Promise<Capture> {
+export function runHandler(handler: ToolHandler, input: unknown, ctx: ToolContext, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
   const work = (async (): Promise<Capture> => {
     try {
       return handlerOutputToCapture(await handler(input, ctx));
     } catch (error) {
-      if (ctx.signal.aborted) return abortCapture(ctx.signal);
+      if (abort.aborted) return abortCapture(abort);
       const message = error instanceof Error ? error.message : String(error);
       return failureCapture('host_error', `tool failed: ${message}`);
     }
   })();
   return new Promise<Capture>((resolve) => {
     let timer: NodeJS.Timeout | undefined;
-    const onAbort = (): void => {
-      timer = setTimeout(() => resolve(abortCapture(ctx.signal)), abandonAfterMs);
-    };
-    if (ctx.signal.aborted) onAbort();
-    else ctx.signal.addEventListener('abort', onAbort, { once: true });
+    // Watched through `abort`, not `ctx.signal`: that keeps the AbortSignal unmade unless the tool reads it.
+    abort.onAbort(() => {
+      timer = setTimeout(() => resolve(abortCapture(abort)), abandonAfterMs);
+    });
     void work.then((capture) => {
       clearTimeout(timer);
-      ctx.signal.removeEventListener('abort', onAbort);
+      abort.onAbort(undefined);
       resolve(capture);
     });
   });

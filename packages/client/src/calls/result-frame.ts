@@ -2,13 +2,33 @@
  * Turning a capture into the one `result` frame that answers a call (DESIGN §5): bytes as UTF-8
  * text or base64, and a frame that fits the server's `maxPayload`.
  */
-import { type Capture, type ResultMessage, encodeMessage, failureCapture, toWire } from '@toolwire/protocol';
+import { type Capture, type ResultMessage, encodeMessage, failureCapture, toWire, utf8 } from '@toolwire/protocol';
+
+/** The text a stream's bytes were encoded from, when that text was well-formed (see {@link textBytes}). */
+const sourceText = new WeakMap<Uint8Array, string>();
+
+/**
+ * UTF-8 bytes of `text` for a capture, remembering `text` so the `result` frame reuses it instead of
+ * validating and decoding the bytes back (protocol `toWire` would give the same text: a well-formed
+ * string round-trips exactly). Only for bytes no one else can write to (a handler's string output).
+ */
+export function textBytes(text: string): Uint8Array {
+  const bytes = utf8(text);
+  if (bytes.length > 0 && (text as string & { isWellFormed(): boolean }).isWellFormed()) sourceText.set(bytes, text);
+  return bytes;
+}
 
 function build(id: string, capture: Capture, forceBase64: boolean): ResultMessage {
   const message: ResultMessage = { type: 'result', id, stdout: '', stderr: '', exitCode: capture.exitCode };
   for (const stream of ['stdout', 'stderr'] as const) {
     const bytes = capture[stream];
-    const wire = forceBase64 && bytes.length > 0 ? { text: Buffer.from(bytes).toString('base64'), encoding: 'base64' as const } : toWire(bytes);
+    const known = forceBase64 ? undefined : sourceText.get(bytes);
+    const wire =
+      known !== undefined
+        ? { text: known }
+        : forceBase64 && bytes.length > 0
+          ? { text: Buffer.from(bytes).toString('base64'), encoding: 'base64' as const }
+          : toWire(bytes);
     message[stream] = wire.text;
     if (wire.encoding) message[stream === 'stdout' ? 'stdoutEncoding' : 'stderrEncoding'] = wire.encoding;
   }
@@ -17,20 +37,22 @@ function build(id: string, capture: Capture, forceBase64: boolean): ResultMessag
 }
 
 /**
- * The `result` frame for `capture`. Streams travel as UTF-8 text when valid UTF-8, else base64
- * (protocol `toWire`). Text whose JSON escaping would overflow `maxPayload` (e.g. many control
- * characters, 6 bytes each) is sent as base64 instead — still an exact round trip, at most 4/3 of
- * the bytes. If even that does not fit, the call is answered 70 with the sizes on stderr.
+ * The `result` frame for `capture`, encoded: its JSON text, ready to send as one text frame (encoded
+ * once here, so the size check and the send share the work). Streams travel as UTF-8 text when
+ * valid UTF-8, else base64 (protocol `toWire`). Text whose JSON escaping would overflow `maxPayload`
+ * (e.g. many control characters, 6 bytes each) is sent as base64 instead — still an exact round
+ * trip, at most 4/3 of the bytes. If even that does not fit, the call is answered 70 with the sizes
+ * on stderr.
  *
- * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
+ * @param maxPayload the server's `welcome.limits.maxPayload`, bytes (of the UTF-8 encoded text)
  */
-export function resultFrame(id: string, capture: Capture, maxPayload: number): ResultMessage {
-  const text = build(id, capture, false);
-  if (Buffer.byteLength(encodeMessage(text)) <= maxPayload) return text;
-  const base64 = build(id, capture, true);
-  if (Buffer.byteLength(encodeMessage(base64)) <= maxPayload) return base64;
+export function encodeResultFrame(id: string, capture: Capture, maxPayload: number): string {
+  const text = encodeMessage(build(id, capture, false));
+  if (Buffer.byteLength(text) <= maxPayload) return text;
+  const base64 = encodeMessage(build(id, capture, true));
+  if (Buffer.byteLength(base64) <= maxPayload) return base64;
   const reason =
     `result of ${capture.stdout.length} stdout + ${capture.stderr.length} stderr bytes ` +
     `does not fit the server's maxPayload of ${maxPayload} bytes`;
-  return build(id, failureCapture('host_error', reason), false);
+  return encodeMessage(build(id, failureCapture('host_error', reason), false));
 }

@@ -11,6 +11,7 @@ import {
   type HelloMessage,
   type HostMessage,
   SUBPROTOCOL,
+  TickCoalescer,
   type WelcomeMessage,
   decodeServerMessage,
   encodeMessage,
@@ -82,6 +83,8 @@ export class HostSocket {
   #opened = false;
   #status: number | undefined;
   #error: Error | undefined;
+  /** Frames written in one tick leave in one syscall (set once the upgrade hands over the socket). */
+  #coalescer: TickCoalescer | undefined;
 
   constructor(options: HostSocketOptions, handlers: HostSocketHandlers) {
     this.#options = options;
@@ -114,6 +117,9 @@ export class HostSocket {
       res.resume();
       ws.terminate();
     });
+    ws.on('upgrade', (res) => {
+      this.#coalescer = new TickCoalescer(res.socket);
+    });
     ws.on('open', () => this.#onOpen());
     ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
     ws.on('ping', () => {
@@ -134,7 +140,19 @@ export class HostSocket {
   /** Send one message; `false` (nothing sent) when the socket is not open. */
   send(message: HostMessage): boolean {
     if (!this.isOpen) return false;
-    this.#ws.send(encodeMessage(message), (error) => {
+    const text = encodeMessage(message);
+    this.#coalescer?.hold(text.length);
+    this.#ws.send(text, (error) => {
+      if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
+    });
+    return true;
+  }
+
+  /** Send one already encoded message (its JSON text) as a text frame; `false` (nothing sent) when the socket is not open. */
+  sendFrame(frame: string): boolean {
+    if (!this.isOpen) return false;
+    this.#coalescer?.hold(frame.length);
+    this.#ws.send(frame, (error) => {
       if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
     });
     return true;

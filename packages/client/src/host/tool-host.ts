@@ -142,7 +142,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (welcome.protocol !== PROTOCOL_VERSION) {
       o.logger.warn({ server: welcome.protocol, ours: PROTOCOL_VERSION }, 'toolwire: server speaks another protocol version');
     }
-    const session = new CallSession((m) => socket.send(m), welcome.limits.maxPayload, (name) => this.#registry.get(name), {
+    const session = new CallSession((frame) => socket.sendFrame(frame), welcome.limits.maxPayload, (name) => this.#registry.get(name), {
       root: o.root,
       cancelGraceMs: o.cancelGraceMs,
       drainMs: o.drainMs,

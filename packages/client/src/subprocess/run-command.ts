@@ -1,7 +1,8 @@
 /**
  * Run one subprocess tool call (DESIGN §7 "Subprocess contract"): argv run directly in its own
  * process group, the input JSON on stdin, stdout/stderr captured with a head + tail cap, SIGTERM →
- * SIGKILL to the whole group on abort, and a bounded drain after exit.
+ * SIGKILL to the whole group on abort, and a bounded drain after exit. The group is registered with
+ * the process's orphan reaper (`reaper.ts`) while it runs, so it dies even if the host is killed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
@@ -12,6 +13,7 @@ import { describeAbort } from '../calls/abort.js';
 import { headTailSplit } from '../calls/capture-cap.js';
 import type { CommandSpec, ToolContext } from '../types.js';
 import { killGroup, signalCapture, spawnFailureCapture } from './process-group.js';
+import { forgetGroup, toolStarting } from './reaper.js';
 
 /** Options of {@link runCommandTool}. Times in ms, sizes in bytes. */
 export interface RunCommandOptions {
@@ -74,6 +76,7 @@ export async function runCommandTool(
     const { failure, reason } = describeAbort(ctx.signal);
     return failureCapture(failure, reason);
   }
+  const started = toolStarting(ctx.id); // the host's orphan reaper learns of it before it runs
   let child: ChildProcess;
   try {
     child = spawn(argv0, spec.command.slice(1), {
@@ -84,8 +87,10 @@ export async function runCommandTool(
       stdio: ['pipe', 'pipe', 'pipe'],
     });
   } catch (error) {
+    started(undefined);
     return spawnFailureCapture(error, argv0);
   }
+  started(child.pid); // killed by the reaper if this host process dies before the call ends
   return supervise(child, argv0, input, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
@@ -117,6 +122,7 @@ function supervise(child: ChildProcess, argv0: string, input: unknown, signal: A
       for (const s of streams) s.destroy();
       child.stdin?.destroy();
       killGroup(child.pid, 'SIGKILL'); // leftovers of the group (backgrounded grandchildren)
+      forgetGroup(child.pid);
       if (spawnError !== undefined) {
         resolve(spawnFailureCapture(spawnError, argv0));
         return;

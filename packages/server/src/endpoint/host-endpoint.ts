@@ -128,7 +128,7 @@ export class HostEndpoint {
           ws.terminate();
           return;
         }
-        this.#accept(ws, admitted);
+        this.#accept(ws, admitted, socket);
       });
     } catch (error) {
       // e.g. handleUpgrade called twice for one socket — a wiring bug, not the peer's doing.
@@ -164,9 +164,10 @@ export class HostEndpoint {
     return closed;
   }
 
-  #accept(ws: WebSocket, admitted: UpgradeIdentity): void {
+  #accept(ws: WebSocket, admitted: UpgradeIdentity, socket: Duplex): void {
     const session = new HostSession({
       ws,
+      socket, // the socket ws writes to: lets the session coalesce the frames of one tick
       identity: admitted.identity,
       options: this.#options,
       router: this.#router,

@@ -12,7 +12,8 @@
  */
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { writeFile as writeFileCb } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
 
@@ -66,10 +67,9 @@ export class DiskRecord {
     await writeAtomic(join(dir, 'input.json'), { id, name, input });
   }
 
-  /** Write `output.json` with the full capture. Rejects on an I/O error. */
+  /** Write `output.json` with the full capture (its directory is made only if `input.json` did not make it). Rejects on an I/O error. */
   async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date): Promise<void> {
     const dir = this.dirOf(agent, id);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     const output: Record<string, unknown> = {
       stdout: recordBytes(capture.stdout),
       stderr: recordBytes(capture.stderr),
@@ -78,8 +78,22 @@ export class DiskRecord {
       endedAt: endedAt.toISOString(),
     };
     if (capture.failure !== undefined) output.failure = capture.failure;
-    await writeAtomic(join(dir, 'output.json'), output);
+    try {
+      await writeAtomic(join(dir, 'output.json'), output);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await writeAtomic(join(dir, 'output.json'), output);
+    }
   }
+}
+
+/**
+ * `fs.writeFile` (callback API), promisified: open + write + close without the `FileHandle` objects
+ * of `fs/promises`, about half the main-thread cost at thousands of records per second.
+ */
+function writeFile(path: string, data: string, options: { mode: number; flag: string }): Promise<void> {
+  return new Promise((resolve, reject) => writeFileCb(path, data, options, (error) => (error ? reject(error) : resolve())));
 }
 
 /** JSON-encode `value` into `<path>.<random>.tmp`, then rename it over `path`; the temp file is removed on failure. */

@@ -6,12 +6,14 @@
 import {
   type AdvertiseMessage,
   CloseCode,
+  type Corkable,
   decodeHostMessage,
   encodeMessage,
   failureCapture,
   type HelloMessage,
   type ResultMessage,
   type ServerMessage,
+  TickCoalescer,
   type WireError,
 } from '@toolwire/protocol';
 import { type RawData, WebSocket } from 'ws';
@@ -36,6 +38,8 @@ export interface HostSessionDeps {
   router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
   /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
   reserved?: (name: string) => boolean;
+  /** The socket `ws` writes to (from the upgrade); when given, frames sent in one tick leave in one syscall. */
+  socket?: Corkable;
 }
 
 type State = 'hello' | 'open' | 'closed';
@@ -63,6 +67,7 @@ export class HostSession implements HostLink {
   readonly #logger: Logger;
   readonly #pending: PendingCalls;
   readonly #heartbeat: Heartbeat;
+  readonly #coalescer: TickCoalescer | undefined;
   #helloTimer: NodeJS.Timeout | undefined;
   #state: State = 'hello';
   #host = '';
@@ -76,6 +81,7 @@ export class HostSession implements HostLink {
     this.#router = deps.router;
     this.#reserved = deps.reserved ?? (() => false);
     this.#logger = options.logger;
+    this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
     this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
     this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () =>
@@ -289,6 +295,7 @@ export class HostSession implements HostLink {
 
   #sendText(text: string): void {
     if (this.#ws.readyState !== WebSocket.OPEN) return;
+    this.#coalescer?.hold(text.length);
     this.#ws.send(text, (error) => {
       if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
     });

@@ -23,6 +23,8 @@ interface Entry {
   /** The deadline timer, or after a stop the cancel-grace timer. */
   timer: NodeJS.Timeout | undefined;
   settle(capture: Capture): void;
+  /** The `abort` listener on the call's signal (the entry is its own listener object). */
+  handleEvent(): void;
 }
 
 const STOP_REASON = 'cancelled by stop';
@@ -100,27 +102,35 @@ export class PendingCalls {
       const why = error instanceof Error ? error.message : String(error);
       return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
     }
-    return new Promise<Capture>((resolve) => {
+    const settled = new Promise<Capture>((resolve) => {
       const signal = call.signal;
-      const onAbort = (): void => this.#stop(entry);
+      const owner = this;
+      // Methods, not arrow-function properties: tsx compiles with esbuild `keepNames`, which names
+      // each named arrow function as it is created (Object.defineProperty), a cost on every call.
       const entry: Entry = {
         id,
         stopped: false,
         timer: undefined,
-        settle: (capture) => {
-          if (this.#calls.get(id) !== entry) return;
-          this.#calls.delete(id);
+        settle(capture) {
+          if (owner.#calls.get(id) !== entry) return;
+          owner.#calls.delete(id);
           clearTimeout(entry.timer);
           entry.timer = undefined;
-          signal.removeEventListener('abort', onAbort);
+          signal.removeEventListener('abort', entry);
           resolve(capture);
+        },
+        handleEvent() {
+          owner.#stop(entry);
         },
       };
       this.#calls.set(id, entry);
       entry.timer = setTimeout(() => this.#expire(entry, deadlineMs), deadlineMs);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.#sendText(frame);
+      signal.addEventListener('abort', entry, { once: true });
     });
+    // Sent out here, not in the executor above, so no closure of the pending call keeps the
+    // encoded frame (as big as the input) alive until the call settles.
+    this.#sendText(frame);
+    return settled;
   }
 
   /**
@@ -150,9 +160,15 @@ export class PendingCalls {
     return true;
   }
 
-  /** Settle every pending call with `failureCapture(kind, reason)` (session ended: 69 or 76). Never replayed. */
+  /**
+   * Settle every pending call with `failureCapture(kind, reason)` (session ended: 69 or 76). Never
+   * replayed. A call already stopped and waiting out its cancel grace settles 130 instead: the stop
+   * stands, the host just will not answer it (DESIGN §6 "stop … even if the host never answers").
+   */
   failAll(kind: Failure, reason: string): void {
-    for (const entry of [...this.#calls.values()]) entry.settle(failureCapture(kind, reason));
+    for (const entry of [...this.#calls.values()]) {
+      entry.settle(entry.stopped ? failureCapture('cancelled', `${STOP_REASON}; ${reason}`) : failureCapture(kind, reason));
+    }
   }
 
   /** A wire id (1–128 characters) not pending here, or `undefined` when every draw collides. */

@@ -1,0 +1,129 @@
+/**
+ * The arms a scenario compares, and the comparison itself. Each arm is a set of live helper
+ * processes: a server role that runs the load and (except the spawn floor) a tool-host role. A
+ * comparison warms every arm up, then runs the calls in interleaved segments (A B B A A B …) so slow
+ * drift and other work on the machine hit every arm alike, and merges each arm's segments.
+ */
+import { type LoadStats, type Segment, summarize } from './load.js';
+import { Helper } from './helpers.js';
+import type { LoadShape } from './scenarios.js';
+
+/** Tools every toolwire bench host advertises (see proc/toolwire-host.ts). */
+export const TOOLS_PER_HOST = 10;
+
+export type ArmName = 'toolwire' | 'raw-ws' | 'spawn-floor';
+
+/** Live processes of one arm. `load` are the extra fields of its `load` command (tool name, path). */
+export interface Arm {
+  name: ArmName;
+  server: Helper;
+  host?: Helper;
+  load: Record<string, unknown>;
+}
+
+/** One measured arm of one scenario. */
+export interface ArmResult {
+  arm: ArmName;
+  shape: LoadShape;
+  stats: LoadStats;
+  /** Calls/s of each measured segment, in order (segment k of every arm ran back to back). */
+  segmentRates: number[];
+  /** CPU time of the host-role process per measured call, µs (absent for the spawn floor). */
+  hostCpuUsPerCall?: number;
+  /** Peak RSS of the server-role process over its life, KiB. */
+  serverPeakRssKiB: number;
+  /** Peak RSS of the tool-host process (absent for the spawn floor, a single process). */
+  hostPeakRssKiB?: number;
+  bufferutil: { server: boolean; host?: boolean };
+}
+
+async function startPair(serverName: string, hostName: string, name: ArmName, env: Record<string, string>, load: Record<string, unknown>): Promise<Arm> {
+  const { helper: server, ready } = await Helper.start(serverName, env);
+  try {
+    const { helper: host } = await Helper.start(hostName, { BENCH_URL: String(ready.url) });
+    return { name, server, host, load };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
+/** toolwire: `ToolwireServer` + one `ToolHost` (identity `h0`); calls go to `h0__<tool>` through `route()` or `execute()`. */
+export async function startToolwire(tool: 'echo' | 'cat', options: { path?: 'route' | 'execute'; recordDir?: string } = {}): Promise<Arm> {
+  const env: Record<string, string> = options.recordDir ? { BENCH_RECORD_DIR: options.recordDir } : {};
+  const arm = await startPair('toolwire-server', 'toolwire-host', 'toolwire', env, { name: `h0__${tool}`, path: options.path ?? 'route' });
+  await arm.server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
+  return arm;
+}
+
+/** The raw-WebSocket baseline: the same two roles with plain `ws` and minimal frames. */
+export async function startRaw(): Promise<Arm> {
+  const arm = await startPair('raw-server', 'raw-host', 'raw-ws', {}, {});
+  await arm.server.request('wait');
+  return arm;
+}
+
+/** The subprocess floor: `spawn('cat')` in one process. */
+export async function startSpawnFloor(): Promise<Arm> {
+  return { name: 'spawn-floor', server: (await Helper.start('spawn-floor')).helper, load: {} };
+}
+
+export async function stopArm(arm: Arm | undefined): Promise<void> {
+  await arm?.host?.stop();
+  await arm?.server.stop();
+}
+
+/** One segment of `count` calls on `arm`, with the host's CPU time over it (µs). */
+export async function segment(arm: Arm, shape: LoadShape, count: number): Promise<{ segment: Segment; hostCpuUs: number }> {
+  const before = arm.host ? Number((await arm.host.request('info')).cpuUs) : 0;
+  const reply = await arm.server.request('load', { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes, count });
+  const s = reply.segment as Segment;
+  if (s.errors > 0) throw new Error(`${arm.name}: ${s.errors} of ${s.calls} calls failed, first: ${s.firstError}`);
+  const after = arm.host ? Number((await arm.host.request('info')).cpuUs) : 0;
+  return { segment: s, hostCpuUs: after - before };
+}
+
+/** Segments per comparison: ≥ 20 × concurrency calls each, 1 … 10 of them. */
+export function segmentsFor(shape: LoadShape): number {
+  return Math.min(10, Math.max(1, Math.floor(shape.count / (20 * shape.concurrency))));
+}
+
+/** Warm up each arm, then measure `shape` on every arm in interleaved segments. */
+export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[]> {
+  for (const arm of arms) if (shape.warmup > 0) await segment(arm, shape, shape.warmup);
+  const n = segmentsFor(shape);
+  const segments = arms.map(() => [] as Segment[]);
+  const hostCpu = arms.map(() => 0);
+  for (let k = 0; k < n; k++) {
+    const count = Math.floor(shape.count / n) + (k < shape.count % n ? 1 : 0);
+    // A B, B A, A B …: each arm goes first as often as the other.
+    const order = arms.map((_, i) => i);
+    if (k % 2 === 1) order.reverse();
+    for (const i of order) {
+      const m = await segment(arms[i]!, shape, count);
+      segments[i]!.push(m.segment);
+      hostCpu[i]! += m.hostCpuUs;
+    }
+  }
+  return Promise.all(
+    arms.map(async (arm, i) => {
+      const stats = summarize(segments[i]!);
+      const s = await arm.server.request('info');
+      const result: ArmResult = {
+        arm: arm.name,
+        shape,
+        stats,
+        segmentRates: segments[i]!.map((g) => g.calls / g.seconds),
+        serverPeakRssKiB: Number(s.peakRssKiB),
+        bufferutil: { server: Boolean(s.bufferutil) },
+      };
+      if (arm.host) {
+        const h = await arm.host.request('info');
+        result.hostCpuUsPerCall = hostCpu[i]! / stats.calls;
+        result.hostPeakRssKiB = Number(h.peakRssKiB);
+        result.bufferutil.host = Boolean(h.bufferutil);
+      }
+      return result;
+    }),
+  );
+}

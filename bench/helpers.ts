@@ -1,0 +1,101 @@
+/**
+ * The orchestrator side of the bench control channel: start a helper process
+ * (`node --expose-gc --import tsx bench/proc/<name>.ts`) with an IPC channel, send it commands and
+ * await its replies, and stop it. Every helper started here is stopped by {@link stopAll}.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const benchDir = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = join(benchDir, '..');
+
+type Message = { seq?: number; event?: string; error?: string; [key: string]: unknown };
+
+const live = new Set<Helper>();
+
+/** One helper process. */
+export class Helper {
+  readonly name: string;
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+  readonly #child: ChildProcess;
+  readonly #waiting = new Map<number, { resolve(m: Message): void; reject(e: Error): void }>();
+  readonly #exited: Promise<void>;
+  #seq = 0;
+  #ready: Promise<Message>;
+
+  private constructor(name: string, env: Record<string, string>) {
+    this.name = name;
+    // BENCH_NODE_ARGS adds node flags to every helper, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
+    const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
+    this.#child = spawn(process.execPath, ['--expose-gc', ...extra, '--import', 'tsx', join(benchDir, 'proc', `${name}.ts`)], {
+      cwd: repoRoot,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      serialization: 'advanced', // latencies travel as Float64Array
+    });
+    this.#exited = once(this.#child, 'exit').then(() => undefined);
+    this.#ready = new Promise((resolve, reject) => {
+      this.#child.on('message', (raw) => {
+        const m = raw as Message;
+        if (m.event === 'ready') return resolve(m);
+        const waiter = m.seq === undefined ? undefined : this.#waiting.get(m.seq);
+        if (!waiter) return;
+        this.#waiting.delete(m.seq!);
+        if (m.error) waiter.reject(new Error(`${this.name}: ${m.error}`));
+        else waiter.resolve(m);
+      });
+      this.#child.on('exit', (code, signal) => {
+        const error = new Error(`${this.name} exited (code ${code}, signal ${signal})`);
+        reject(error);
+        for (const w of this.#waiting.values()) w.reject(error);
+        this.#waiting.clear();
+      });
+    });
+    live.add(this);
+  }
+
+  /** Start helper `bench/proc/<name>.ts` and wait for its `ready` message (at most `timeoutMs`). */
+  static async start(name: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<{ helper: Helper; ready: Message }> {
+    const helper = new Helper(name, env);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${name} not ready within ${timeoutMs} ms`)), timeoutMs);
+    });
+    try {
+      return { helper, ready: await Promise.race([helper.#ready, timeout]) };
+    } catch (error) {
+      await helper.stop();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Send `{cmd, ...args}` and await the reply. */
+  request(cmd: string, args: Record<string, unknown> = {}): Promise<Message> {
+    const seq = ++this.#seq;
+    return new Promise((resolve, reject) => {
+      this.#waiting.set(seq, { resolve, reject });
+      this.#child.send({ seq, cmd, ...args });
+    });
+  }
+
+  /** Disconnect (the helper exits on its own); SIGKILL after 3 s. */
+  async stop(): Promise<void> {
+    live.delete(this);
+    if (this.#child.exitCode !== null || this.#child.signalCode !== null) return;
+    if (this.#child.connected) this.#child.disconnect();
+    const timer = setTimeout(() => this.#child.kill('SIGKILL'), 3_000);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+}
+
+/** Stop every helper still running. */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...live].map((h) => h.stop()));
+}

@@ -1,0 +1,227 @@
+/**
+ * Turning runs into the results: JSON lines (one per measured arm), the table of medians, and the
+ * targets of issue 4 judged on the median of the per-run ratios.
+ */
+import { cpus, release, totalmem } from 'node:os';
+import type { ArmResult } from './arms.js';
+import type { ManyHostsResult } from './many-hosts.js';
+import { type LoadShape, shapeLabel } from './scenarios.js';
+
+/** Everything one run measured; a scenario left out with `--only` is absent. */
+export interface RunRecord {
+  run: number;
+  pairs: Partial<Record<'s1' | 's2' | 's3' | 's4', { toolwire: ArmResult; raw: ArmResult }>>;
+  s5?: { toolwire: ArmResult[]; floor: ArmResult[] };
+  s6?: ManyHostsResult;
+  s7?: ArmResult;
+}
+
+export function machine(): Record<string, unknown> {
+  const cpu = cpus();
+  return {
+    cpu: cpu[0]?.model ?? 'unknown',
+    cores: cpu.length,
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    kernel: release(),
+    node: process.version,
+  };
+}
+
+/** JSON lines of one run: one per measured arm, one for s6. */
+export function jsonLines(record: RunRecord, meta: Record<string, unknown>): string[] {
+  const lines: object[] = [];
+  const arm = (scenario: string, r: ArmResult): object => ({
+    ...meta,
+    run: record.run,
+    scenario,
+    arm: r.arm,
+    ...r.shape,
+    ...r.stats,
+    hostCpuUsPerCall: r.hostCpuUsPerCall,
+    serverPeakRssKiB: r.serverPeakRssKiB,
+    hostPeakRssKiB: r.hostPeakRssKiB,
+    bufferutil: r.bufferutil,
+  });
+  for (const [id, pair] of Object.entries(record.pairs)) lines.push(arm(id, pair.toolwire), arm(id, pair.raw));
+  for (const r of [...(record.s5?.toolwire ?? []), ...(record.s5?.floor ?? [])]) lines.push(arm(`s5`, r));
+  if (record.s6) lines.push({ ...meta, run: record.run, scenario: 's6', arm: 'toolwire', ...record.s6 });
+  if (record.s7) lines.push(arm('s7', record.s7));
+  return lines.map((l) => JSON.stringify(l));
+}
+
+export function median(values: number[]): number {
+  const sorted = values.filter((v) => Number.isFinite(v)).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+interface Row {
+  scenario: string;
+  arm: string;
+  results: ArmResult[];
+  /** Throughput relative to the baseline of the same run (paired segments), one per run; toolwire rows only. */
+  ratios?: number[];
+}
+
+function rows(records: RunRecord[]): Row[] {
+  const out: Row[] = [];
+  const add = (scenario: string, arm: string, pick: (r: RunRecord) => ArmResult | undefined, base?: (r: RunRecord) => ArmResult | undefined): void => {
+    const results = records.map(pick).filter((r): r is ArmResult => r !== undefined);
+    if (results.length === 0) return;
+    const row: Row = { scenario, arm, results };
+    if (base) row.ratios = records.map((r) => pairedRatio(pick(r), base(r))).filter((x): x is number => x !== undefined);
+    out.push(row);
+  };
+  for (const id of ['s1', 's2', 's3', 's4'] as const) {
+    add(id, 'toolwire', (r) => r.pairs[id]?.toolwire, (r) => r.pairs[id]?.raw);
+    add(id, 'raw ws', (r) => r.pairs[id]?.raw);
+  }
+  for (let k = 0; k < 2; k++) {
+    add('s5', 'toolwire cat', (r) => r.s5?.toolwire[k], (r) => r.s5?.floor[k]);
+    add('s5', 'spawn floor', (r) => r.s5?.floor[k]);
+  }
+  add('s7', 'toolwire execute+record', (r) => r.s7);
+  return out;
+}
+
+const fmt = (n: number, digits = 0): string =>
+  Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—';
+const mib = (kib: number | undefined): string => (kib === undefined ? '—' : fmt(kib / 1024, 1));
+
+/** A target of issue 4: a per-run value, judged on its median. */
+interface Target {
+  name: string;
+  op: '≥' | '≤';
+  limit: number;
+  unit: string;
+  value(r: RunRecord): number | undefined;
+}
+
+const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : a / b);
+
+/**
+ * Throughput of `a` relative to `b`: the median over segments of (calls/s of a's segment k) /
+ * (calls/s of b's segment k). Segments k of both arms ran back to back, so each pair saw the same
+ * machine; the median keeps a burst of outside work in one segment from deciding the ratio.
+ */
+export function pairedRatio(a: ArmResult | undefined, b: ArmResult | undefined): number | undefined {
+  if (!a || !b) return undefined;
+  const n = Math.min(a.segmentRates.length, b.segmentRates.length);
+  return median(Array.from({ length: n }, (_, k) => a.segmentRates[k]! / b.segmentRates[k]!));
+}
+
+const targets: Target[] = [
+  { name: 's1 throughput', op: '≥', limit: 0.85, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s1?.toolwire, r.pairs.s1?.raw) },
+  { name: 's1 p50 latency', op: '≤', limit: 1.2, unit: '× raw ws', value: (r) => ratio(r.pairs.s1?.toolwire.stats.p50Us, r.pairs.s1?.raw.stats.p50Us) },
+  { name: 's2 throughput', op: '≥', limit: 0.85, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s2?.toolwire, r.pairs.s2?.raw) },
+  { name: 's3 throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s3?.toolwire, r.pairs.s3?.raw) },
+  { name: 's4 throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s4?.toolwire, r.pairs.s4?.raw) },
+  ...[0, 1].map((k): Target => ({
+    name: `s5 cat c=${k === 0 ? 1 : 8} throughput`,
+    op: '≥',
+    limit: 0.9,
+    unit: '× spawn floor',
+    value: (r) => pairedRatio(r.s5?.toolwire[k], r.s5?.floor[k]),
+  })),
+  { name: 's6 server RSS per host', op: '≤', limit: 60, unit: 'KiB', value: (r) => r.s6?.perHostKiB },
+  { name: 's6 s1 p50, N hosts vs 1', op: '≤', limit: 1.1, unit: '× one host', value: (r) => ratio(r.s6?.all.p50Us, r.s6?.one.p50Us) },
+  { name: 's7 execute+record throughput', op: '≥', limit: 3000, unit: 'calls/s', value: (r) => r.s7?.stats.callsPerSec },
+];
+
+export interface Judged {
+  name: string;
+  values: number[];
+  median: number;
+  op: string;
+  limit: number;
+  unit: string;
+  holds: boolean;
+}
+
+export function judge(records: RunRecord[]): Judged[] {
+  const out: Judged[] = [];
+  for (const t of targets) {
+    const values = records.map((r) => t.value(r)).filter((v): v is number => v !== undefined);
+    if (values.length === 0) continue;
+    const m = median(values);
+    out.push({ name: t.name, values, median: m, op: t.op, limit: t.limit, unit: t.unit, holds: t.op === '≥' ? m >= t.limit : m <= t.limit });
+  }
+  return out;
+}
+
+function table(header: string[], body: string[][], markdown: boolean): string {
+  if (markdown) {
+    const line = (cells: string[]): string => `| ${cells.join(' | ')} |`;
+    return [line(header), line(header.map((_, i) => (i < 2 ? '---' : '---:'))), ...body.map(line)].join('\n');
+  }
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => r[i]!.length)));
+  const line = (cells: string[]): string => cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
+}
+
+const yesNo = (b: { server: boolean; host?: boolean }): string => (b.host === undefined ? (b.server ? 'yes' : 'no') : `${b.server ? 'yes' : 'no'}/${b.host ? 'yes' : 'no'}`);
+
+/** The measurement table (medians over runs), the s6 table and the targets. */
+export function render(records: RunRecord[], markdown: boolean): string {
+  const n = records.length;
+  const body = rows(records).map(({ scenario, arm, results, ratios }) => {
+    const shape: LoadShape = results[0]!.shape;
+    return [
+      `${scenario} ${shapeLabel(shape)}`,
+      arm,
+      fmt(median(results.map((r) => r.stats.callsPerSec))),
+      ratios && ratios.length > 0 ? `${fmt(median(ratios), 2)} ×` : '',
+      fmt(median(results.map((r) => r.stats.p50Us))),
+      fmt(median(results.map((r) => r.stats.p99Us))),
+      `${fmt(median(results.map((r) => r.stats.cpuUsPerCall)), 1)} / ${results[0]!.hostCpuUsPerCall === undefined ? '—' : fmt(median(results.map((r) => r.hostCpuUsPerCall!)), 1)}`,
+      mib(median(results.map((r) => r.serverPeakRssKiB))),
+      results[0]!.hostPeakRssKiB === undefined ? '—' : mib(median(results.map((r) => r.hostPeakRssKiB!))),
+      yesNo(results[0]!.bufferutil),
+    ];
+  });
+  const parts = [
+    `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process):`,
+    table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
+  ];
+  const s6 = records.map((r) => r.s6).filter((x): x is ManyHostsResult => x !== undefined);
+  if (s6.length > 0) {
+    const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
+    parts.push(
+      '',
+      `s6: ${s6[0]!.hosts} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes (median of ${s6.length}):`,
+      table(
+        ['quantity', 'unit', 'value'],
+        [
+          ['server RSS, fresh (0 hosts)', 'MiB', m((x) => x.rss0KiB / 1024, 1)],
+          ['server RSS, 1 host after s1', 'MiB', m((x) => x.rssOneKiB / 1024, 1)],
+          [`server RSS, ${s6[0]!.hosts} hosts`, 'MiB', m((x) => x.rssAllKiB / 1024, 1)],
+          ['per host (all − one)/(N − 1)', 'KiB', m((x) => x.perHostKiB, 1)],
+          ['per host (all − fresh)/N', 'KiB', m((x) => x.perHostNaiveKiB, 1)],
+          ['time to connect and advertise all', 's', m((x) => x.connectSeconds, 1)],
+          ['s1 p50 / p99, 1 host', 'µs', `${m((x) => x.one.p50Us)} / ${m((x) => x.one.p99Us)}`],
+          [`s1 p50 / p99, ${s6[0]!.hosts} hosts`, 'µs', `${m((x) => x.all.p50Us)} / ${m((x) => x.all.p99Us)}`],
+          ['s1 calls/s, 1 host / N hosts', 'calls/s', `${m((x) => x.one.callsPerSec)} / ${m((x) => x.all.callsPerSec)}`],
+        ],
+        markdown,
+      ),
+    );
+  }
+  const judged = judge(records);
+  parts.push(
+    '',
+    `Targets (median of the per-run values):`,
+    table(
+      ['target', 'runs', 'median', 'limit', 'holds'],
+      judged.map((j) => [
+        j.name,
+        j.values.map((v) => fmt(v, j.limit >= 100 ? 0 : 2)).join(' '),
+        `${fmt(j.median, j.limit >= 100 ? 0 : 2)} ${j.unit}`,
+        `${j.op} ${fmt(j.limit, j.limit >= 100 ? 0 : 2)}`,
+        j.holds ? 'yes' : 'NO',
+      ]),
+      markdown,
+    ),
+  );
+  return parts.join('\n');
+}

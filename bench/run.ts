@@ -1,0 +1,125 @@
+/**
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…] [--markdown]` — toolwire's router path against a
+ * raw-WebSocket RPC baseline, side by side in the same run (issue 4). Prints the table of medians and
+ * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
+ * `bench/results/latest.md`.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
+import { benchDir, stopAll } from './helpers.js';
+import { manyHosts } from './many-hosts.js';
+import { jsonLines, machine, render, type RunRecord } from './report.js';
+import { fullPlan, quickPlan, scalePlan, shapeLabel } from './scenarios.js';
+
+const { values } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    runs: { type: 'string' },
+    only: { type: 'string' },
+    markdown: { type: 'boolean', default: false },
+    arms: { type: 'string' },
+    scale: { type: 'string' },
+    'record-dir': { type: 'string' },
+  },
+});
+const quick = values.quick!;
+// --scale X multiplies every call count (e.g. a long run to profile); --arms toolwire|raw runs one arm of s1–s4.
+const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1));
+const arms = (values.arms ?? 'toolwire,raw').split(',');
+const runs = Number(values.runs ?? (quick ? 1 : 3));
+if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`--runs must be a positive integer, got ${values.runs}`);
+const only = new Set((values.only ?? 's1,s2,s3,s4,s5,s6,s7').split(',').map((s) => s.trim()));
+const wanted = (id: string): boolean => only.has(id);
+
+// s7's records go to tmpfs when there is one (/dev/shm), so the figure is toolwire's cost and not that
+// of a disk shared with other work; --record-dir DIR picks another place (e.g. /tmp, on disk here).
+const recordRoot = values['record-dir'] ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
+
+const resultsDir = join(benchDir, 'results');
+await mkdir(resultsDir, { recursive: true });
+const stamp = new Date().toISOString().replace(/[:.]/g, '-');
+const resultsFile = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.jsonl`);
+const meta = { time: new Date().toISOString(), quick, machine: machine(), recordRoot };
+const log = (text: string): void => void process.stderr.write(`${text}\n`);
+const t0 = Date.now();
+
+process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
+
+const brief = (r: ArmResult): string =>
+  `${r.arm.padEnd(12)} ${shapeLabel(r.shape).padEnd(12)} ${Math.round(r.stats.callsPerSec).toString().padStart(7)} calls/s  p50 ${Math.round(r.stats.p50Us)} µs  p99 ${Math.round(r.stats.p99Us)} µs`;
+
+const records: RunRecord[] = [];
+try {
+  for (let run = 1; run <= runs; run++) {
+    const record: RunRecord = { run, pairs: {} };
+    for (const id of ['s1', 's2', 's3', 's4'] as const) {
+      if (!wanted(id)) continue;
+      const live: Arm[] = [];
+      try {
+        if (arms.includes('toolwire')) live.push(await startToolwire('echo'));
+        if (arms.includes('raw')) live.push(await startRaw());
+        const results = await compare(live, plan[id]);
+        for (const r of results) log(`run ${run} ${id}: ${brief(r)}`);
+        const toolwire = results.find((r) => r.arm === 'toolwire');
+        const raw = results.find((r) => r.arm === 'raw-ws');
+        if (toolwire && raw) record.pairs[id] = { toolwire, raw };
+      } finally {
+        await Promise.all(live.map(stopArm));
+      }
+    }
+    if (wanted('s5')) {
+      const live: Arm[] = [];
+      try {
+        live.push(await startToolwire('cat'), await startSpawnFloor());
+        const toolwire: ArmResult[] = [];
+        const floor: ArmResult[] = [];
+        for (const shape of plan.s5) {
+          const [t, f] = await compare(live, shape);
+          toolwire.push(t!);
+          floor.push(f!);
+          log(`run ${run} s5: ${brief(t!)}\n             ${brief(f!)}`);
+        }
+        record.s5 = { toolwire, floor };
+      } finally {
+        await Promise.all(live.map(stopArm));
+      }
+    }
+    if (wanted('s6')) {
+      record.s6 = await manyHosts(plan.s6);
+      const s6 = record.s6;
+      log(
+        `run ${run} s6: ${s6.hosts} hosts, ${s6.perHostKiB.toFixed(1)} KiB/host, connect ${s6.connectSeconds.toFixed(1)} s, ` +
+          `p50 ${Math.round(s6.one.p50Us)} → ${Math.round(s6.all.p50Us)} µs`,
+      );
+    }
+    if (wanted('s7')) {
+      const recordDir = await mkdtemp(join(recordRoot, 'toolwire-bench-record-'));
+      let arm: Arm | undefined;
+      try {
+        arm = await startToolwire('echo', { path: 'execute', recordDir });
+        record.s7 = (await compare([arm], plan.s7))[0]!;
+      } finally {
+        await stopArm(arm);
+        await rm(recordDir, { recursive: true, force: true });
+      }
+      log(`run ${run} s7: ${brief(record.s7)}`);
+    }
+    records.push(record);
+    await appendFile(resultsFile, `${jsonLines(record, meta).join('\n')}\n`);
+  }
+} finally {
+  await stopAll();
+}
+
+const m = meta.machine;
+const heading =
+  `toolwire bench${quick ? ' --quick' : ''}: ${runs} run${runs === 1 ? '' : 's'}; ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, ` +
+  `Linux ${m.kernel}, Node ${m.node}; s7 records under ${recordRoot}`;
+const text = `${heading}\n\n${render(records, values.markdown!)}\n`;
+process.stdout.write(text);
+await writeFile(join(resultsDir, quick ? 'latest-quick.md' : 'latest.md'), `${heading}\n\n${render(records, true)}\n`);
+log(`\nresults: ${resultsFile}\nwall time: ${((Date.now() - t0) / 1000).toFixed(1)} s`);

@@ -1,0 +1,64 @@
+/**
+ * The rig of the race tests: an in-process server on 127.0.0.1 with a recording logger and one raw
+ * host (alpha, tool `slow`) answering by hand, plus helpers to run many calls on concurrent lanes.
+ */
+import { expect } from 'vitest';
+import { WebSocket } from 'ws';
+import type { RoutedCall, RoutedCapture, ServerOptions } from '@toolwire/server';
+import { startServer, text, type Started } from '../helpers.js';
+import { drivenHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
+
+/** Iterations of each race (issue 3 §4). */
+export const ITERATIONS = 1000;
+
+export interface Rig {
+  started: Started;
+  host: DrivenHost;
+  log: ReturnType<typeof recordingLogger>;
+}
+
+export async function rig(options: ServerOptions = {}): Promise<Rig> {
+  const log = recordingLogger();
+  const started = await startServer({ logger: log.logger, cancelGraceMs: 2_000, ...options });
+  const host = await drivenHost(started);
+  return { started, host, log };
+}
+
+/** Route one call to alpha__slow tagged `tag`; resolves with the capture and the call's controller. */
+export function routeTagged(started: Started, tag: string, extra: Partial<RoutedCall> = {}) {
+  const controller = new AbortController();
+  const call: RoutedCall = { id: `c-${tag}`, name: 'alpha__slow', input: { tag }, workspace: '', agent: 'agent', signal: controller.signal, ...extra };
+  const settled = { count: 0 };
+  const pending = started.server.router.route(call).then((capture) => {
+    settled.count++;
+    return capture!;
+  });
+  return { pending, controller, settled };
+}
+
+/** Run `body(i)` for i in 0…n−1 on `lanes` concurrent lanes. */
+export async function inLanes(n: number, lanes: number, body: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: lanes }, async () => {
+      while (next < n) await body(next++);
+    }),
+  );
+}
+
+export const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** A capture is the host's own answer to call `tag`, or 130 keeping that same answer as partial output. */
+export function expectOwnOr130(capture: RoutedCapture, tag: string): 'result' | 'stop' {
+  expect(text(capture.stdout)).toBe(`out-${tag}`);
+  if (capture.exitCode === 0) return 'result';
+  expect(capture.exitCode).toBe(130);
+  expect(text(capture.stderr)).toMatch(/toolwire: cancelled by stop\n$/);
+  return 'stop';
+}
+
+export async function expectQuiet(r: Rig): Promise<void> {
+  await waitFor(() => r.started.server.router.hosts().every((h) => h.inFlight === 0), 'every pending map to be empty');
+  expect(r.log.errors()).toEqual([]);
+  expect(r.host.ws.readyState).toBe(WebSocket.OPEN);
+}

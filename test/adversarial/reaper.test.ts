@@ -1,0 +1,31 @@
+/**
+ * Issue 3 §5/§9 — no tool process outlives a tool host that is killed outright. The host's orphan
+ * reaper (packages/client/src/subprocess/reaper.ts) kills the registered process groups of a host
+ * that dies by SIGKILL, and — the instant between a spawn and its registration — finds the tool by
+ * the call id it announced before the spawn (`TOOLWIRE_CALL_ID`, Linux /proc).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { cleanup, defer, repoRoot, spawnTs, tempDir } from '../helpers.js';
+import { killAll, pidsIn, running, waitFor } from './harness.js';
+
+afterEach(cleanup);
+
+const FIXTURE = join(repoRoot, 'test', 'adversarial', 'fixtures', 'reaper-host.ts');
+
+describe('a tool host killed with SIGKILL while its tool runs', () => {
+  for (const mode of ['registered', 'window'] as const) {
+    const when = mode === 'registered' ? 'after its group was registered' : 'between the spawn and the registration';
+    it(`kills the tool's whole tree when the host dies ${when}`, async () => {
+      const piddir = await tempDir();
+      const host = spawnTs([FIXTURE, mode, `call-${mode}-${Date.now()}`], { PIDDIR: piddir });
+      const exited = once(host, 'exit');
+      const pids = await pidsIn(join(piddir, 'pids'), 2);
+      defer(() => killAll(pids));
+      const [, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+      expect(signal).toBe('SIGKILL');
+      await waitFor(() => pids.every((pid) => !running(pid)), 'the orphaned tree to be killed by the reaper', 3_000);
+    });
+  }
+});
