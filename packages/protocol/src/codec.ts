@@ -79,7 +79,15 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
     if (named) error.id = named;
     return { ok: false, error };
   }
-  if (!validate(value)) {
+  let valid: boolean;
+  try {
+    valid = validate(value) as boolean;
+  } catch {
+    // A validator should not throw; if one does (e.g. an engine limit on a pathological frame),
+    // the frame is refused like garbage — the codec never throws.
+    return { ok: false, error: { fatal: true, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: frame could not be checked` } };
+  }
+  if (!valid) {
     const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}` };
     if (named) error.id = named;
     return { ok: false, error };
