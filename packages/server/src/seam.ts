@@ -44,7 +44,11 @@ export type RoutedCapture = Capture;
  * watches `call.signal` so a stop ends the call promptly (→ 130).
  */
 export interface ToolInjection {
-  /** Every tool currently advertised by a connected host. Read by prompt assembly and the grant gate. */
+  /**
+   * Every tool currently advertised by a connected host. Read by prompt assembly and the grant gate.
+   * Return a new array when the set changes (never mutate a returned one): the executor indexes each
+   * distinct array once.
+   */
   tools(): InjectedTool[];
   /** Answer `call`, or `undefined` for "not mine" (the executor then falls through). Never rejects. */
   route(call: RoutedCall): Promise<RoutedCapture | undefined>;

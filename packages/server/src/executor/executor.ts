@@ -18,7 +18,7 @@ import { type Capture, failureCapture } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { ResolvedOptions } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
-import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
 import { type Projection, project } from './projection.js';
@@ -191,7 +191,7 @@ export class Executor {
   /** Capture 65 (or 70 for an uncompilable advertised schema) when `input` fails the tool's inputSchema; `undefined` when valid or not advertised. */
   #validate(name: string, input: unknown): Capture | undefined {
     try {
-      const tool = this.#injection.tools().find((t) => t.name === name);
+      const tool = toolIndex(this.#injection.tools()).get(name);
       if (!tool) return undefined;
       const compiled = compileInputSchema(tool.inputSchema);
       if (!compiled.ok) return failureCapture('host_error', `inputSchema of ${quote(name)} cannot be compiled: ${compiled.reason}`);
@@ -258,6 +258,21 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | 
       resolve(value);
     });
   });
+}
+
+/**
+ * Tools by name, built once per distinct `tools()` array: the router returns the same frozen array
+ * until `toolsChanged`, so the per-call lookup is O(1) rather than a scan of every host's tools.
+ */
+const indexes = new WeakMap<readonly InjectedTool[], Map<string, InjectedTool>>();
+function toolIndex(tools: readonly InjectedTool[]): Map<string, InjectedTool> {
+  let index = indexes.get(tools);
+  if (index === undefined) {
+    index = new Map();
+    for (const tool of tools) if (!index.has(tool.name)) index.set(tool.name, tool);
+    indexes.set(tools, index);
+  }
+  return index;
 }
 
 function isCapture(value: unknown): value is Capture {
