@@ -95,7 +95,6 @@ describe('prototype pollution', () => {
     for (const frame of [
       '{"__proto__":{"polluted":"frame"},"type":"result","id":"x","stdout":"","stderr":"","exitCode":0}',
       '{"type":"result","id":"x","stdout":"","stderr":"","exitCode":0,"constructor":{"prototype":{"polluted":"frame"}}}',
-      '{"type":"advertise","tools":[],"prototype":{"polluted":"frame"}}',
       '{"type":{"__proto__":{"polluted":"type"}}}',
       '{"type":"__proto__"}',
       '{"type":"constructor","id":"__proto__"}',
@@ -113,6 +112,13 @@ describe('prototype pollution', () => {
     expect(Object.getOwnPropertyDescriptor(frame.input, '__proto__')?.value).toEqual({ polluted: 'input' });
     expect(Object.keys(frame.input.nested as object)).toEqual(['__proto__', 'a']);
     expect(Object.getPrototypeOf(seen[0]!.input)).toBe(Object.prototype);
+    prototypeIsClean();
+    // A wrong-shape advertise ends the session (close 1002, the ajv reason naming the key); nothing is polluted.
+    const closed = once(ws, 'close');
+    ws.send('{"type":"advertise","tools":[],"prototype":{"polluted":"frame"}}');
+    const [code, reason] = await closed;
+    expect(code).toBe(1002);
+    expect(String(reason)).toBe('advertise: / must NOT have additional properties ("prototype")');
     prototypeIsClean();
   });
 

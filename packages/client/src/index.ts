@@ -6,6 +6,7 @@
  * @packageDocumentation
  */
 export { ToolHost, type ToolHostEvents } from './host/tool-host.js';
+export { HostReplacedError } from './host/errors.js';
 export type { ToolHostOptions } from './host/options.js';
 export type { ToolContext, ToolHandler, InProcessToolSpec, CommandSpec, CommandToolSpec, Logger } from './types.js';
 export { CallAborted, type AbortFailure } from './calls/abort.js';

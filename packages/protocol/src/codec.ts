@@ -22,6 +22,8 @@ export interface WireError {
   reason: string;
   /** The call id the frame named, when it named one. */
   id?: string;
+  /** The message type of a wrong-shape frame (a known `type` whose fields do not match its schema). */
+  type?: string;
 }
 
 /** Outcome of decoding one frame. */
@@ -40,10 +42,20 @@ const toolSpecValidator = ajv.compile(toolSpecSchema);
 /** Most ajv errors rendered into one reason line; the rest are counted. */
 const MAX_REPORTED_ERRORS = 5;
 
-/** Render ajv errors as one line, e.g. `/exitCode must be integer; / must have required property 'stderr'`. */
+/** Longest unknown key quoted in a reason, characters (the key is the peer's text). */
+const MAX_QUOTED_KEY_CHARS = 64;
+
+/**
+ * Render ajv errors as one line, e.g. `/exitCode must be integer; / must have required property 'stderr'`.
+ * An unknown key is named: `/ must NOT have additional properties ("extra")`.
+ */
 export function formatAjvErrors(errors: ValidateFunction['errors']): string {
   if (!errors || errors.length === 0) return 'invalid';
-  const shown = errors.slice(0, MAX_REPORTED_ERRORS).map((e) => `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`);
+  const shown = errors.slice(0, MAX_REPORTED_ERRORS).map((e) => {
+    const line = `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`;
+    const key: unknown = e.keyword === 'additionalProperties' ? (e.params as { additionalProperty?: unknown }).additionalProperty : undefined;
+    return typeof key === 'string' ? `${line} (${JSON.stringify(key.slice(0, MAX_QUOTED_KEY_CHARS))})` : line;
+  });
   if (errors.length > MAX_REPORTED_ERRORS) shown.push(`and ${errors.length - MAX_REPORTED_ERRORS} more`);
   return shown.join('; ');
 }
@@ -88,7 +100,7 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
     return { ok: false, error: { fatal: true, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: frame could not be checked` } };
   }
   if (!valid) {
-    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}` };
+    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}`, type: type as string };
     if (named) error.id = named;
     return { ok: false, error };
   }

@@ -5,31 +5,42 @@ import { parseArgs } from 'node:util';
 import { Defaults, ExitCode, fromWire } from '@toolwire/protocol';
 import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
 import { type CliIO, processIO, readAll, waitForSignal, write } from './io.js';
-import { type McpSession, connectMcp, mcpFailure, mcpUrl } from './mcp.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, boundedRequest, connectMcp, mcpFailure, mcpUrl } from './mcp.js';
+import { parseMs } from './ms.js';
 
-export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [--server URL] [--token T] [--timeout MS] [--workspace DIR]
+export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [--server URL] [--token T] [--timeout MS] [--workspace DIR] [--connect-timeout MS]
 
 Call one tool (MCP tools/call). The tool's stdout and stderr bytes are written to stdout and stderr,
 and the exit status is the tool's exit code.
 
 arguments:
-  NAME             tool name as listed by "toolwire tools", e.g. alpha__read_file
-  INPUT_JSON       the input, a JSON object (default {}); "-" reads it from stdin
+  NAME                  tool name as listed by "toolwire tools", e.g. alpha__read_file
+  INPUT_JSON            the input, a JSON object (default {}); "-" reads it from stdin
 
 options:
-  --server URL     server URL: ws://h:p, http://h:p or http://h:p/mcp
-                   (default: $TOOLWIRE_SERVER, then the local credentials file)
-  --token T        caller token (default: $TOOLWIRE_TOKEN, then the local credentials file)
-  --timeout MS     call deadline in ms (default 120000); past it the call ends with 124
-  --workspace DIR  workspace passed to the tool (TOOLWIRE_WORKSPACE on the host)
-  -h, --help       show this help
+  --server URL          server URL: ws://h:p, http://h:p, http://h:p/mcp, or h:p (http:// assumed)
+                        (default: $TOOLWIRE_SERVER, then the local credentials file)
+  --token T             caller token (default: $TOOLWIRE_TOKEN, then the local credentials file)
+  --timeout MS          call deadline in ms (default 120000); past it the server ends the call with 124
+  --workspace DIR       workspace passed to the tool (TOOLWIRE_WORKSPACE on the host)
+  --connect-timeout MS  time allowed to connect to the server (default 10000)
+  -h, --help            show this help
 
-exit status: the tool's exit code (124 deadline, 127 no such tool, 130 Ctrl-C, … see README);
-64 bad usage or invalid JSON, 69 server unreachable, 77 token refused or call declined.
+The answer is awaited at most the deadline + the cancel grace (2000 ms) + 5000 ms.
+
+exit status: the capture's exit code: the tool's own, or toolwire's (65 input does not match the
+schema, 69 host unavailable, 70 host failed internally, 75 overloaded, 76 host protocol violation,
+124 deadline exceeded, 126 cannot execute, 127 no such tool, 130 stopped; see README).
+This command itself exits 64 for bad usage, invalid JSON, or input larger than the server accepts;
+69 when the server is unreachable, lost during the call, or gives no answer within the wait above;
+70 on an unexpected failure of its own; 77 when the token is refused or the call declined;
+130 on Ctrl-C.
 `;
 
+/** Time the answer may take beyond the call deadline and the cancel grace, ms (network, scheduling). */
+export const RESPONSE_MARGIN_MS = 5_000;
 /** Time the MCP request may take beyond the call deadline before the client gives up, ms. */
-export const REQUEST_MARGIN_MS = Defaults.cancelGraceMs + 8_000;
+export const REQUEST_MARGIN_MS = Defaults.cancelGraceMs + RESPONSE_MARGIN_MS;
 /** Time allowed on Ctrl-C for the `notifications/cancelled` to reach the server, ms. */
 const CANCEL_FLUSH_MS = 1_000;
 /** Largest INPUT_JSON read from stdin, bytes (the server's default maxPayload). */
@@ -62,9 +73,23 @@ async function printResult(result: Record<string, unknown>, io: CliIO): Promise<
   return ExitCode.NO_PERM;
 }
 
-/** `toolwire call …`. Returns the exit status (see {@link callUsage}). */
-export async function callCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
-  let values: { server?: string; token?: string; timeout?: string; workspace?: string; help?: boolean };
+/** Knobs for tests: the parts of the answer wait beyond the deadline, ms. */
+export interface CallCommandDeps {
+  /** Default `Defaults.cancelGraceMs` (2000), the server's default cancel grace. */
+  cancelGraceMs?: number;
+  /** Default {@link RESPONSE_MARGIN_MS}. */
+  marginMs?: number;
+}
+
+/**
+ * `toolwire call …`. Returns the exit status (see {@link callUsage}). The answer is awaited at most
+ * `deadline + cancelGraceMs + marginMs`; past that, or when the server goes away during the call
+ * (its response stream ends or breaks without the answer), the exit is 69 with
+ * `toolwire: no answer … within N ms (…)` / `toolwire: lost the server …`. 124 comes only from the
+ * server (the call's deadline).
+ */
+export async function callCommand(argv: string[], io: CliIO = processIO(), deps: CallCommandDeps = {}): Promise<number> {
+  let values: { server?: string; token?: string; timeout?: string; workspace?: string; 'connect-timeout'?: string; help?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({
@@ -74,6 +99,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO()): Prom
         token: { type: 'string' },
         timeout: { type: 'string' },
         workspace: { type: 'string' },
+        'connect-timeout': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
       allowPositionals: true,
@@ -89,12 +115,11 @@ export async function callCommand(argv: string[], io: CliIO = processIO()): Prom
   const [name, inputText = '{}', ...extra] = positionals;
   if (name === undefined || name.length === 0) return usageError(io, 'NAME is required');
   if (extra.length > 0) return usageError(io, `unexpected argument ${JSON.stringify(extra[0])}`);
-  let deadlineMs: number = Defaults.deadlineMs;
-  if (values.timeout !== undefined) {
-    deadlineMs = Number(values.timeout);
-    if (!/^\d+$/.test(values.timeout) || !Number.isSafeInteger(deadlineMs) || deadlineMs <= 0) {
-      return usageError(io, `--timeout must be a positive integer (ms), got ${JSON.stringify(values.timeout)}`);
-    }
+  const deadlineMs = parseMs(values.timeout, Defaults.deadlineMs);
+  if (deadlineMs === undefined) return usageError(io, `--timeout must be a positive integer (ms), got ${JSON.stringify(values.timeout)}`);
+  const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
+  if (connectTimeoutMs === undefined) {
+    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
   }
   let input: unknown;
   try {
@@ -119,16 +144,22 @@ export async function callCommand(argv: string[], io: CliIO = processIO()): Prom
   const controller = new AbortController();
   const stop = waitForSignal(io.signals);
   void stop.signal.then(() => controller.abort(new Error('cancelled by stop')));
-  const timeout = deadlineMs + REQUEST_MARGIN_MS;
+  const graceMs = deps.cancelGraceMs ?? Defaults.cancelGraceMs;
+  const marginMs = deps.marginMs ?? RESPONSE_MARGIN_MS;
+  const waitMs = deadlineMs + graceMs + marginMs;
+  const bound = `the call's deadline ${deadlineMs} ms + cancel grace ${graceMs} ms + margin ${marginMs} ms`;
   const meta: Record<string, unknown> = { 'toolwire/deadlineMs': deadlineMs };
   if (values.workspace !== undefined) meta['toolwire/workspace'] = values.workspace;
   let session: McpSession | undefined;
   try {
-    session = await connectMcp(url, token, controller.signal);
-    const result = await session.client.callTool(
-      { name, arguments: input as Record<string, unknown>, _meta: meta },
-      undefined,
-      { signal: controller.signal, timeout },
+    session = await connectMcp(url, token, { signal: controller.signal, connectTimeoutMs });
+    const open = session;
+    const result = await boundedRequest(
+      open,
+      waitMs,
+      bound,
+      (signal) => open.client.callTool({ name, arguments: input as Record<string, unknown>, _meta: meta }, undefined, { signal, timeout: waitMs }),
+      controller.signal,
     );
     return await printResult(result as Record<string, unknown>, io);
   } catch (error) {
@@ -136,7 +167,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO()): Prom
       await write(io.stderr, 'toolwire: cancelled by stop\n');
       return ExitCode.CANCELLED;
     }
-    const failure = mcpFailure(error, url, timeout);
+    const failure = mcpFailure(error, url, session === undefined ? 'connect' : 'request');
     await write(io.stderr, failure.message);
     return failure.code;
   } finally {

@@ -33,6 +33,15 @@ export async function resolveEndpoint(role: Role, flags: Partial<Endpoint>, env:
   return { server, token };
 }
 
+/**
+ * `server` with `<scheme>://` put in front when it names none: `127.0.0.1:7700` →
+ * `ws://127.0.0.1:7700` for a host, `http://127.0.0.1:7700` for a caller. A given scheme (`wss://`,
+ * `https://`…) is kept.
+ */
+export function withDefaultScheme(server: string, scheme: 'ws' | 'http'): string {
+  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server) ? server : `${scheme}://${server}`;
+}
+
 /** The usage error for a missing server or token, naming every place looked at. */
 export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.ProcessEnv): string {
   const flag = what === 'server' ? '--server' : '--token';

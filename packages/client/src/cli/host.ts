@@ -4,13 +4,14 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { ExitCode } from '@toolwire/protocol';
+import { CloseCode, ExitCode } from '@toolwire/protocol';
 import { pino } from 'pino';
+import { HostReplacedError } from '../host/errors.js';
 import { ToolHost } from '../host/tool-host.js';
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifest } from '../manifest/load.js';
 import type { CommandToolSpec, Logger } from '../types.js';
-import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
+import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from './endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from './io.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [--server URL] [--token T] [--name N] [--root DIR] [--ca FILE]
@@ -20,8 +21,8 @@ backoff when the connection is lost. Runs until SIGINT or SIGTERM.
 
 options:
   --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
-  --server URL     server WebSocket URL, e.g. ws://127.0.0.1:7700
-                   (default: $TOOLWIRE_SERVER, then the local credentials file)
+  --server URL     server WebSocket URL, e.g. ws://127.0.0.1:7700 (ws:// is assumed
+                   without a scheme; default: $TOOLWIRE_SERVER, then the local credentials file)
   --token T        host token (default: $TOOLWIRE_TOKEN, then the local credentials file)
   --name N         host name; honoured only by a server in loopback dev mode
   --root DIR       working directory of tools without a cwd (default: the current directory)
@@ -29,7 +30,8 @@ options:
   -h, --help       show this help
 
 Logs go to stderr as JSON lines (pino); level from $TOOLWIRE_LOG_LEVEL, default info.
-exit status: 0 after SIGINT/SIGTERM, 64 bad usage, 65 invalid manifest.
+exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
+69 replaced by a newer connection with the same token (another host is using it; close 4000).
 `;
 
 /** Extra knobs for embedding and tests. */
@@ -41,7 +43,9 @@ export interface HostCommandDeps {
 /**
  * `toolwire host …`. Returns the exit status: 0 after SIGINT/SIGTERM (every tool process killed,
  * connection closed 1000), 64 (`USAGE`) for bad flags or a missing server/token, 65 (`DATA_ERR`)
- * for a manifest that cannot be read or is invalid.
+ * for a manifest that cannot be read or is invalid, 69 (`UNAVAILABLE`) when the server closed the
+ * connection with 4000 (REPLACED: another host uses the same token); stderr then ends with
+ * `toolwire: replaced by a newer connection …`.
  */
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
   let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; help?: boolean };
@@ -95,7 +99,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   let host: ToolHost;
   try {
     host = new ToolHost({
-      server,
+      server: withDefaultScheme(server, 'ws'),
       ...(token !== undefined ? { token } : {}),
       ...(values.name !== undefined ? { name: values.name } : {}),
       root: resolve(values.root ?? '.'),
@@ -110,11 +114,22 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
   const stop = waitForSignal(io.signals);
+  // Closed 4000: the ToolHost stops reconnecting (and logs why at level error); so does the command.
+  const replaced = new Promise<'replaced'>((resolve) => {
+    host.on('disconnected', ({ code }) => {
+      if (code === CloseCode.REPLACED) resolve('replaced');
+    });
+  });
   // With reconnect on, start() settles only with the first `advertised`, or rejects on close().
   host.start().catch(() => {});
-  const signal = await stop.signal;
+  const outcome = await Promise.race([stop.signal, replaced]);
   stop.dispose();
-  logger.info({ signal }, 'toolwire: stopping');
+  if (outcome === 'replaced') {
+    await host.close();
+    await write(io.stderr, `toolwire: ${new HostReplacedError().message}\n`);
+    return ExitCode.UNAVAILABLE;
+  }
+  logger.info({ signal: outcome }, 'toolwire: stopping');
   await host.close();
   return ExitCode.OK;
 }

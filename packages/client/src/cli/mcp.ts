@@ -1,7 +1,7 @@
 /**
  * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: URL
- * normalisation, an SDK `Client` over Streamable HTTP with a bearer token, and the mapping of
- * failures to CLI exit statuses.
+ * normalisation, an SDK `Client` over Streamable HTTP with a bearer token, bounds on connecting and
+ * on waiting, noticing a lost server, and the mapping of failures to CLI exit statuses.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
@@ -11,17 +11,23 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ExitCode } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
+import { withDefaultScheme } from './endpoint.js';
+import { ResponseWatch } from './response-watch.js';
+
+/** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
 /**
  * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
- * `http(s)://h:p` or `http(s)://h:p/` → `…/mcp`; any other http(s) path is kept.
+ * `http(s)://h:p` or `http(s)://h:p/` → `…/mcp`; any other http(s) path is kept; `h:p` without a
+ * scheme is taken as `http://h:p`.
  *
  * @throws TypeError for anything that is not a ws/wss/http/https URL
  */
 export function mcpUrl(server: string): URL {
   let url: URL;
   try {
-    url = new URL(server);
+    url = new URL(withDefaultScheme(server, 'http'));
   } catch {
     throw new TypeError(`not a URL: ${JSON.stringify(server)}`);
   }
@@ -37,10 +43,32 @@ export function mcpUrl(server: string): URL {
 
 /**
  * The Streamable HTTP transport, remembering notifications in flight so a `notifications/cancelled`
- * sent on Ctrl-C reaches the server before the transport is closed.
+ * sent on Ctrl-C reaches the server before the transport is closed, and showing every message it
+ * delivers to a {@link ResponseWatch}.
  */
-class FlushingTransport extends StreamableHTTPClientTransport {
+class WatchedTransport extends StreamableHTTPClientTransport {
   readonly #notifications = new Set<Promise<void>>();
+  readonly #watch: ResponseWatch;
+
+  constructor(url: URL, token: string, watch: ResponseWatch) {
+    super(url, {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      fetch: watch.fetch,
+      // A CLI run is short: a broken notification stream is not dialled again (the watch decides).
+      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
+    });
+    this.#watch = watch;
+  }
+
+  /** The SDK's `Protocol.connect` installs `onmessage` before calling `start()`: wrap it here. */
+  override start(): Promise<void> {
+    const deliver = this.onmessage;
+    this.onmessage = (message) => {
+      this.#watch.seen(message);
+      deliver?.(message);
+    };
+    return super.start();
+  }
 
   override send(message: JSONRPCMessage | JSONRPCMessage[], options?: Parameters<StreamableHTTPClientTransport['send']>[1]): Promise<void> {
     const sent = super.send(message, options);
@@ -57,32 +85,94 @@ class FlushingTransport extends StreamableHTTPClientTransport {
   }
 }
 
-/** A connected MCP client and a way to close it promptly. */
-export interface McpSession {
-  client: Client;
-  /** Let pending notifications (at most `flushMs`) go out, then close client and transport. */
-  close(flushMs?: number): Promise<void>;
+/** The server went away while a request was waiting for its answer (exit 69, "lost the server"). */
+export class ServerLostError extends Error {
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+    this.name = 'ServerLostError';
+  }
 }
 
 /**
- * Connect to the MCP door at `url` with `Authorization: Bearer <token>`. Rejects like the SDK
- * does (see {@link mcpFailure} for the mapping to exit statuses).
+ * No answer within a bound the CLI set (exit 69): `phase` `connect` (connect + initialize, the
+ * connect timeout) or `request` (a request's own bound); `bound` explains how `ms` was made up.
  */
-export async function connectMcp(url: URL, token: string, signal?: AbortSignal): Promise<McpSession> {
-  const transport = new FlushingTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+export class NoAnswerError extends Error {
+  constructor(
+    readonly phase: 'connect' | 'request',
+    readonly ms: number,
+    readonly bound: string,
+  ) {
+    super(`no answer within ${ms} ms (${bound})`);
+    this.name = 'NoAnswerError';
+  }
+}
+
+/** A connected MCP client and a way to close it promptly. */
+export interface McpSession {
+  client: Client;
+  /** Aborted (reason: an Error naming the cause) when a request's response stream ended without its answer. */
+  lost: AbortSignal;
+  /** Let pending notifications (at most `flushMs`) go out, then close client and transport. No timer is left. */
+  close(flushMs?: number): Promise<void>;
+}
+
+/** Options of {@link connectMcp}. */
+export interface ConnectOptions {
+  /** Aborts the connect (Ctrl-C). */
+  signal?: AbortSignal;
+  /** Time allowed to connect and initialize, ms; default {@link DEFAULT_CONNECT_TIMEOUT_MS}. */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * Connect to the MCP door at `url` with `Authorization: Bearer <token>`, within `connectTimeoutMs`
+ * (else rejects with a {@link NoAnswerError} of phase `connect`). Otherwise rejects like the SDK does
+ * (see {@link mcpFailure} for the mapping to exit statuses).
+ */
+export async function connectMcp(url: URL, token: string, options: ConnectOptions = {}): Promise<McpSession> {
+  const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  const watch = new ResponseWatch();
+  const transport = new WatchedTransport(url, token, watch);
   const client = new Client({ name: 'toolwire-cli', version: VERSION });
-  client.onerror = () => {}; // errors of the background SSE stream; request failures reject their request
+  client.onerror = () => {}; // broken streams surface through the watch; request failures reject their request
   const close = async (flushMs = 0): Promise<void> => {
+    watch.close();
     if (flushMs > 0) await transport.flush(flushMs);
     await client.close().catch(() => {});
   };
+  const noAnswer = new NoAnswerError('connect', connectTimeoutMs, 'connect timeout, --connect-timeout');
   try {
-    await client.connect(transport, signal ? { signal } : undefined);
+    const connecting = client.connect(transport, { ...(options.signal && { signal: options.signal }), timeout: connectTimeoutMs });
+    await pTimeout(connecting, { milliseconds: connectTimeoutMs, message: noAnswer });
   } catch (error) {
     await close();
+    throw error instanceof McpError && error.code === ErrorCode.RequestTimeout && !options.signal?.aborted ? noAnswer : error;
+  }
+  return { client, lost: watch.lost, close };
+}
+
+/**
+ * Run one request of `session` (`run` gets the signal to pass to the SDK), turning the ways it can
+ * fail without an answer into CLI errors: the session's stream lost → {@link ServerLostError}; the
+ * SDK's request timeout (`timeoutMs`, which `run` must pass) → {@link NoAnswerError} of phase
+ * `request`, `bound` explaining it. An abort of `signal` (Ctrl-C) rejects as the SDK does.
+ */
+export async function boundedRequest<T>(
+  session: McpSession,
+  timeoutMs: number,
+  bound: string,
+  run: (signal: AbortSignal) => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  try {
+    return await run(signal ? AbortSignal.any([signal, session.lost]) : session.lost);
+  } catch (error) {
+    if (signal?.aborted) throw error;
+    if (session.lost.aborted) throw new ServerLostError(session.lost.reason);
+    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw new NoAnswerError('request', timeoutMs, bound);
     throw error;
   }
-  return { client, close };
 }
 
 /** The most telling reason in a fetch error's `cause`: an errno code (ECONNREFUSED…) or its message. */
@@ -91,32 +181,53 @@ function causeOf(error: unknown): string | undefined {
   return cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message;
 }
 
+/** The limit in the SDK's 413 answer ("Request body must not exceed N bytes"), when it names one. */
+function bodyLimitOf(error: StreamableHTTPError): number | undefined {
+  const match = /must not exceed (\d+) bytes/.exec(error.message);
+  return match ? Number(match[1]) : undefined;
+}
+
 /**
- * The exit status and stderr line for a failed MCP exchange:
+ * The exit status and stderr line for a failed MCP exchange. `phase`: `connect` (before the session
+ * was open) or `request` (a network failure then means the server was lost).
  * - HTTP 401/403 or an SDK `UnauthorizedError` → 77 (`NO_PERM`)
- * - connection refused / DNS / reset, or any other HTTP error status → 69 (`UNAVAILABLE`),
+ * - HTTP 413 → 64 (`USAGE`), `toolwire: input too large: the server accepts at most N bytes`
+ * - {@link ServerLostError}, or connection refused/reset during a request → 69, `toolwire: lost the server <url>: …`
+ * - {@link NoAnswerError} → 69, naming the bound (`cannot reach server` while connecting)
+ * - connection refused / DNS / reset while connecting, or any other HTTP error status → 69 (`UNAVAILABLE`),
  *   `toolwire: cannot reach server <url>: …`
- * - the client's request timeout → 124 (`TIMEOUT`)
  * - any other JSON-RPC error → 69, `toolwire: server error: …`
  * - anything else → 70 (`SOFTWARE`)
  */
-export function mcpFailure(error: unknown, url: URL, timeoutMs?: number): { code: number; message: string } {
+export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request' = 'connect'): { code: number; message: string } {
+  const unavailable = (message: string) => ({ code: ExitCode.UNAVAILABLE, message: `toolwire: ${message}\n` });
   if (error instanceof UnauthorizedError) return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href}\n` };
+  if (error instanceof ServerLostError) return unavailable(`lost the server ${url.href}: ${error.message}`);
+  if (error instanceof NoAnswerError) {
+    return error.phase === 'connect'
+      ? unavailable(`cannot reach server ${url.href}: ${error.message}`)
+      : unavailable(`no answer from ${url.href} within ${error.ms} ms (${error.bound}); giving up`);
+  }
   if (error instanceof StreamableHTTPError) {
     if (error.code === 401 || error.code === 403) {
       return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.code})\n` };
     }
-    return { code: ExitCode.UNAVAILABLE, message: `toolwire: cannot reach server ${url.href}: ${error.message}\n` };
+    if (error.code === 413) {
+      const limit = bodyLimitOf(error);
+      const accepts = limit === undefined ? 'less (HTTP 413 Payload Too Large)' : `at most ${limit} bytes`;
+      return { code: ExitCode.USAGE, message: `toolwire: input too large: the server accepts ${accepts}\n` };
+    }
+    return unavailable(`cannot reach server ${url.href}: ${error.message}`);
   }
   if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) {
-      return { code: ExitCode.TIMEOUT, message: `toolwire: no answer from ${url.href} within ${timeoutMs ?? '?'} ms\n` };
-    }
-    return { code: ExitCode.UNAVAILABLE, message: `toolwire: server error: ${error.message}\n` };
+    if (error.code === ErrorCode.RequestTimeout) return unavailable(`no answer from ${url.href}: ${error.message}`);
+    return unavailable(`server error: ${error.message}`);
   }
   const cause = causeOf(error);
   if (error instanceof TypeError && (cause !== undefined || error.message === 'fetch failed')) {
-    return { code: ExitCode.UNAVAILABLE, message: `toolwire: cannot reach server ${url.href}: ${cause ?? error.message}\n` };
+    return phase === 'request'
+      ? unavailable(`lost the server ${url.href}: ${cause ?? error.message}`)
+      : unavailable(`cannot reach server ${url.href}: ${cause ?? error.message}`);
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: ExitCode.SOFTWARE, message: `toolwire: ${message}\n` };

@@ -6,20 +6,24 @@ import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ExitCode } from '@toolwire/protocol';
 import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
 import { type CliIO, processIO, write } from './io.js';
-import { connectMcp, mcpFailure, mcpUrl } from './mcp.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, boundedRequest, connectMcp, mcpFailure, mcpUrl } from './mcp.js';
+import { parseMs } from './ms.js';
 
-export const toolsUsage = `usage: toolwire tools [--server URL] [--token T] [--json]
+export const toolsUsage = `usage: toolwire tools [--server URL] [--token T] [--json] [--connect-timeout MS]
 
 List the tools the server offers (MCP tools/list), one per line: name, two spaces, description.
+With no tools, prints "no tools (no tool host is connected)" on stderr (and [] with --json).
 
 options:
-  --server URL   server URL: ws://h:p, http://h:p or http://h:p/mcp
-                 (default: $TOOLWIRE_SERVER, then the local credentials file)
-  --token T      caller token (default: $TOOLWIRE_TOKEN, then the local credentials file)
-  --json         print the MCP tools array as JSON instead
-  -h, --help     show this help
+  --server URL          server URL: ws://h:p, http://h:p, http://h:p/mcp, or h:p (http:// assumed)
+                        (default: $TOOLWIRE_SERVER, then the local credentials file)
+  --token T             caller token (default: $TOOLWIRE_TOKEN, then the local credentials file)
+  --json                print the MCP tools array as JSON instead
+  --connect-timeout MS  time allowed to connect, and to answer each list request (default 10000)
+  -h, --help            show this help
 
-exit status: 0 ok, 64 bad usage, 69 server unreachable, 77 token refused.
+exit status: 0 ok (also with no tools), 64 bad usage, 69 server unreachable, lost, or no answer
+within --connect-timeout, 70 unexpected failure of this command, 77 token refused.
 `;
 
 /** One line of the text listing: `name  description` (first line of the description only). */
@@ -30,11 +34,17 @@ export function toolLine(tool: Pick<Tool, 'name' | 'description'>): string {
 
 /** `toolwire tools …`. Returns the exit status (see {@link toolsUsage}). */
 export async function toolsCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
-  let values: { server?: string; token?: string; json?: boolean; help?: boolean };
+  let values: { server?: string; token?: string; json?: boolean; 'connect-timeout'?: string; help?: boolean };
   try {
     ({ values } = parseArgs({
       args: argv,
-      options: { server: { type: 'string' }, token: { type: 'string' }, json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        server: { type: 'string' },
+        token: { type: 'string' },
+        json: { type: 'boolean' },
+        'connect-timeout': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
       allowPositionals: false,
       strict: true,
     }));
@@ -45,6 +55,11 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   if (values.help) {
     await write(io.stdout, toolsUsage);
     return ExitCode.OK;
+  }
+  const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
+  if (connectTimeoutMs === undefined) {
+    await write(io.stderr, `toolwire tools: --connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}\n\n${toolsUsage}`);
+    return ExitCode.USAGE;
   }
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {
@@ -60,18 +75,24 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   }
   let session: Awaited<ReturnType<typeof connectMcp>> | undefined;
   try {
-    session = await connectMcp(url, token);
+    session = await connectMcp(url, token, { connectTimeoutMs });
+    const open = session;
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
-      const page = await session.client.listTools(cursor !== undefined ? { cursor } : undefined);
+      const params = cursor !== undefined ? { cursor } : undefined;
+      const page = await boundedRequest(open, connectTimeoutMs, '--connect-timeout', (signal) =>
+        open.client.listTools(params, { signal, timeout: connectTimeoutMs }),
+      );
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined && tools.length < 100_000);
-    await write(io.stdout, values.json ? `${JSON.stringify(tools, null, 2)}\n` : tools.map(toolLine).join(''));
+    if (values.json) await write(io.stdout, `${JSON.stringify(tools, null, 2)}\n`);
+    else if (tools.length === 0) await write(io.stderr, 'no tools (no tool host is connected)\n');
+    else await write(io.stdout, tools.map(toolLine).join(''));
     return ExitCode.OK;
   } catch (error) {
-    const failure = mcpFailure(error, url);
+    const failure = mcpFailure(error, url, session === undefined ? 'connect' : 'request');
     await write(io.stderr, failure.message);
     return failure.code;
   } finally {

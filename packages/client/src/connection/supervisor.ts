@@ -28,7 +28,8 @@ export interface SupervisorOptions {
 
 /**
  * Owns the dial/redial loop: at most one connection at a time, one pending reconnect timer at most,
- * none after {@link ConnectionSupervisor.stop}.
+ * none after {@link ConnectionSupervisor.stop} or after a close with 4000 (REPLACED): a newer
+ * connection of the same host identity won, and redialing would only kick it off.
  */
 export class ConnectionSupervisor {
   readonly #options: SupervisorOptions;
@@ -74,6 +75,9 @@ export class ConnectionSupervisor {
       onMessage: (message) => this.#handlers.onMessage(socket, message),
       onClose: (info) => {
         if (this.#socket === socket) this.#socket = undefined;
+        // Replaced (4000): another connection of this host identity is live; dialing again would
+        // replace it in turn, and two hosts sharing a token would flap forever. Stop for good.
+        if (info.opened && info.code === CloseCode.REPLACED) this.#stopped = true;
         const willRetry = !this.#stopped && this.#backoff !== undefined;
         this.#handlers.onDown(socket, info, willRetry);
         if (willRetry) this.#schedule();

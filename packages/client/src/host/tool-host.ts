@@ -18,6 +18,7 @@ import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-s
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import { SOFTWARE } from '../version.js';
+import { HostReplacedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
 import { ToolRegistry } from './registry.js';
 
@@ -31,7 +32,10 @@ export interface ToolHostEvents {
   disconnected: [info: { code: number; reason: string }];
   /**
    * A dial failed (unreachable, HTTP 401…) or a connection was dropped for a fault (heartbeat lost,
-   * no welcome, bad frame). Emitted only when someone listens; otherwise logged.
+   * no welcome, bad frame, closed by the server before welcome), or — a {@link HostReplacedError} —
+   * the server closed the connection with 4000 because a newer connection with the same token took
+   * over; then the host stops reconnecting. Emitted only when someone listens; otherwise logged (a
+   * replacement at level error).
    */
   error: [error: Error];
 }
@@ -176,13 +180,19 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   #onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean): void {
     const log = this.#options.logger;
     if (this.#current?.socket === socket) this.#retire(new CallAborted('unavailable', 'connection to the server lost'));
+    const replaced = info.opened && info.code === CloseCode.REPLACED;
     if (info.opened) {
-      log.info({ code: info.code, name: closeCodeName(info.code), reason: info.reason }, 'toolwire: disconnected');
-      if (info.code === CloseCode.REPLACED) log.warn('toolwire: replaced by a newer connection of the same host identity');
+      const fields = { code: info.code, name: closeCodeName(info.code), reason: info.reason };
+      // The server refused something this host sent (wrong-shape hello or advertise, a limit): the
+      // close reason is the only place the host learns why.
+      if (REFUSAL_CODES.has(info.code) && !this.#closing) log.error(fields, `toolwire: the server closed the connection: ${describeClose(info)}`);
+      else log.info(fields, 'toolwire: disconnected');
       this.emit('disconnected', { code: info.code, reason: info.reason });
     }
-    const error = info.error ?? (info.welcomed ? undefined : new Error(`connection closed before welcome (code ${info.code})`));
-    if (error && !this.#closing) this.#reportError(error, willRetry);
+    const error = replaced
+      ? new HostReplacedError()
+      : (info.error ?? (info.welcomed ? undefined : new Error(`connection closed before welcome (${describeClose(info)})`)));
+    if (error && !this.#closing) this.#reportError(error, willRetry, replaced ? 'error' : 'warn');
     if (!willRetry && !this.#closing) {
       this.#started?.reject(error ?? new Error(`connection closed (code ${info.code}) and reconnect is off`));
     }
@@ -198,10 +208,26 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     this.#draining.add(idle);
   }
 
-  #reportError(error: Error, willRetry: boolean): void {
+  #reportError(error: Error, willRetry: boolean, level: 'warn' | 'error'): void {
     if (this.listenerCount('error') > 0) this.emit('error', error);
-    else this.#options.logger.warn({ code: (error as NodeJS.ErrnoException).code, willRetry }, `toolwire: ${error.message}`);
+    else this.#options.logger[level]({ code: (error as NodeJS.ErrnoException).code, willRetry }, `toolwire: ${error.message}`);
   }
+}
+
+/** Close codes by which the server refuses what this host sent: 1002, 1003, 1007, 1008, 1009, 1011. */
+const REFUSAL_CODES: ReadonlySet<number> = new Set([
+  CloseCode.PROTOCOL_ERROR,
+  CloseCode.UNSUPPORTED_DATA,
+  CloseCode.INVALID_PAYLOAD,
+  CloseCode.POLICY_VIOLATION,
+  CloseCode.MESSAGE_TOO_BIG,
+  CloseCode.INTERNAL_ERROR,
+]);
+
+/** `close 1002 PROTOCOL_ERROR: <reason>` for logs and errors. */
+function describeClose(info: CloseInfo): string {
+  const name = info.code === 1005 ? 'NO_STATUS_RECEIVED' : info.code === 1006 ? 'ABNORMAL_CLOSURE' : closeCodeName(info.code);
+  return `close ${info.code} ${name}${info.reason ? `: ${info.reason}` : ''}`;
 }
 
 function deferred<T>(): Deferred<T> {

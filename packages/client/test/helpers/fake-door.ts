@@ -24,6 +24,8 @@ export class FakeDoor {
   readonly #transports = new Map<string, StreamableHTTPServerTransport>();
   readonly #servers: Server[] = [];
   answer: CallAnswer = () => ({ content: [{ type: 'text', text: 'Exit code: 0\n' }], structuredContent: { stdout: '', stderr: '', exitCode: 0 } });
+  /** Answers tools/list; default: {@link FakeDoor.tools}. */
+  list: () => Promise<Tool[]> | Tool[] = () => this.tools;
 
   private constructor(
     readonly http: HttpServer,
@@ -46,6 +48,11 @@ export class FakeDoor {
 
   get port(): number {
     return (this.http.address() as AddressInfo).port;
+  }
+
+  /** Close every MCP session on the server side (their open response streams end without an answer). */
+  async closeSessions(): Promise<void> {
+    for (const s of this.#servers) await s.close().catch(() => {});
   }
 
   async close(): Promise<void> {
@@ -72,7 +79,7 @@ export class FakeDoor {
       });
       transport = created;
       const server = new Server({ name: 'fake-door', version: '0.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: this.tools }));
+      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.list() }));
       server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
         const call: RecordedCall = { name: request.params.name, arguments: request.params.arguments, meta: request.params._meta, signal: extra.signal };
         this.calls.push(call);

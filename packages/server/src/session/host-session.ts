@@ -189,6 +189,9 @@ export class HostSession implements HostLink {
 
   #onBadFrame(error: WireError): void {
     if (error.fatal) return this.#violation(error.closeCode, error.reason);
+    // A wrong-shape hello or advertise leaves the host with no session or no tools: close 1002 with
+    // the ajv reason (cut to 123 bytes by the ending) so the host learns why.
+    if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason);
     if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
     this.#badFrames += 1;
     const named =

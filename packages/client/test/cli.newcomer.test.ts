@@ -1,0 +1,110 @@
+/**
+ * CLI rough edges a newcomer hit: an input over the door's request body limit (64, not "cannot
+ * reach server"), `--server host:port` without a scheme, `toolwire tools` with no tools, and help
+ * texts that list the exit codes actually used. Against a real ToolwireServer on 127.0.0.1.
+ */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ToolwireServer } from '@toolwire/server';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { callCommand, callUsage, hostCommand, hostUsage, mcpUrl, toolsCommand, toolsUsage } from '../src/cli/index.js';
+import { testIO } from './helpers/cli-io.js';
+import { poll } from './helpers/process.js';
+
+const CALLER = 'caller-token-0123456789';
+const HOST = 'host-token-0123456789';
+const silent = pino({ level: 'silent' });
+
+let home: string;
+let server: ToolwireServer | undefined;
+/** Stops a `toolwire host` a test left running (SIGTERM, then waits for its exit). */
+let stopHost: (() => Promise<unknown>) | undefined;
+
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'toolwire-cli-newcomer-'));
+});
+afterEach(async () => {
+  await stopHost?.();
+  stopHost = undefined;
+  await server?.close();
+  server = undefined;
+  await rm(home, { recursive: true, force: true });
+});
+
+const io = (stdin = '') => testIO({ TOOLWIRE_HOME: home }, stdin);
+
+async function start(options: ConstructorParameters<typeof ToolwireServer>[0] = {}): Promise<{ port: number }> {
+  server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST }], callers: [{ name: 'agent', token: CALLER }], logger: silent, ...options });
+  const { url } = await server.listen(0, '127.0.0.1');
+  return { port: Number(new URL(url).port) };
+}
+
+describe('toolwire call: input larger than the door accepts', () => {
+  it('exits 64 "input too large" naming the server limit, instead of 69 "cannot reach server"', async () => {
+    const { port } = await start({ mcpMaxRequestBodyBytes: 4096 });
+    const t = io(JSON.stringify({ data: 'x'.repeat(10_000) }));
+    expect(await callCommand(['alpha__echo', '-', '--server', `http://127.0.0.1:${port}`, '--token', CALLER], t)).toBe(64);
+    expect(t.err()).toBe('toolwire: input too large: the server accepts at most 4096 bytes\n');
+  });
+
+  it('with the default limit (4 MiB) too', async () => {
+    const { port } = await start();
+    const t = io(JSON.stringify({ data: 'x'.repeat(5 * 1024 * 1024) }));
+    expect(await callCommand(['alpha__echo', '-', '--server', `http://127.0.0.1:${port}`, '--token', CALLER], t)).toBe(64);
+    expect(t.err()).toBe(`toolwire: input too large: the server accepts at most ${4 * 1024 * 1024} bytes\n`);
+  });
+});
+
+describe('--server without a scheme', () => {
+  it('mcpUrl takes h:p as http://h:p/mcp and keeps a given scheme', () => {
+    expect(mcpUrl('127.0.0.1:7700').href).toBe('http://127.0.0.1:7700/mcp');
+    expect(mcpUrl('localhost:7700').href).toBe('http://localhost:7700/mcp');
+    expect(mcpUrl('[::1]:7700/mcp').href).toBe('http://[::1]:7700/mcp');
+    expect(mcpUrl('https://h.example:8443').href).toBe('https://h.example:8443/mcp');
+    expect(mcpUrl('wss://h.example:8443').href).toBe('https://h.example:8443/mcp');
+  });
+
+  it('tools, call and host accept 127.0.0.1:PORT (http:// for callers, ws:// for hosts)', async () => {
+    const { port } = await start();
+    const manifest = join(home, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { say: { description: 'say hi', input_schema: { type: 'object' }, command: ['echo', 'hi'] } } }));
+    const hostIO = io();
+    const running = hostCommand(['--manifest', manifest, '--server', `127.0.0.1:${port}`, '--token', HOST], hostIO, { logger: silent });
+    stopHost = () => (hostIO.signals.emit('SIGTERM'), running);
+    await poll(() => server!.router.tools().some((tool) => tool.name === 'alpha__say'), 10_000, 'the host to advertise');
+    const listed = io();
+    expect(await toolsCommand(['--server', `127.0.0.1:${port}`, '--token', CALLER], listed)).toBe(0);
+    expect(listed.out()).toBe('alpha__say  say hi\n');
+    const t = io();
+    expect(await callCommand(['alpha__say', '--server', `127.0.0.1:${port}`, '--token', CALLER], t)).toBe(0);
+    expect(t.out()).toBe('hi\n');
+    hostIO.signals.emit('SIGTERM');
+    expect(await running).toBe(0);
+  });
+});
+
+describe('toolwire tools with no tools', () => {
+  it('says so on stderr and exits 0; --json still prints []', async () => {
+    const { port } = await start();
+    const t = io();
+    expect(await toolsCommand(['--server', `http://127.0.0.1:${port}`, '--token', CALLER], t)).toBe(0);
+    expect(t.out()).toBe('');
+    expect(t.err()).toBe('no tools (no tool host is connected)\n');
+    const j = io();
+    expect(await toolsCommand(['--server', `http://127.0.0.1:${port}`, '--token', CALLER, '--json'], j)).toBe(0);
+    expect(j.out()).toBe('[]\n');
+    expect(j.err()).toBe('');
+  });
+});
+
+describe('--help lists the exit codes the commands use', () => {
+  it('call: 64, 69, 70, 77, 130 and the capture codes; tools: 0, 64, 69, 70, 77; host: 0, 64, 65, 69', () => {
+    for (const code of ['64', '69', '70', '77', '124', '127', '130']) expect(callUsage).toContain(code);
+    expect(callUsage).toMatch(/input larger than the server accepts/);
+    expect(callUsage).toMatch(/--connect-timeout MS/);
+    for (const code of ['0 ok', '64', '69', '70', '77']) expect(toolsUsage).toContain(code);
+    for (const code of ['0 after', '64', '65', '69']) expect(hostUsage).toContain(code);
+  });
+});
