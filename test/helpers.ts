@@ -106,13 +106,16 @@ export async function finish(child: ChildProcess, timeoutMs = 15_000): Promise<{
   return { code, stdout, stderr, ms: Date.now() - started };
 }
 
-/** Start the fixture tool host process (test/fixtures/host.ts) and wait until its tools are listed. */
+/**
+ * Start a fixture tool host process (default test/fixtures/host.ts; `script` picks another) and wait
+ * until `<name>__echo` is listed.
+ */
 export async function startFixtureHost(
   started: Started,
-  opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {},
+  opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv; script?: string } = {},
 ): Promise<ChildProcess> {
   const name = opts.name ?? 'alpha';
-  const child = spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], {
+  const child = spawnTs([opts.script ?? join(repoRoot, 'test', 'fixtures', 'host.ts')], {
     TOOLWIRE_SERVER: started.url,
     TOOLWIRE_TOKEN: opts.token ?? HOST_TOKEN,
     ...opts.env,

@@ -11,7 +11,7 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '@toolwire/server';
 import type { WebSocket } from 'ws';
-import { HOST_TOKEN, defer, nextFrame, rawHost, repoRoot, spawnTs, type Started, waitFor } from '../helpers.js';
+import { HOST_TOKEN, defer, nextFrame, rawHost, repoRoot, startFixtureHost, type Started, waitFor } from '../helpers.js';
 
 // ---- server-side sockets ---------------------------------------------------------------------
 
@@ -123,21 +123,11 @@ export const FIXTURE_HOST = join(repoRoot, 'test', 'adversarial', 'fixtures', 'h
  * Start the fixture host process as `name` (token `token`) and wait until `<name>__echo` is listed.
  * `env` adds FIXTURE_GRACE_MS, FIXTURE_DRAIN_MS, PIDDIR…
  */
-export async function startHostProcess(
+export function startHostProcess(
   started: Started,
   opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {},
 ): Promise<ChildProcess> {
-  const name = opts.name ?? 'alpha';
-  const child = spawnTs([FIXTURE_HOST], { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: opts.token ?? HOST_TOKEN, ...opts.env });
-  let log = '';
-  child.stderr!.on('data', (d: string) => (log += d));
-  await waitFor(
-    () => started.server.router.tools().some((t) => t.name === `${name}__echo`) || child.exitCode !== null,
-    `host ${name} to advertise`,
-    15_000,
-  );
-  if (child.exitCode !== null) throw new Error(`fixture host exited ${child.exitCode}: ${log}`);
-  return child;
+  return startFixtureHost(started, { ...opts, script: FIXTURE_HOST });
 }
 
 /** True while `pid` exists and is not a zombie (Linux /proc; elsewhere `kill(pid, 0)`). */
