@@ -13,31 +13,10 @@ import { AuthLimiter, addressKey } from '../src/auth/limiter.js';
 import { TokenTable } from '../src/auth/tokens.js';
 import { ConfigError, loadConfig } from '../src/cli/config.js';
 import type { RoutedCall } from '../src/seam.js';
-import { ToolwireServer, type ToolwireServerOptions } from '../src/toolwire-server.js';
+import { ALPHA, BETA, CALLER, cleanups, drainCleanups, start } from './security.harness.js';
 import { SLOW, closeCode, helloAndAdvertise, nextFrame, text, waitFor } from './endpoint.harness.js';
 
-const ALPHA = 'alpha-token-0123456789abcdef';
-const BETA = 'beta-token-0123456789abcdef';
-const CALLER = 'caller-token-0123456789abcdef';
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function start(options: ToolwireServerOptions = {}) {
-  const server = new ToolwireServer({
-    hosts: [
-      { name: 'alpha', token: ALPHA },
-      { name: 'beta', token: BETA },
-    ],
-    callers: [{ name: 'agent', token: CALLER }],
-    ...options,
-  });
-  const info = await server.listen(0, '127.0.0.1');
-  cleanups.push(() => server.close());
-  return { server, ...info };
-}
+afterEach(drainCleanups);
 
 /** Open an upgrade; resolves with the socket once open, or the refusal's status and headers. */
 async function upgrade(url: string, headers: Record<string, string>): Promise<{ ws?: WebSocket; status?: number; response?: IncomingMessage }> {

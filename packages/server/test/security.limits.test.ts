@@ -8,31 +8,11 @@ import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, type ClientOptions } from 'ws';
-import { ToolwireServer, type ToolwireServerOptions } from '../src/toolwire-server.js';
+import { ToolwireServer } from '../src/toolwire-server.js';
+import { ALPHA, BETA, CALLER, cleanups, drainCleanups, start } from './security.harness.js';
 import { SLOW, closeCode, helloAndAdvertise } from './endpoint.harness.js';
 
-const ALPHA = 'alpha-token-0123456789abcdef';
-const BETA = 'beta-token-0123456789abcdef';
-const CALLER = 'caller-token-0123456789abcdef';
-
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
-
-async function start(options: ToolwireServerOptions = {}) {
-  const server = new ToolwireServer({
-    hosts: [
-      { name: 'alpha', token: ALPHA },
-      { name: 'beta', token: BETA },
-    ],
-    callers: [{ name: 'agent', token: CALLER }],
-    ...options,
-  });
-  const info = await server.listen(0, '127.0.0.1');
-  cleanups.push(() => server.close());
-  return { server, ...info };
-}
+afterEach(drainCleanups);
 
 type Dial = { ws?: WebSocket; status?: number; response?: IncomingMessage };
 
