@@ -3,7 +3,7 @@
  * the rest from `Defaults` and throws a RangeError/TypeError at once on caller misuse.
  */
 import { Defaults } from '@toolwire/protocol';
-import { nanoid } from 'nanoid';
+import { sequentialCallId } from './session/pending-calls.js';
 import { pino, type Logger as PinoLogger } from 'pino';
 
 /** The logging surface toolwire uses (a pino logger fits). */
@@ -57,7 +57,7 @@ export interface ServerOptions {
   maxBadFrames?: number;
   /**
    * Test seam: mints the wire id of each call sent to a host (`call.id`, 1–128 characters). Default
-   * `nanoid` (21 characters, 126 random bits). An id still pending on the same session is never
+   * a random per-process prefix (12 nanoid characters) and a counter, unique per process. An id still pending on the same session is never
    * reused: the session draws again, and after 8 colliding or invalid draws settles the new call 70.
    */
   newCallId?: () => string;
@@ -141,7 +141,7 @@ export function resolveOptions(options: ServerOptions = {}): ResolvedOptions {
     maxBufferedBytesPerHost: options.maxBufferedBytesPerHost ?? Defaults.maxBufferedBytesPerHost,
     helloTimeoutMs: options.helloTimeoutMs ?? Defaults.helloTimeoutMs,
     maxBadFrames: options.maxBadFrames ?? Defaults.maxBadFrames,
-    newCallId: options.newCallId ?? nanoid,
+    newCallId: options.newCallId ?? sequentialCallId,
     recordDir: options.recordDir,
     projectionHeadBytes: options.projectionHeadBytes ?? Defaults.projectionHeadBytes,
     projectionTailBytes: options.projectionTailBytes ?? Defaults.projectionTailBytes,

@@ -39,6 +39,41 @@ function abortCapture(abort: CallAbort): Capture {
   return reason === undefined ? failureCapture('cancelled', 'cancelled') : failureCapture(reason.failure, reason.message);
 }
 
+/** The capture of a handler that threw: the abort's capture when the call was aborted first, else 70. */
+function thrownCapture(error: unknown, abort: CallAbort): Capture {
+  if (abort.aborted) return abortCapture(abort);
+  const message = error instanceof Error ? error.message : String(error);
+  return failureCapture('host_error', `tool failed: ${message}`);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+}
+
+/**
+ * Call `handler` now. When it returns synchronously (anything but a thenable) or throws, its
+ * capture is known at once — as {@link runHandler} would resolve it, without the promise hops, so
+ * the call can be answered within the frame that carried it. A string comes back as `text` (stdout,
+ * exit code 0: `handlerOutputToCapture(text)` when bytes are needed); a thenable as `pending`, for
+ * {@link awaitHandler}. Never throws.
+ */
+export function startHandler(
+  handler: ToolHandler,
+  input: unknown,
+  ctx: ToolContext,
+  abort: CallAbort,
+): { text: string } | { capture: Capture } | { pending: unknown } {
+  let value: unknown;
+  try {
+    value = handler(input, ctx);
+    if (typeof value === 'string') return { text: value };
+    if (!isThenable(value)) return { capture: handlerOutputToCapture(value) };
+  } catch (error) {
+    return { capture: thrownCapture(error, abort) };
+  }
+  return { pending: value };
+}
+
 /**
  * Run `handler` and resolve with its capture; never rejects. A throw → 70 with the message on
  * stderr, unless the call was aborted first (then the abort's capture). Once `abort` fires (it is
@@ -47,13 +82,20 @@ function abortCapture(abort: CallAbort): Capture {
  * ignored (in-process code cannot be killed).
  */
 export function runHandler(handler: ToolHandler, input: unknown, ctx: ToolContext, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
+  return settleHandler(() => handler(input, ctx), abandonAfterMs, abort);
+}
+
+/** {@link runHandler} for a handler already called: `pending` is what it returned (see {@link startHandler}). */
+export function awaitHandler(pending: unknown, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
+  return settleHandler(() => pending, abandonAfterMs, abort);
+}
+
+function settleHandler(call: () => unknown, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
   const work = (async (): Promise<Capture> => {
     try {
-      return handlerOutputToCapture(await handler(input, ctx));
+      return handlerOutputToCapture(await call());
     } catch (error) {
-      if (abort.aborted) return abortCapture(abort);
-      const message = error instanceof Error ? error.message : String(error);
-      return failureCapture('host_error', `tool failed: ${message}`);
+      return thrownCapture(error, abort);
     }
   })();
   return new Promise<Capture>((resolve) => {

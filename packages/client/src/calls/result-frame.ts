@@ -37,6 +37,23 @@ function build(id: string, capture: Capture, forceBase64: boolean): ResultMessag
 }
 
 /**
+ * The `result` frame of a handler's string output — exactly what {@link encodeResultFrame} makes of
+ * `{stdout: textBytes(text), stderr: empty, exitCode: 0}` — without making the bytes, when no byte
+ * is needed: `text` is well-formed, at most `capBytes` UTF-8 bytes (not truncated) and the frame
+ * fits `maxPayload`. Otherwise `undefined` (the caller takes the bytes path).
+ */
+export function encodeTextResultFrame(id: string, text: string, capBytes: number, maxPayload: number): string | undefined {
+  if (!(text as string & { isWellFormed(): boolean }).isWellFormed() || !fitsUtf8(text, capBytes)) return undefined;
+  const frame = encodeMessage({ type: 'result', id, stdout: text, stderr: '', exitCode: 0 });
+  return fitsUtf8(frame, maxPayload) ? frame : undefined;
+}
+
+/** `Buffer.byteLength(text) <= limit`, without scanning `text` when even 3 bytes per UTF-16 unit fit. */
+function fitsUtf8(text: string, limit: number): boolean {
+  return text.length * 3 <= limit || Buffer.byteLength(text) <= limit;
+}
+
+/**
  * The `result` frame for `capture`, encoded: its JSON text, ready to send as one text frame (encoded
  * once here, so the size check and the send share the work). Streams travel as UTF-8 text when
  * valid UTF-8, else base64 (protocol `toWire`). Text whose JSON escaping would overflow `maxPayload`

@@ -69,10 +69,10 @@ export async function runCommandTool(
   if (argv0 === undefined) return failureCapture('host_error', 'tool has an empty command');
   const root = options.root ?? process.cwd();
   const cwd = resolvePath(root, spec.cwd ?? '.');
-  if (!(await isDirectory(cwd))) {
-    return failureCapture('cannot_execute', `cannot execute ${JSON.stringify(argv0)}: cwd ${JSON.stringify(cwd)} is not a directory`);
-  }
+  // `cwd` is checked only when the spawn fails (a missing or non-directory cwd fails it): a stat per
+  // call was a thread-pool round trip on every call for a check that almost never fails.
   if (ctx.signal.aborted) {
+    if (!(await isDirectory(cwd))) return cwdCapture(argv0, cwd); // the cwd check still reports first
     const { failure, reason } = describeAbort(ctx.signal);
     return failureCapture(failure, reason);
   }
@@ -88,20 +88,29 @@ export async function runCommandTool(
     });
   } catch (error) {
     started(undefined);
-    return spawnFailureCapture(error, argv0);
+    return startFailureCapture(error, argv0, cwd);
   }
   started(child.pid); // killed by the reaper if this host process dies before the call ends
-  return supervise(child, argv0, input, ctx.signal, {
+  return supervise(child, argv0, cwd, input, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
     maxCaptureBytes: options.maxCaptureBytes ?? Defaults.maxCaptureBytes,
   });
 }
 
+/** Why a command did not start: a `cwd` that is not a directory (126) first, else the spawn error. */
+async function startFailureCapture(error: unknown, argv0: string, cwd: string): Promise<Capture> {
+  return (await isDirectory(cwd)) ? spawnFailureCapture(error, argv0) : cwdCapture(argv0, cwd);
+}
+
+function cwdCapture(argv0: string, cwd: string): Capture {
+  return failureCapture('cannot_execute', `cannot execute ${JSON.stringify(argv0)}: cwd ${JSON.stringify(cwd)} is not a directory`);
+}
+
 type Timings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'maxCaptureBytes'>>;
 
 /** Feed stdin, collect output, handle abort/exit/drain; resolve exactly once. */
-function supervise(child: ChildProcess, argv0: string, input: unknown, signal: AbortSignal, t: Timings): Promise<Capture> {
+function supervise(child: ChildProcess, argv0: string, cwd: string, input: unknown, signal: AbortSignal, t: Timings): Promise<Capture> {
   return new Promise<Capture>((resolve) => {
     const { head, tail } = headTailSplit(t.maxCaptureBytes);
     const out = new HeadTailBuffer(head, tail);
@@ -124,7 +133,7 @@ function supervise(child: ChildProcess, argv0: string, input: unknown, signal: A
       killGroup(child.pid, 'SIGKILL'); // leftovers of the group (backgrounded grandchildren)
       forgetGroup(child.pid);
       if (spawnError !== undefined) {
-        resolve(spawnFailureCapture(spawnError, argv0));
+        void startFailureCapture(spawnError, argv0, cwd).then(resolve);
         return;
       }
       const stdout = out.bytes('stdout');
