@@ -18,7 +18,7 @@ export { GRANT_ALL, isGranted, type ToolControl, type ToolControlRequest, type T
 export { type Projection, project } from './executor/projection.js';
 export { type Envelope, envelope } from './executor/envelope.js';
 export { McpDoor, type McpDoorDeps, type CallerAuthenticator } from './mcp/door.js';
-export { DEADLINE_META, WORKSPACE_META, type CallerPrincipal, type ToolSource } from './mcp/mcp-server.js';
+export { DEADLINE_META, WORKSPACE_META, type CallerPrincipal, type ToolSource } from './mcp/caller.js';
 export { OUTPUT_SCHEMA } from './mcp/tool-result.js';
 export { Router, type HostInfo } from './router/router.js';
 export { HostEndpoint, type HostEndpointDeps } from './endpoint/host-endpoint.js';

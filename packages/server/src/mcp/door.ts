@@ -17,15 +17,21 @@
  * recently active session with no request open (clients that never send DELETE do not pile up),
  * and when every session is busy the answer is HTTP 503; POST body `maxRequestBodyBytes` (default
  * 4 MiB, more → HTTP 413, by the SDK transport).
+ *
+ * The MCP SDK is loaded when the first authenticated request needs a new session (`sdk.ts`), not
+ * when this module is imported; if that import fails, the request gets HTTP 500 and the next one
+ * tries again.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { AuthLimiter } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import type { Logger } from '../options.js';
-import { type CallerPrincipal, type McpServerDeps, type ToolSource, authInfoOf, createMcpServer } from './mcp-server.js';
+import { type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
+import type { McpServerDeps } from './mcp-server.js';
+import { type McpSdk, loadMcpSdk } from './sdk.js';
 
 /** Authenticates callers (the server's `TokenTable` fits). */
 export interface CallerAuthenticator {
@@ -171,19 +177,24 @@ export class McpDoor {
       replyError(res, 400, -32000, 'Bad Request: No valid session ID provided');
       return;
     }
+    const sdk = await loadMcpSdk(); // a failed import rejects → HTTP 500 (handle); retried next time
+    if (this.#closed) {
+      replyError(res, 503, -32000, 'Server is shutting down');
+      return;
+    }
     if (this.#sessions.size >= this.#maxSessions && !(await this.#evictIdle())) {
       replyError(res, 503, -32000, 'Too many open sessions');
       return;
     }
-    await this.#open(principal, req, res);
+    await this.#open(sdk, principal, req, res);
   }
 
   /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
-  async #open(principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const log = this.#deps.logger;
-    const server = createMcpServer({ executor: this.#deps.executor, tools: this.#deps.tools, caller: principal });
+    const server = sdk.createMcpServer({ executor: this.#deps.executor, tools: this.#deps.tools, caller: principal });
     let session: Session | undefined;
-    const transport = new StreamableHTTPServerTransport({
+    const transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: this.#maxBody,
       onsessioninitialized: (id) => {

@@ -15,31 +15,13 @@ import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Executor } from '../executor/executor.js';
 import { isGranted } from '../executor/gates.js';
-import type { InjectedTool } from '../seam.js';
+import { type CallerPrincipal, DEADLINE_META, type ToolSource, WORKSPACE_META } from './caller.js';
 import { toCallToolResult, toMcpTools } from './tool-result.js';
 
-/** `_meta` key of a call's deadline, ms. */
-export const DEADLINE_META = 'toolwire/deadlineMs';
-/** `_meta` key of a call's workspace root. */
-export const WORKSPACE_META = 'toolwire/workspace';
+export { DEADLINE_META, WORKSPACE_META, type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
 
 /** `serverInfo` in the MCP `initialize` result. */
 export const SERVER_INFO = { name: 'toolwire', version: '0.1.0' } as const;
-
-/** An authenticated MCP caller (a `Principal` of role `caller`): `name` is the agent id. */
-export interface CallerPrincipal {
-  role: string;
-  name: string;
-  /** Callable tool names; `"*"` = all; default all. */
-  grant?: readonly string[];
-}
-
-/** The tool set and its change event (the router). */
-export interface ToolSource {
-  tools(): InjectedTool[];
-  on(event: 'toolsChanged', listener: () => void): unknown;
-  off(event: 'toolsChanged', listener: () => void): unknown;
-}
 
 /** What one session's server needs. */
 export interface McpServerDeps {
@@ -47,11 +29,6 @@ export interface McpServerDeps {
   tools: ToolSource;
   /** The caller who opened the session; used when a request carries no fresher principal. */
   caller: CallerPrincipal;
-}
-
-/** Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it. */
-export function authInfoOf(principal: CallerPrincipal): AuthInfo {
-  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal } };
 }
 
 function principalOf(authInfo: AuthInfo | undefined, fallback: CallerPrincipal): CallerPrincipal {

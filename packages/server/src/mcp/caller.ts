@@ -1,0 +1,33 @@
+/**
+ * What the MCP door and its sessions share without the MCP SDK: the caller principal, the tool
+ * source, the `tools/call` `_meta` keys and the principal → SDK `AuthInfo` wrapper. Kept apart from
+ * `mcp-server.ts` so that importing `@toolwire/server` does not load the SDK (it is loaded by the
+ * door at the first MCP session, `sdk.ts`). Type-only SDK imports here cost nothing at run time.
+ */
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { InjectedTool } from '../seam.js';
+
+/** `_meta` key of a call's deadline, ms. */
+export const DEADLINE_META = 'toolwire/deadlineMs';
+/** `_meta` key of a call's workspace root. */
+export const WORKSPACE_META = 'toolwire/workspace';
+
+/** An authenticated MCP caller (a `Principal` of role `caller`): `name` is the agent id. */
+export interface CallerPrincipal {
+  role: string;
+  name: string;
+  /** Callable tool names; `"*"` = all; default all. */
+  grant?: readonly string[];
+}
+
+/** The tool set and its change event (the router). */
+export interface ToolSource {
+  tools(): InjectedTool[];
+  on(event: 'toolsChanged', listener: () => void): unknown;
+  off(event: 'toolsChanged', listener: () => void): unknown;
+}
+
+/** Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it. */
+export function authInfoOf(principal: CallerPrincipal): AuthInfo {
+  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal } };
+}
