@@ -1,15 +1,14 @@
-import { EventEmitter } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Readable } from 'node:stream';
 import { writeLocalCredentials } from '@toolwire/protocol';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { callCommand, hostCommand, mcpUrl, toolsCommand, type CliIO } from '../src/cli/index.js';
+import { callCommand, hostCommand, mcpUrl, toolsCommand } from '../src/cli/index.js';
 import { FakeDoor } from './helpers/fake-door.js';
 import { FakeServer } from './helpers/fake-server.js';
 import { poll } from './helpers/process.js';
+import { testIO, type TestIO } from './helpers/cli-io.js';
 
 const TOKEN = 'caller-token';
 const tools = [
@@ -17,30 +16,9 @@ const tools = [
   { name: 'alpha__sleep', inputSchema: { type: 'object' as const } },
 ];
 
-interface TestIO extends CliIO {
-  out(): string;
-  err(): string;
-  outBytes(): Buffer;
-  signals: EventEmitter & CliIO['signals'];
-}
-
+/** Test IO with the credentials file pointed at this suite's `home` unless `env` says otherwise. */
 function io(env: NodeJS.ProcessEnv = {}, stdin = ''): TestIO {
-  const stdout = new PassThrough();
-  const stderr = new PassThrough();
-  const outChunks: Buffer[] = [];
-  const errChunks: Buffer[] = [];
-  stdout.on('data', (c: Buffer) => outChunks.push(c));
-  stderr.on('data', (c: Buffer) => errChunks.push(c));
-  return {
-    stdout,
-    stderr,
-    stdin: Readable.from([Buffer.from(stdin)]),
-    env: { TOOLWIRE_HOME: home, ...env },
-    signals: new EventEmitter(),
-    out: () => Buffer.concat(outChunks).toString('utf8'),
-    err: () => Buffer.concat(errChunks).toString('utf8'),
-    outBytes: () => Buffer.concat(outChunks),
-  };
+  return testIO({ TOOLWIRE_HOME: home, ...env }, stdin);
 }
 
 let home: string;

@@ -6,6 +6,7 @@ import type { CliIO } from '../../src/cli/index.js';
 export interface TestIO extends CliIO {
   out(): string;
   err(): string;
+  outBytes(): Buffer;
   signals: EventEmitter & CliIO['signals'];
 }
 
@@ -25,5 +26,6 @@ export function testIO(env: NodeJS.ProcessEnv, stdin: string | Buffer = ''): Tes
     signals: new EventEmitter(),
     out: () => Buffer.concat(outChunks).toString('utf8'),
     err: () => Buffer.concat(errChunks).toString('utf8'),
+    outBytes: () => Buffer.concat(outChunks),
   };
 }
