@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,24 +22,9 @@ import type { ToolControl } from '../src/executor/gates.js';
 import { project } from '../src/executor/projection.js';
 import { DiskRecord } from '../src/executor/record.js';
 import { type ServerOptions, resolveOptions, type Logger } from '../src/options.js';
-import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../src/seam.js';
+import type { RoutedCall } from '../src/seam.js';
+import { FakeInjection, type Handler } from './fake-injection.js';
 
-type Handler = (call: RoutedCall) => Promise<RoutedCapture>;
-
-/** A stand-in for the router: advertised tools plus a handler per tool name. */
-class FakeInjection extends EventEmitter implements ToolInjection {
-  list: InjectedTool[] = [];
-  readonly handlers = new Map<string, Handler>();
-  readonly routed: RoutedCall[] = [];
-  tools(): InjectedTool[] {
-    return this.list;
-  }
-  async route(call: RoutedCall): Promise<RoutedCapture | undefined> {
-    this.routed.push(call);
-    const handler = this.handlers.get(call.name);
-    return handler ? handler(call) : undefined;
-  }
-}
 
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false };
 

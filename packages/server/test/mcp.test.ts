@@ -1,4 +1,3 @@
-import { EventEmitter } from 'node:events';
 import { type Server as HttpServer, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,29 +10,13 @@ import { Executor, type ExecuteRequest, type ExecuteResult } from '../src/execut
 import { McpDoor } from '../src/mcp/door.js';
 import { OUTPUT_SCHEMA } from '../src/mcp/tool-result.js';
 import { resolveOptions } from '../src/options.js';
-import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../src/seam.js';
+import { FakeInjection } from './fake-injection.js';
 
-type Handler = (call: RoutedCall) => Promise<RoutedCapture>;
-
-/** A stand-in for the router: advertised tools plus a handler per tool name. */
-class FakeRouter extends EventEmitter implements ToolInjection {
-  list: InjectedTool[] = [];
-  readonly handlers = new Map<string, Handler>();
-  readonly routed: RoutedCall[] = [];
-  tools(): InjectedTool[] {
-    return this.list;
-  }
-  async route(call: RoutedCall): Promise<RoutedCapture | undefined> {
-    this.routed.push(call);
-    const handler = this.handlers.get(call.name);
-    return handler ? handler(call) : undefined;
-  }
-}
 
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };
 const TOKENS = { alice: 'alice-token-123', limited: 'limited-token-456', host: 'host-token-789' };
 
-let router: FakeRouter;
+let router: FakeInjection;
 let door: McpDoor;
 let http: HttpServer;
 let url: string;
@@ -53,7 +36,7 @@ async function connect(token: string): Promise<Client> {
 }
 
 beforeEach(async () => {
-  router = new FakeRouter();
+  router = new FakeInjection();
   router.list = [{ name: 'echo', description: 'Echo text', inputSchema: echoSchema }];
   router.handlers.set('echo', async (call) => capture(`${(call.input as { text: string }).text}\n`));
   const options = resolveOptions();
