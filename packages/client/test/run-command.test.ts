@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CallAborted, deadlineAbort } from '../src/calls/abort.js';
-import { runCommandTool } from '../src/subprocess/run-command.js';
+import { type RunCommandOptions, runCommandTool } from '../src/subprocess/run-command.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
 import { isGone, killQuietly, poll } from './helpers/process.js';
 
@@ -32,29 +32,35 @@ async function readPid(file: string): Promise<number> {
   return pid;
 }
 
-describe('runCommandTool', () => {
+describe.each([
+  { spawnHelper: true, how: 'spawned by the spawn helper' },
+  { spawnHelper: false, how: 'spawned by this process' },
+])('runCommandTool, tools $how', ({ spawnHelper }) => {
+  const runTool = (spec: CommandSpec, input: unknown, c: ToolContext, options: RunCommandOptions = {}) =>
+    runCommandTool(spec, input, c, { spawnHelper, ...options });
+
   it('writes the input JSON to stdin, then EOF', async () => {
-    const c = await runCommandTool({ inputSchema: schema, command: ['cat'] }, { path: 'a b', n: [1, 2] }, ctx());
+    const c = await runTool({ inputSchema: schema, command: ['cat'] }, { path: 'a b', n: [1, 2] }, ctx());
     expect(c.exitCode).toBe(0);
     expect(JSON.parse(text(c.stdout))).toEqual({ path: 'a b', n: [1, 2] });
   });
 
   it('sets TOOLWIRE_* variables and the tool env on top of the inherited env', async () => {
     const script = 'printf "%s|%s|%s|%s|%s|%s" "$TOOLWIRE_CALL_ID" "$TOOLWIRE_AGENT" "$TOOLWIRE_WORKSPACE" "$TOOLWIRE_DEADLINE_MS" "$EXTRA" "$PATH"';
-    const c = await runCommandTool(sh(script, { env: { EXTRA: 'x y' } }), {}, ctx(undefined, { deadlineMs: 1234 }));
+    const c = await runTool(sh(script, { env: { EXTRA: 'x y' } }), {}, ctx(undefined, { deadlineMs: 1234 }));
     expect(text(c.stdout)).toBe(`c1|agent-7|/ws/a|1234|x y|${process.env.PATH}`);
   });
 
   it('runs in the tool cwd resolved against the root, else in the root', async () => {
     await writeFile(join(dir, 'marker'), '');
-    const inRoot = await runCommandTool(sh('pwd'), {}, ctx(), { root: dir });
+    const inRoot = await runTool(sh('pwd'), {}, ctx(), { root: dir });
     expect(text(inRoot.stdout).trim()).toBe(dir);
-    const rel = await runCommandTool(sh('pwd', { cwd: '..' }), {}, ctx(), { root: dir });
+    const rel = await runTool(sh('pwd', { cwd: '..' }), {}, ctx(), { root: dir });
     expect(text(rel.stdout).trim()).toBe(join(dir, '..'));
   });
 
   it('passes the tool exit code and stderr through', async () => {
-    const c = await runCommandTool(sh('echo out; echo err >&2; exit 3'), {}, ctx());
+    const c = await runTool(sh('echo out; echo err >&2; exit 3'), {}, ctx());
     expect(c).toMatchObject({ exitCode: 3 });
     expect(text(c.stdout)).toBe('out\n');
     expect(text(c.stderr)).toBe('err\n');
@@ -62,7 +68,7 @@ describe('runCommandTool', () => {
   });
 
   it('reports 127 for a missing command, with the reason on stderr', async () => {
-    const c = await runCommandTool({ inputSchema: schema, command: ['toolwire-no-such-command-xyz'] }, {}, ctx());
+    const c = await runTool({ inputSchema: schema, command: ['toolwire-no-such-command-xyz'] }, {}, ctx());
     expect(c.exitCode).toBe(127);
     expect(c.failure).toBe('not_found');
     expect(text(c.stderr)).toBe('toolwire: command not found: "toolwire-no-such-command-xyz"\n');
@@ -72,32 +78,32 @@ describe('runCommandTool', () => {
     const file = join(dir, 'tool.sh');
     await writeFile(file, '#!/bin/sh\necho hi\n');
     await chmod(file, 0o644);
-    const c = await runCommandTool({ inputSchema: schema, command: [file] }, {}, ctx());
+    const c = await runTool({ inputSchema: schema, command: [file] }, {}, ctx());
     expect(c.exitCode).toBe(126);
     expect(text(c.stderr)).toMatch(/^toolwire: cannot execute .*EACCES/);
   });
 
   it('reports 126 when the cwd does not exist', async () => {
-    const c = await runCommandTool(sh('true', { cwd: join(dir, 'missing') }), {}, ctx());
+    const c = await runTool(sh('true', { cwd: join(dir, 'missing') }), {}, ctx());
     expect(c.exitCode).toBe(126);
     expect(text(c.stderr)).toMatch(/is not a directory/);
   });
 
   it('reports 128+n for a tool killed by a signal toolwire did not send', async () => {
-    const c = await runCommandTool(sh('echo before; kill -KILL $$'), {}, ctx());
+    const c = await runTool(sh('echo before; kill -KILL $$'), {}, ctx());
     expect(c.exitCode).toBe(137);
     expect(text(c.stdout)).toBe('before\n');
     expect(text(c.stderr)).toBe('toolwire: killed by signal SIGKILL\n');
   });
 
   it('does not treat output split across many chunks differently (large stdout passes whole under the cap)', async () => {
-    const c = await runCommandTool({ inputSchema: schema, command: ['node', '-e', 'process.stdout.write("x".repeat(300000))'] }, {}, ctx());
+    const c = await runTool({ inputSchema: schema, command: ['node', '-e', 'process.stdout.write("x".repeat(300000))'] }, {}, ctx());
     expect(c.stdout.length).toBe(300000);
   });
 
   it('caps each stream to head + tail with one marker line between', async () => {
     const script = 'let s=""; for (let i=0;i<10000;i++) s+=`line ${i}\\n`; process.stdout.write(s); process.stderr.write("e".repeat(5000))';
-    const c = await runCommandTool({ inputSchema: schema, command: ['node', '-e', script] }, {}, ctx(), { maxCaptureBytes: 1000 });
+    const c = await runTool({ inputSchema: schema, command: ['node', '-e', script] }, {}, ctx(), { maxCaptureBytes: 1000 });
     const out = text(c.stdout);
     expect(out.startsWith('line 0\nline 1\n')).toBe(true);
     expect(out.endsWith('line 9999\n')).toBe(true);
@@ -112,7 +118,7 @@ describe('runCommandTool', () => {
     // The grandchild ignores SIGTERM and keeps stdout open; the leader dies on SIGTERM.
     const script = `echo started; (trap "" TERM; exec sleep 1000) & echo $! > ${pidFile}; wait`;
     const controller = new AbortController();
-    const running = runCommandTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 300, drainMs: 200 });
+    const running = runTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 300, drainMs: 200 });
     const grandchild = await readPid(pidFile);
     const t0 = Date.now();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
@@ -129,7 +135,7 @@ describe('runCommandTool', () => {
     const pidFile = join(dir, 'leader.pid');
     const script = `trap "" TERM; echo $$ > ${pidFile}; while :; do sleep 0.05; done`;
     const controller = new AbortController();
-    const running = runCommandTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 200, drainMs: 100 });
+    const running = runTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 200, drainMs: 100 });
     const leader = await readPid(pidFile);
     const t0 = Date.now();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
@@ -144,7 +150,7 @@ describe('runCommandTool', () => {
   it('answers 124 with the deadline reason when aborted by the deadline', async () => {
     const controller = new AbortController();
     const pidFile = join(dir, 'p.pid');
-    const running = runCommandTool(sh(`echo $$ > ${pidFile}; echo partial; exec sleep 1000`), {}, ctx(controller.signal));
+    const running = runTool(sh(`echo $$ > ${pidFile}; echo partial; exec sleep 1000`), {}, ctx(controller.signal));
     await readPid(pidFile);
     controller.abort(deadlineAbort(50));
     const c = await running;
@@ -156,7 +162,7 @@ describe('runCommandTool', () => {
   it('does not start the tool when the signal is already aborted', async () => {
     const controller = new AbortController();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
-    const c = await runCommandTool(sh(`touch ${join(dir, 'ran')}`), {}, ctx(controller.signal));
+    const c = await runTool(sh(`touch ${join(dir, 'ran')}`), {}, ctx(controller.signal));
     expect(c.exitCode).toBe(130);
     await expect(readFile(join(dir, 'ran'))).rejects.toThrow();
   });
@@ -164,7 +170,7 @@ describe('runCommandTool', () => {
   it('kills a backgrounded grandchild that holds the pipes after a normal exit, after the drain', async () => {
     const pidFile = join(dir, 'bg.pid');
     const t0 = Date.now();
-    const c = await runCommandTool(sh(`sleep 1000 & echo $! > ${pidFile}; echo done`), {}, ctx(), { drainMs: 150 });
+    const c = await runTool(sh(`sleep 1000 & echo $! > ${pidFile}; echo done`), {}, ctx(), { drainMs: 150 });
     expect(Date.now() - t0).toBeLessThan(1500);
     expect(c.exitCode).toBe(0);
     expect(text(c.stdout)).toBe('done\n');

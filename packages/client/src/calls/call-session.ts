@@ -22,6 +22,8 @@ export interface CallSettings {
   cancelGraceMs: number;
   drainMs: number;
   maxCaptureBytes: number;
+  /** Spawn subprocess tools from the spawn helper (`RunCommandOptions.spawnHelper`). */
+  spawnHelper: boolean;
   logger: Logger;
 }
 
@@ -186,12 +188,12 @@ export class CallSession {
 
   /** `pending`: what a handler tool's handler returned (a thenable; see `startHandler`). */
   async #run(tool: RegisteredTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
-    const { cancelGraceMs, drainMs, root } = this.#settings;
+    const { cancelGraceMs, drainMs, root, spawnHelper } = this.#settings;
     let capture: Capture;
     try {
       capture =
         tool.kind === 'command'
-          ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes })
+          ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes, spawnHelper })
           : capCapture(await awaitHandler(pending, cancelGraceMs + drainMs, abort), this.#capBytes);
     } catch (error) {
       capture = hostFailed(error);

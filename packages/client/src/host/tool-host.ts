@@ -151,6 +151,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       cancelGraceMs: o.cancelGraceMs,
       drainMs: o.drainMs,
       maxCaptureBytes: o.maxCaptureBytes,
+      spawnHelper: o.spawnHelper,
       logger: o.logger,
     });
     this.#current = { socket, session };

@@ -1,19 +1,19 @@
 /**
  * Run one subprocess tool call (DESIGN §7 "Subprocess contract"): argv run directly in its own
  * process group, the input JSON on stdin, stdout/stderr captured with a head + tail cap, SIGTERM →
- * SIGKILL to the whole group on abort, and a bounded drain after exit. The group is registered with
- * the process's orphan reaper (`reaper.ts`) while it runs, so it dies even if the host is killed.
+ * SIGKILL to the whole group on abort, and a bounded drain after exit. The tool is spawned by the
+ * process's spawn helper (`spawn-helper.ts`), or here with `spawnHelper: false`; either way an
+ * orphan reaper (the helper itself, or `reaper.ts`) kills its group if the host process is killed.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import type { Readable } from 'node:stream';
 import { type Capture, Defaults, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
 import { describeAbort } from '../calls/abort.js';
 import { headTailSplit } from '../calls/capture-cap.js';
 import type { CommandSpec, ToolContext } from '../types.js';
-import { killGroup, signalCapture, spawnFailureCapture } from './process-group.js';
-import { forgetGroup, toolStarting } from './reaper.js';
+import { signalCapture, spawnFailureCapture } from './process-group.js';
+import { launchTool } from './spawn-helper.js';
+import type { ToolEvents, ToolLaunch, ToolProcess } from './tool-process.js';
 
 /** Options of {@link runCommandTool}. Times in ms, sizes in bytes. */
 export interface RunCommandOptions {
@@ -25,6 +25,12 @@ export interface RunCommandOptions {
   drainMs?: number;
   /** Cap per stream (head half + tail half kept, marker line between). Default 8 MiB. */
   maxCaptureBytes?: number;
+  /**
+   * Spawn the tool from the process's spawn helper (`spawn-helper.ts`: a small `node` process, so
+   * each fork is cheaper and does not stop this event loop) rather than from this process.
+   * Default true; false, or a helper that cannot start, spawns here. The capture is the same.
+   */
+  spawnHelper?: boolean;
 }
 
 /** The environment of a tool process: inherited + the tool's `env` + the `TOOLWIRE_*` call facts. */
@@ -52,7 +58,8 @@ async function isDirectory(path: string): Promise<boolean> {
  *
  * Exit code: the tool's own; `128 + n` when killed by a signal toolwire did not send; 127 when the
  * command is missing (ENOENT); 126 when it cannot be executed (EACCES…) or `cwd` is not a
- * directory; when `ctx.signal` aborts: 130 (cancel) or 124 (deadline) with the partial output and a
+ * directory; 70 when the spawn helper died during the call (with the output that had arrived); when
+ * `ctx.signal` aborts: 130 (cancel) or 124 (deadline) with the partial output. Each failure has a
  * `toolwire: <reason>` line on stderr. The deadline itself is not armed here: whoever owns the call
  * aborts `ctx.signal` (the tool host does, at `ctx.deadlineMs`).
  *
@@ -76,25 +83,12 @@ export async function runCommandTool(
     const { failure, reason } = describeAbort(ctx.signal);
     return failureCapture(failure, reason);
   }
-  const started = toolStarting(ctx.id); // the host's orphan reaper learns of it before it runs
-  let child: ChildProcess;
-  try {
-    child = spawn(argv0, spec.command.slice(1), {
-      cwd,
-      env: toolEnv(spec, ctx),
-      shell: false,
-      detached: true,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-  } catch (error) {
-    started(undefined);
-    return startFailureCapture(error, argv0, cwd);
-  }
-  started(child.pid); // killed by the reaper if this host process dies before the call ends
-  return supervise(child, argv0, cwd, input, ctx.signal, {
+  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx), input: JSON.stringify(input ?? null) };
+  return supervise(launch, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
     maxCaptureBytes: options.maxCaptureBytes ?? Defaults.maxCaptureBytes,
+    spawnHelper: options.spawnHelper ?? true,
   });
 }
 
@@ -107,33 +101,30 @@ function cwdCapture(argv0: string, cwd: string): Capture {
   return failureCapture('cannot_execute', `cannot execute ${JSON.stringify(argv0)}: cwd ${JSON.stringify(cwd)} is not a directory`);
 }
 
-type Timings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'maxCaptureBytes'>>;
+type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'maxCaptureBytes' | 'spawnHelper'>>;
 
-/** Feed stdin, collect output, handle abort/exit/drain; resolve exactly once. */
-function supervise(child: ChildProcess, argv0: string, cwd: string, input: unknown, signal: AbortSignal, t: Timings): Promise<Capture> {
+/** Launch, feed stdin, collect output, handle abort/exit/drain; resolve exactly once. */
+function supervise(launch: ToolLaunch, signal: AbortSignal, t: Settings): Promise<Capture> {
   return new Promise<Capture>((resolve) => {
     const { head, tail } = headTailSplit(t.maxCaptureBytes);
     const out = new HeadTailBuffer(head, tail);
     const err = new HeadTailBuffer(head, tail);
-    const streams = [child.stdout, child.stderr].filter((s): s is Readable => s !== null);
-    let open = streams.length;
+    let proc: ToolProcess | undefined;
     let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+    let closed = false;
     let graceTimer: NodeJS.Timeout | undefined;
     let drainTimer: NodeJS.Timeout | undefined;
     let done = false;
 
-    const finish = (spawnError?: unknown): void => {
+    const finish = (end?: { spawnError?: Error; lost?: string }): void => {
       if (done) return;
       done = true;
       clearTimeout(graceTimer);
       clearTimeout(drainTimer);
       signal.removeEventListener('abort', onAbort);
-      for (const s of streams) s.destroy();
-      child.stdin?.destroy();
-      killGroup(child.pid, 'SIGKILL'); // leftovers of the group (backgrounded grandchildren)
-      forgetGroup(child.pid);
-      if (spawnError !== undefined) {
-        void startFailureCapture(spawnError, argv0, cwd).then(resolve);
+      proc?.release(); // closes the pipes and SIGKILLs leftovers of the group (backgrounded grandchildren)
+      if (end?.spawnError !== undefined) {
+        void startFailureCapture(end.spawnError, launch.file, launch.cwd).then(resolve);
         return;
       }
       const stdout = out.bytes('stdout');
@@ -141,6 +132,8 @@ function supervise(child: ChildProcess, argv0: string, cwd: string, input: unkno
       if (signal.aborted) {
         const { failure, reason } = describeAbort(signal);
         resolve(failureCapture(failure, reason, { stdout, stderr }));
+      } else if (end?.lost !== undefined) {
+        resolve(failureCapture('host_error', end.lost, { stdout, stderr }));
       } else if (exit?.signal) {
         resolve(signalCapture(exit.signal, stdout, stderr));
       } else {
@@ -148,42 +141,29 @@ function supervise(child: ChildProcess, argv0: string, cwd: string, input: unkno
       }
     };
 
-    const endDrain = (): void => {
-      for (const s of streams) s.destroy();
-      finish();
-    };
-
     const onAbort = (): void => {
-      if (done) return;
-      if (exit) return; // already exited: the drain is bounded by drainMs, then the group gets SIGKILL
-      killGroup(child.pid, 'SIGTERM');
-      graceTimer ??= setTimeout(() => killGroup(child.pid, 'SIGKILL'), t.cancelGraceMs);
+      if (done || exit) return; // exited: the drain is bounded by drainMs, then the group gets SIGKILL
+      proc?.kill('SIGTERM');
+      graceTimer ??= setTimeout(() => proc?.kill('SIGKILL'), t.cancelGraceMs);
     };
 
-    child.on('error', (error) => {
-      // Emitted without a pid when the spawn itself failed (ENOENT, EACCES…); later errors (a failed
-      // kill) change nothing: exit and stream closes still drive the call to its end.
-      if (child.pid === undefined) finish(error);
-    });
-    child.on('exit', (code, sig) => {
-      exit = { code, signal: sig };
-      clearTimeout(graceTimer);
-      if (open === 0) finish();
-      else drainTimer = setTimeout(endDrain, t.drainMs);
-    });
-    child.stdout?.on('data', (chunk: Buffer) => out.push(chunk));
-    child.stderr?.on('data', (chunk: Buffer) => err.push(chunk));
-    for (const s of streams) {
-      s.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
-      s.on('close', () => {
-        open--;
-        if (open === 0 && exit) finish();
-      });
-    }
-    if (child.stdin) {
-      child.stdin.on('error', () => {}); // EPIPE: the tool did not read its input
-      child.stdin.end(JSON.stringify(input ?? null));
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
+    const events: ToolEvents = {
+      spawnFailed: (error) => finish({ spawnError: error }),
+      data: (fd, chunk) => (fd === 1 ? out : err).push(chunk),
+      exit: (code, sig) => {
+        exit = { code, signal: sig };
+        clearTimeout(graceTimer);
+        if (closed) finish();
+        else drainTimer = setTimeout(finish, t.drainMs);
+      },
+      closed: () => {
+        closed = true;
+        if (exit) finish();
+      },
+      lost: (reason) => finish({ lost: reason }),
+    };
+    proc = launchTool(launch, events, t.spawnHelper);
+    if (done) proc.release(); // it failed while launching, before `proc` was set
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
 }

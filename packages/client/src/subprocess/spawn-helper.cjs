@@ -1,0 +1,152 @@
+/**
+ * The spawn helper of a tool host (`spawn-helper.ts` starts it; plain CommonJS so it runs on bare
+ * `node`, without tsx or anything else the host loaded).
+ *
+ * Why it exists: `fork()` copies the page tables of the process that spawns, and the parent then
+ * takes a copy-on-write fault for every page it touches afterwards. A tool host (ws, ajv, pino, a
+ * TypeScript loader) is about twice the size of this process, and its event loop would stop for
+ * each fork; from here neither happens (figures in `spawn-helper.ts`).
+ *
+ * Protocol (Node IPC, `serialization: 'advanced'`; the helper sends arrays of events, see `flush`):
+ * - host → helper: `{op:'spawn', id, file, args, cwd, env, input}`; `{op:'kill', id, signal}`
+ *   (signal the tool's process group); `{op:'release', id}` (the call is over: close its pipes,
+ *   SIGKILL what is left of its group, forget it).
+ * - helper → host, per id, in this order: `{ev:'spawn', id, pid}` or `{ev:'error', id, code, message}`;
+ *   then `{ev:'data', id, fd, chunk}`…, `{ev:'exit', id, code, signal}`, `{ev:'closed', id}` (stdout
+ *   and stderr both closed; `exit` and `closed` may come in either order). Nothing after `release`.
+ *
+ * Tools are spawned `detached` (their own process group). When the IPC channel closes — the host
+ * process ended, however — every group still known is sent SIGKILL and the helper exits. Output is
+ * paused while more than HIGH_WATER bytes wait to be written to the channel (backpressure).
+ */
+'use strict';
+const { spawn } = require('node:child_process');
+
+const HIGH_WATER = 4 * 1024 * 1024;
+const LOW_WATER = 1024 * 1024;
+/** Output bytes that make a batch go at once. */
+const BATCH_BYTES = 64 * 1024;
+/** The longest an event waits for its batch (ms). */
+const BATCH_MS = 10;
+
+/** id → { child, pid } of every tool not yet released. */
+const tools = new Map();
+/** Bytes handed to the channel and not yet written. */
+let queued = 0;
+let paused = false;
+/**
+ * Events not sent yet, sent as one message (an array) by `flush`: at the end of the loop turn in
+ * which a tool started or finished (exit and pipes closed) or BATCH_BYTES of output gathered, else
+ * after BATCH_MS. A short call costs the host two wake-ups instead of four (spawn; data, exit, closed).
+ */
+let batch = [];
+let batchBytes = 0;
+let flushTimer;
+let flushNow = false;
+
+function killGroup(pid, signal) {
+  if (!(pid > 0)) return;
+  try {
+    process.kill(-pid, signal);
+  } catch {
+    // ESRCH: gone already.
+  }
+}
+
+function sent(bytes) {
+  return () => {
+    queued -= bytes;
+    if (paused && queued <= LOW_WATER) {
+      paused = false;
+      for (const { child } of tools.values()) for (const s of [child.stdout, child.stderr]) s && s.resume();
+    }
+  };
+}
+
+function flush() {
+  clearTimeout(flushTimer);
+  flushTimer = undefined;
+  flushNow = false;
+  if (batch.length === 0) return;
+  const events = batch;
+  const bytes = batchBytes;
+  batch = [];
+  batchBytes = 0;
+  if (!process.connected) return;
+  queued += bytes;
+  process.send(events, undefined, undefined, sent(bytes));
+  if (!paused && queued > HIGH_WATER) {
+    paused = true;
+    for (const { child } of tools.values()) for (const s of [child.stdout, child.stderr]) s && s.pause();
+  }
+}
+
+/** Queue `event`; `urgent`: send the batch at the end of this loop turn. */
+function send(event, bytes = 0, urgent = false) {
+  batch.push(event);
+  batchBytes += bytes;
+  if (!flushNow && (urgent || batchBytes >= BATCH_BYTES)) {
+    flushNow = true;
+    setImmediate(flush);
+  } else if (flushTimer === undefined && !flushNow) {
+    flushTimer = setTimeout(flush, BATCH_MS);
+  }
+}
+
+function start({ id, file, args, cwd, env, input }) {
+  let child;
+  try {
+    child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (error) {
+    send({ ev: 'error', id, code: error && error.code, message: String(error && error.message) }, 0, true);
+    return;
+  }
+  const entry = { child, pid: child.pid };
+  tools.set(id, entry);
+  const live = () => tools.get(id) === entry;
+  child.on('error', (error) => {
+    // Without a pid the spawn itself failed (ENOENT, EACCES…); later errors (a failed kill) change nothing.
+    if (child.pid !== undefined || !live()) return;
+    tools.delete(id);
+    send({ ev: 'error', id, code: error.code, message: error.message }, 0, true);
+  });
+  if (child.pid === undefined) return; // 'error' follows
+  send({ ev: 'spawn', id, pid: child.pid }, 0, true); // at once: the host kills the group if this helper dies
+  let open = 2;
+  let exited = false;
+  for (const [fd, stream] of [[1, child.stdout], [2, child.stderr]]) {
+    if (paused) stream.pause();
+    stream.on('data', (chunk) => live() && send({ ev: 'data', id, fd, chunk }, chunk.length));
+    stream.on('error', () => {});
+    stream.on('close', () => {
+      if (--open === 0 && live()) send({ ev: 'closed', id }, 0, exited);
+    });
+  }
+  child.on('exit', (code, signal) => {
+    exited = true;
+    if (live()) send({ ev: 'exit', id, code, signal }, 0, open === 0);
+  });
+  child.stdin.on('error', () => {}); // EPIPE: the tool did not read its input
+  child.stdin.end(input);
+}
+
+function release(id) {
+  const entry = tools.get(id);
+  if (entry === undefined) return;
+  tools.delete(id);
+  const { child } = entry;
+  for (const s of [child.stdin, child.stdout, child.stderr]) s && s.destroy();
+  killGroup(entry.pid, 'SIGKILL');
+}
+
+process.on('message', (m) => {
+  if (m === null || typeof m !== 'object') return;
+  if (m.op === 'spawn') start(m);
+  else if (m.op === 'kill') killGroup(tools.get(m.id)?.pid, m.signal);
+  else if (m.op === 'release') release(m.id);
+});
+
+process.on('disconnect', () => {
+  for (const { pid } of tools.values()) killGroup(pid, 'SIGKILL');
+  process.exit(0);
+});

@@ -1,0 +1,179 @@
+/**
+ * The tool host's spawn helper: one small `node` process (`spawn-helper.cjs`, no tsx, no host code)
+ * that spawns subprocess tools on the host's behalf and forwards their output over Node IPC.
+ *
+ * `fork()` cost grows with the spawning process (page tables copied, then a copy-on-write fault per
+ * page the parent touches), and `spawn()` blocks the event loop until the child has exec'd. Measured
+ * (bench/README.md, item 16): `cat` through `runCommandTool` in a tsx process, one at a time,
+ * 2,110–2,390 µs wall and 1,280–1,400 µs of this process's CPU per call when spawned here, vs
+ * 1,940 µs and 330 µs through the helper; bench s5 at 8 in flight 0.77 → ~1.05 × the spawn floor.
+ *
+ * One helper per process, started with the first subprocess tool, never keeping the process alive
+ * while idle. If it cannot start (no usable `process.execPath`, Windows) tools are spawned locally
+ * ({@link launchLocal}); nothing else changes. Output arrives in batches (at a tool's end, every
+ * 64 KiB, else within 10 ms). If the helper dies, the calls it carried end as `lost` (exit code 70,
+ * the reason on stderr, the output that had arrived) with their groups killed from here, and the
+ * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
+ * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
+ * `reaper.ts` serves tools spawned here. Limit: a helper killed in the instant between a fork and its
+ * report of the pid leaves that one tool running until it ends by itself.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { killGroup } from './process-group.js';
+import { type ToolEvents, type ToolLaunch, type ToolProcess, launchLocal } from './tool-process.js';
+
+const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
+
+/** A message from the helper (see `spawn-helper.cjs`). */
+type HelperEvent =
+  | { ev: 'spawn'; id: number; pid: number }
+  | { ev: 'error'; id: number; code?: string; message: string }
+  | { ev: 'data'; id: number; fd: 1 | 2; chunk: Uint8Array }
+  | { ev: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
+  | { ev: 'closed'; id: number };
+
+interface Remote {
+  events: ToolEvents;
+  pid?: number;
+}
+
+/** One running helper process and the calls it carries. */
+class Helper {
+  readonly #child: ChildProcess;
+  readonly #calls = new Map<number, Remote>();
+  #nextId = 0;
+  #answered = false;
+  #gone = false;
+
+  constructor(child: ChildProcess) {
+    this.#child = child;
+    child.on('message', (events: HelperEvent[]) => {
+      for (const m of events) this.#onEvent(m);
+    });
+    child.on('error', (error) => this.#end(`spawn helper failed: ${error.message}`));
+    child.on('exit', (code, signal) => this.#end(`spawn helper exited (${signal ?? `code ${code}`})`));
+    child.unref();
+    child.channel?.unref();
+  }
+
+  get gone(): boolean {
+    return this.#gone;
+  }
+
+  /** The helper ended before it ever answered: do not start another one. */
+  get unusable(): boolean {
+    return this.#gone && !this.#answered;
+  }
+
+  get pid(): number | undefined {
+    return this.#child.pid;
+  }
+
+  launch(launch: ToolLaunch, events: ToolEvents): ToolProcess {
+    const id = ++this.#nextId;
+    const remote: Remote = { events };
+    this.#calls.set(id, remote);
+    if (this.#calls.size === 1) this.#child.channel?.ref(); // in-flight calls keep the process alive
+    this.#send({ op: 'spawn', id, ...launch });
+    return {
+      kill: (signal) => (remote.pid !== undefined ? killGroup(remote.pid, signal) : this.#send({ op: 'kill', id, signal })),
+      release: () => {
+        if (!this.#forget(id)) return;
+        this.#send({ op: 'release', id });
+        killGroup(remote.pid, 'SIGKILL');
+      },
+    };
+  }
+
+  #send(message: object): void {
+    if (this.#gone || !this.#child.connected) return;
+    this.#child.send(message, (error) => {
+      if (error) this.#end(`spawn helper unreachable: ${error.message}`);
+    });
+  }
+
+  #forget(id: number): boolean {
+    if (!this.#calls.delete(id)) return false;
+    if (this.#calls.size === 0) this.#child.channel?.unref();
+    return true;
+  }
+
+  #onEvent(m: HelperEvent): void {
+    this.#answered = true;
+    const remote = this.#calls.get(m.id);
+    if (remote === undefined) return; // released meanwhile
+    switch (m.ev) {
+      case 'spawn':
+        remote.pid = m.pid;
+        return;
+      case 'error': {
+        this.#forget(m.id);
+        remote.events.spawnFailed(Object.assign(new Error(m.message), { code: m.code }));
+        return;
+      }
+      case 'data':
+        remote.events.data(m.fd, m.chunk);
+        return;
+      case 'exit':
+        remote.events.exit(m.code, m.signal);
+        return;
+      case 'closed':
+        remote.events.closed();
+        return;
+    }
+  }
+
+  /** The helper is gone: every call it carried is lost; their groups are killed from here. */
+  #end(reason: string): void {
+    if (this.#gone) return;
+    this.#gone = true;
+    if (current === this) current = undefined;
+    if (this.unusable) disabled = true;
+    if (this.#child.connected) this.#child.disconnect();
+    const calls = [...this.#calls.values()];
+    this.#calls.clear();
+    for (const remote of calls) {
+      killGroup(remote.pid, 'SIGKILL');
+      remote.events.lost(reason);
+    }
+  }
+}
+
+let current: Helper | undefined;
+let disabled = process.platform === 'win32';
+
+function helper(): Helper | undefined {
+  if (disabled) return undefined;
+  if (current !== undefined && !current.gone) return current;
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS; // a bare node: no loader, no preloads
+  let child: ChildProcess;
+  try {
+    child = spawn(process.execPath, [PROGRAM], {
+      env,
+      detached: true, // its own group: a terminal's Ctrl-C reaches the host, which ends the calls itself
+      stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      serialization: 'advanced',
+    });
+  } catch {
+    disabled = true;
+    return undefined;
+  }
+  current = new Helper(child);
+  return current;
+}
+
+/**
+ * Launch a tool through the spawn helper when `useHelper` is true and the helper is available, else
+ * from this process. See {@link ToolEvents} for what is reported.
+ */
+export function launchTool(launch: ToolLaunch, events: ToolEvents, useHelper: boolean): ToolProcess {
+  const h = useHelper ? helper() : undefined;
+  return h === undefined ? launchLocal(launch, events) : h.launch(launch, events);
+}
+
+/** Test seam: the pid of the running helper, if any. */
+export function spawnHelperPid(): number | undefined {
+  return current?.gone === false ? current.pid : undefined;
+}

@@ -1,0 +1,94 @@
+/**
+ * A running subprocess tool as its supervisor (`run-command.ts`) sees it, whether it was spawned by
+ * this process ({@link launchLocal}) or by the spawn helper (`spawn-helper.ts`).
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { killGroup } from './process-group.js';
+import { forgetGroup, toolStarting } from './reaper.js';
+
+/** What to run: argv, an absolute `cwd`, the whole environment, and the text written to stdin. */
+export interface ToolLaunch {
+  /** The call's id (its `TOOLWIRE_CALL_ID`), for the orphan reaper. */
+  callId: string;
+  file: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  input: string;
+}
+
+/**
+ * Where a running tool reports: `spawnFailed` (maybe before the launch function returns), or
+ * `data`… and `exit` and `closed` in either order; `lost` at any time when the process that holds
+ * the tool's pipes is gone (only with the spawn helper). Nothing is reported after `release()`.
+ */
+export interface ToolEvents {
+  /** It never started: `error.code` is the spawn's errno name (ENOENT, EACCES…). */
+  spawnFailed(error: Error): void;
+  /** Bytes from stdout (1) or stderr (2). */
+  data(fd: 1 | 2, chunk: Uint8Array): void;
+  /** The tool process exited (its group may live on). */
+  exit(code: number | null, signal: NodeJS.Signals | null): void;
+  /** stdout and stderr are both closed (every process that held them is gone, or `release()`). */
+  closed(): void;
+  /** The tool's output can no longer arrive; `reason` says why. */
+  lost(reason: string): void;
+}
+
+/** Control of a running tool. */
+export interface ToolProcess {
+  /** Signal the tool's whole process group (nothing when it is gone). */
+  kill(signal: NodeJS.Signals): void;
+  /** The call is over: close the tool's pipes, SIGKILL what is left of its group, report nothing more. */
+  release(): void;
+}
+
+/**
+ * Spawn the tool from this process (`child_process.spawn`, `detached`, piped stdio), registered with
+ * this process's orphan reaper (`reaper.ts`) from just before the spawn until `release()`.
+ */
+export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess {
+  let pid: number | undefined;
+  let released = false;
+  const control: ToolProcess = {
+    kill: (signal) => killGroup(pid, signal),
+    release: () => {
+      released = true;
+      for (const s of [child?.stdin, child?.stdout, child?.stderr]) s?.destroy();
+      killGroup(pid, 'SIGKILL');
+      forgetGroup(pid);
+    },
+  };
+  const started = toolStarting(launch.callId); // the reaper learns of the tool before it runs
+  let child: ChildProcessWithoutNullStreams | undefined;
+  try {
+    child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, shell: false, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+  } catch (error) {
+    started(undefined);
+    events.spawnFailed(error instanceof Error ? error : new Error(String(error)));
+    return control;
+  }
+  const proc = child;
+  proc.on('error', (error) => {
+    // Without a pid the spawn itself failed (ENOENT, EACCES…); later errors (a failed kill) change nothing.
+    if (proc.pid !== undefined || released) return;
+    started(undefined);
+    events.spawnFailed(error);
+  });
+  if (proc.pid === undefined) return control; // 'error' follows
+  pid = proc.pid;
+  started(pid); // killed by the reaper if this process dies before the call ends
+  const streams = [[1, proc.stdout], [2, proc.stderr]] as const;
+  let open = streams.length;
+  for (const [fd, stream] of streams) {
+    stream.on('data', (chunk: Buffer) => released || events.data(fd, chunk));
+    stream.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
+    stream.on('close', () => {
+      if (--open === 0 && !released) events.closed();
+    });
+  }
+  proc.on('exit', (code, signal) => released || events.exit(code, signal));
+  proc.stdin?.on('error', () => {}); // EPIPE: the tool did not read its input
+  proc.stdin?.end(launch.input);
+  return control;
+}

@@ -1,0 +1,98 @@
+/**
+ * The spawn helper (src/subprocess/spawn-helper.ts): subprocess tools are spawned by one small
+ * helper process; a helper that dies ends its calls 70 and kills their groups; it never keeps the
+ * host process alive; output passes whole under backpressure. Linux /proc for parent pids.
+ */
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runCommandTool } from '../src/subprocess/run-command.js';
+import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
+import type { CommandSpec, ToolContext } from '../src/types.js';
+import { isGone, killQuietly, poll } from './helpers/process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
+const ctx = (id = 'h1'): ToolContext => ({ id, agent: 'a', workspace: '/ws', deadlineMs: 5000, signal: new AbortController().signal });
+const sh = (script: string): CommandSpec => ({ inputSchema: {}, command: ['sh', '-c', script] });
+const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
+
+let dir: string;
+const spawned: number[] = [];
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'toolwire-helper-'));
+});
+afterEach(async () => {
+  for (const pid of spawned.splice(0)) killQuietly(pid);
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function readPid(file: string): Promise<number> {
+  const pid = Number(await poll(async () => (await readFile(file, 'utf8').catch(() => '')).trim(), 5000, `pid in ${file}`));
+  spawned.push(pid);
+  return pid;
+}
+
+describe('the spawn helper', () => {
+  it('spawns the tools: their parent is the helper, a process other than this one', async () => {
+    const c = await runCommandTool(sh('cut -d" " -f4 /proc/$$/stat'), {}, ctx());
+    expect(c.exitCode).toBe(0);
+    const helper = spawnHelperPid();
+    expect(helper).toBeDefined();
+    expect(helper).not.toBe(process.pid);
+    expect(Number(text(c.stdout))).toBe(helper);
+    expect(parentOf(helper!)).toBe(process.pid);
+  });
+
+  it('keeps concurrent calls apart: 24 at once each get their own output', async () => {
+    const captures = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => runCommandTool(sh(`cat; echo " $TOOLWIRE_CALL_ID"; echo e${i} >&2; exit ${i % 5}`), { i }, ctx(`c${i}`))),
+    );
+    captures.forEach((c, i) => {
+      expect(text(c.stdout)).toBe(`{"i":${i}} c${i}\n`);
+      expect(text(c.stderr)).toBe(`e${i}\n`);
+      expect(c.exitCode).toBe(i % 5);
+    });
+  });
+
+  it('passes a large output whole through backpressure, and caps it like a local spawn', async () => {
+    const bytes = 24 * 1024 * 1024;
+    const whole = await runCommandTool(sh(`head -c ${bytes} /dev/zero`), {}, ctx(), { maxCaptureBytes: 32 * 1024 * 1024 });
+    expect(whole.stdout.length).toBe(bytes);
+    const capped = await runCommandTool(sh(`head -c ${bytes} /dev/zero`), {}, ctx(), { maxCaptureBytes: 1000 });
+    expect(text(capped.stdout)).toMatch(new RegExp(`stdout truncated: ${bytes} bytes`));
+  });
+
+  it('a helper killed mid-call: the call ends 70 with the reason and the output that had arrived, the tool group is killed, the next call starts a new helper', async () => {
+    const pidFile = join(dir, 'leader.pid');
+    const running = runCommandTool(sh(`echo partial; echo $$ > ${pidFile}; exec sleep 1000`), {}, ctx());
+    const leader = await readPid(pidFile);
+    const helper = spawnHelperPid()!;
+    await poll(() => parentOf(leader) === helper, 2000, 'the tool to be the helper’s child');
+    process.kill(helper, 'SIGKILL');
+    const c = await running;
+    expect(c.exitCode).toBe(70);
+    expect('partial\n'.startsWith(text(c.stdout))).toBe(true); // forwarded in batches: what had arrived
+    expect(text(c.stderr)).toBe('toolwire: spawn helper exited (SIGKILL)\n');
+    await poll(() => isGone(leader), 2000, 'the tool to be gone');
+    const next = await runCommandTool({ inputSchema: {}, command: ['cat'] }, { again: true }, ctx());
+    expect(text(next.stdout)).toBe('{"again":true}');
+    expect(spawnHelperPid()).not.toBe(helper);
+  });
+
+  it('never keeps the process alive: a script that ran a tool exits by itself', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'one-call.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    const [code] = (await once(child, 'exit')) as [number | null];
+    clearTimeout(timer);
+    expect(code).toBe(0);
+    expect(out).toBe('{"ok":1}');
+  });
+});
