@@ -28,12 +28,14 @@ export interface ArmResult {
   stats: LoadStats;
   /** Calls/s of each measured segment, in order (segment k of every arm ran back to back). */
   segmentRates: number[];
-  /** CPU time of the host-role process per measured call, µs (absent for the spawn floor). */
+  /** CPU time of the host-role process (with its spawn helper's) per measured call, µs (absent for the spawn floor). */
   hostCpuUsPerCall?: number;
   /** Peak RSS of the server-role process over its life, KiB. */
   serverPeakRssKiB: number;
   /** Peak RSS of the tool-host process (absent for the spawn floor, a single process). */
   hostPeakRssKiB?: number;
+  /** RSS of the tool host's spawn helper at the end, KiB (only when subprocess tools ran). */
+  hostHelperRssKiB?: number;
   bufferutil: { server: boolean; host?: boolean };
 }
 
@@ -121,6 +123,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
         const h = await arm.host.request('info');
         result.hostCpuUsPerCall = hostCpu[i]! / stats.calls;
         result.hostPeakRssKiB = Number(h.peakRssKiB);
+        if (h.helperRssKiB) result.hostHelperRssKiB = Number(h.helperRssKiB); // its spawn helper (s5)
         result.bufferutil.host = Boolean(h.bufferutil);
       }
       return result;

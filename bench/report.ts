@@ -40,6 +40,7 @@ export function jsonLines(record: RunRecord, meta: Record<string, unknown>): str
     hostCpuUsPerCall: r.hostCpuUsPerCall,
     serverPeakRssKiB: r.serverPeakRssKiB,
     hostPeakRssKiB: r.hostPeakRssKiB,
+    hostHelperRssKiB: r.hostHelperRssKiB,
     bufferutil: r.bufferutil,
   });
   for (const [id, pair] of Object.entries(record.pairs)) lines.push(arm(id, pair.toolwire), arm(id, pair.raw));
@@ -181,7 +182,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
     ];
   });
   const parts = [
-    `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process):`,
+    `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process; the host's CPU includes its spawn helper's, which runs s5's tools):`,
     table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
   ];
   const s6 = records.map((r) => r.s6).filter((x): x is ManyHostsResult => x !== undefined);

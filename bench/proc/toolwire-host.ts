@@ -3,7 +3,9 @@
  * `BENCH_FIRST` … `BENCH_FIRST + BENCH_COUNT − 1`, each advertising 10 tools: `echo` (in-process,
  * stdout = the input JSON), `cat` (subprocess, stdout = stdin = the input JSON) and 8 fillers.
  */
+import { readFileSync } from 'node:fs';
 import { ToolHost, type ToolHostOptions } from '@toolwire/client';
+import { spawnHelperPid } from '../../packages/client/src/subprocess/spawn-helper.js';
 import { processInfo, send, serve } from './ipc.js';
 import { FILLERS, fillerSchema, hostToken } from './tools.js';
 
@@ -34,8 +36,30 @@ for (let start = 0; start < count; start += BATCH) {
   await Promise.all(batch.map((h) => h.start()));
 }
 
+/**
+ * CPU (µs, user + system, 10 ms ticks) and RSS (KiB) of this process's spawn helper, which spawns
+ * the subprocess tools (s5): its CPU counts as the host's, since it does the host's work.
+ */
+function helperUsage(): { helperCpuUs: number; helperRssKiB: number } {
+  const pid = spawnHelperPid();
+  if (pid === undefined) return { helperCpuUs: 0, helperRssKiB: 0 };
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields 3… of proc(5)
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15)
+    const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return { helperCpuUs: ticks * 10_000, helperRssKiB: Number(rss?.[1] ?? 0) };
+  } catch {
+    return { helperCpuUs: 0, helperRssKiB: 0 };
+  }
+}
+
 serve((command) => {
-  if (command.cmd === 'info') return { ...processInfo(), hosts: hosts.length };
+  if (command.cmd === 'info') {
+    const own = processInfo();
+    const helper = helperUsage();
+    return { ...own, ...helper, cpuUs: own.cpuUs + helper.helperCpuUs, hosts: hosts.length };
+  }
   throw new Error(`unknown command ${command.cmd}`);
 });
 send({ event: 'ready', hosts: hosts.length });

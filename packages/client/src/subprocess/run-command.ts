@@ -58,9 +58,10 @@ async function isDirectory(path: string): Promise<boolean> {
  *
  * Exit code: the tool's own; `128 + n` when killed by a signal toolwire did not send; 127 when the
  * command is missing (ENOENT); 126 when it cannot be executed (EACCES…) or `cwd` is not a
- * directory; 70 when the spawn helper died during the call (with the output that had arrived); when
- * `ctx.signal` aborts: 130 (cancel) or 124 (deadline) with the partial output. Each failure has a
- * `toolwire: <reason>` line on stderr. The deadline itself is not armed here: whoever owns the call
+ * directory; 65 for input JSON cannot encode (a BigInt, a cycle); 70 when the spawn helper died
+ * during the call (with the output that had arrived); when `ctx.signal` aborts: 130 (cancel) or
+ * 124 (deadline) with the partial output, at the latest `cancelGraceMs + drainMs` after the abort.
+ * Each failure has a `toolwire: <reason>` line on stderr. The deadline itself is not armed here: whoever owns the call
  * aborts `ctx.signal` (the tool host does, at `ctx.deadlineMs`).
  *
  * Every timer is cleared and the whole process group is sent SIGKILL before the promise resolves,
@@ -83,7 +84,13 @@ export async function runCommandTool(
     const { failure, reason } = describeAbort(ctx.signal);
     return failureCapture(failure, reason);
   }
-  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx), input: JSON.stringify(input ?? null) };
+  let text: string;
+  try {
+    text = JSON.stringify(input ?? null);
+  } catch (error) {
+    return failureCapture('invalid_input', `input cannot be encoded as JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx), input: text };
   return supervise(launch, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
@@ -144,7 +151,11 @@ function supervise(launch: ToolLaunch, signal: AbortSignal, t: Settings): Promis
     const onAbort = (): void => {
       if (done || exit) return; // exited: the drain is bounded by drainMs, then the group gets SIGKILL
       proc?.kill('SIGTERM');
-      graceTimer ??= setTimeout(() => proc?.kill('SIGKILL'), t.cancelGraceMs);
+      graceTimer ??= setTimeout(() => {
+        proc?.kill('SIGKILL');
+        // Its end is not reported within drainMs (a stopped spawn helper): the call ends anyway.
+        graceTimer = setTimeout(finish, t.drainMs);
+      }, t.cancelGraceMs);
     };
 
     const events: ToolEvents = {

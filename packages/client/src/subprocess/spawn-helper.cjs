@@ -8,7 +8,7 @@
  * each fork; from here neither happens (figures in `spawn-helper.ts`).
  *
  * Protocol (Node IPC, `serialization: 'advanced'`; the helper sends arrays of events, see `flush`):
- * - host → helper: `{op:'spawn', id, file, args, cwd, env, input}`; `{op:'kill', id, signal}`
+ * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask}`; `{op:'kill', id, signal}`
  *   (signal the tool's process group); `{op:'release', id}` (the call is over: close its pipes,
  *   SIGKILL what is left of its group, forget it).
  * - helper → host, per id, in this order: `{ev:'spawn', id, pid}` or `{ev:'error', id, code, message}`;
@@ -93,14 +93,17 @@ function send(event, bytes = 0, urgent = false) {
   }
 }
 
-function start({ id, file, args, cwd, env, input }) {
+function start({ id, file, args, cwd, env, input, umask }) {
   let child;
+  const ownMask = process.umask(umask); // the host's umask for this spawn (inherited by the child)
   try {
     child = spawn(file, args, { cwd, env, shell: false, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   } catch (error) {
+    process.umask(ownMask);
     send({ ev: 'error', id, code: error && error.code, message: String(error && error.message) }, 0, true);
     return;
   }
+  process.umask(ownMask);
   const entry = { child, pid: child.pid };
   tools.set(id, entry);
   const live = () => tools.get(id) === entry;

@@ -15,7 +15,9 @@
  * the reason on stderr, the output that had arrived) with their groups killed from here, and the
  * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
  * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
- * `reaper.ts` serves tools spawned here. Limit: a helper killed in the instant between a fork and its
+ * `reaper.ts` serves tools spawned here. Tools get this process's environment (per call) and umask;
+ * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
+ * Limit: a helper killed in the instant between a fork and its
  * report of the pid leaves that one tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -34,9 +36,16 @@ type HelperEvent =
   | { ev: 'closed'; id: number };
 
 interface Remote {
+  launch: ToolLaunch;
   events: ToolEvents;
+  /** The tool's process group, once the helper reported it. */
   pid?: number;
+  /** Set when the helper never started: the call was handed to {@link launchLocal}. */
+  local?: ToolProcess;
 }
+
+/** Spawn errors of the helper itself that will not go away by trying again. */
+const PERMANENT = new Set(['ENOENT', 'EACCES', 'EPERM', 'ENOEXEC']);
 
 /** One running helper process and the calls it carries. */
 class Helper {
@@ -51,19 +60,17 @@ class Helper {
     child.on('message', (events: HelperEvent[]) => {
       for (const m of events) this.#onEvent(m);
     });
-    child.on('error', (error) => this.#end(`spawn helper failed: ${error.message}`));
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      // Without a pid the helper never started: nothing of its calls ran, they run here instead.
+      if (child.pid === undefined) this.#end(`spawn helper failed: ${error.message}`, { relaunch: true, permanent: PERMANENT.has(error.code ?? '') });
+      else this.#end(`spawn helper failed: ${error.message}`);
+    });
     child.on('exit', (code, signal) => this.#end(`spawn helper exited (${signal ?? `code ${code}`})`));
-    child.unref();
-    child.channel?.unref();
+    this.#idle();
   }
 
   get gone(): boolean {
     return this.#gone;
-  }
-
-  /** The helper ended before it ever answered: do not start another one. */
-  get unusable(): boolean {
-    return this.#gone && !this.#answered;
   }
 
   get pid(): number | undefined {
@@ -72,18 +79,37 @@ class Helper {
 
   launch(launch: ToolLaunch, events: ToolEvents): ToolProcess {
     const id = ++this.#nextId;
-    const remote: Remote = { events };
+    const remote: Remote = { launch, events };
     this.#calls.set(id, remote);
-    if (this.#calls.size === 1) this.#child.channel?.ref(); // in-flight calls keep the process alive
-    this.#send({ op: 'spawn', id, ...launch });
+    if (this.#calls.size === 1) this.#busy();
+    this.#send({ op: 'spawn', id, umask: process.umask(), ...launch }); // this process's umask now, as a local spawn would
     return {
-      kill: (signal) => (remote.pid !== undefined ? killGroup(remote.pid, signal) : this.#send({ op: 'kill', id, signal })),
+      kill: (signal) => {
+        if (remote.local) remote.local.kill(signal);
+        else if (remote.pid !== undefined) killGroup(remote.pid, signal);
+        else this.#send({ op: 'kill', id, signal });
+      },
       release: () => {
+        if (remote.local) return remote.local.release();
         if (!this.#forget(id)) return;
         this.#send({ op: 'release', id });
         killGroup(remote.pid, 'SIGKILL');
       },
     };
+  }
+
+  /**
+   * In-flight calls keep the process alive: the helper process and its channel are ref'd, so its
+   * exit is seen (and the calls end) even when nothing else holds the event loop.
+   */
+  #busy(): void {
+    this.#child.ref();
+    this.#child.channel?.ref();
+  }
+
+  #idle(): void {
+    this.#child.unref();
+    this.#child.channel?.unref();
   }
 
   #send(message: object): void {
@@ -95,7 +121,7 @@ class Helper {
 
   #forget(id: number): boolean {
     if (!this.#calls.delete(id)) return false;
-    if (this.#calls.size === 0) this.#child.channel?.unref();
+    if (this.#calls.size === 0) this.#idle();
     return true;
   }
 
@@ -113,7 +139,9 @@ class Helper {
         return;
       }
       case 'data':
-        remote.events.data(m.fd, m.chunk);
+        // A copy when the chunk is a small view into the channel's read buffer: the capture may
+        // keep it, and a view would keep the whole buffer (every tool's output of that read) alive.
+        remote.events.data(m.fd, m.chunk.byteLength * 2 < m.chunk.buffer.byteLength ? new Uint8Array(m.chunk) : m.chunk);
         return;
       case 'exit':
         remote.events.exit(m.code, m.signal);
@@ -124,18 +152,27 @@ class Helper {
     }
   }
 
-  /** The helper is gone: every call it carried is lost; their groups are killed from here. */
-  #end(reason: string): void {
+  /**
+   * The helper is gone. `relaunch` (it never started, so none of its calls ran): its calls are
+   * spawned here. Else every call it carried is lost and its group killed from here. `permanent`,
+   * or a helper that died before it ever answered: no helper is started again in this process.
+   */
+  #end(reason: string, how: { relaunch?: boolean; permanent?: boolean } = {}): void {
     if (this.#gone) return;
     this.#gone = true;
     if (current === this) current = undefined;
-    if (this.unusable) disabled = true;
+    if (how.permanent || (!how.relaunch && !this.#answered)) disabled = true;
     if (this.#child.connected) this.#child.disconnect();
+    this.#idle();
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const remote of calls) {
-      killGroup(remote.pid, 'SIGKILL');
-      remote.events.lost(reason);
+      if (how.relaunch) {
+        remote.local = launchLocal(remote.launch, remote.events);
+      } else {
+        killGroup(remote.pid, 'SIGKILL');
+        remote.events.lost(reason);
+      }
     }
   }
 }
