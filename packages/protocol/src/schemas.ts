@@ -24,13 +24,15 @@ function message(type: string, properties: Record<string, unknown>, required: st
  */
 const BASE64 = '^[A-Za-z0-9+/]*={0,2}$';
 
-/** Add "when `<stream>Encoding` is base64, `<stream>` is strict base64" to a result schema. */
+/**
+ * Add "when `<stream>Encoding` is present (it can only be `base64`), `<stream>` is strict base64" to
+ * a result schema. A schema dependency (draft-07 `dependencies`), not `if`/`then`: with `allErrors`
+ * ajv records the failed `if` of every plain-text result as an error object and then drops it — an
+ * allocation on every result frame.
+ */
 function withBase64Checks<S extends object>(schema: S) {
-  const when = (stream: string) => ({
-    if: { properties: { [`${stream}Encoding`]: { const: 'base64' } }, required: [`${stream}Encoding`] },
-    then: { properties: { [stream]: { type: 'string', pattern: BASE64 } } },
-  });
-  return { ...schema, allOf: [when('stdout'), when('stderr')] } as const;
+  const base64 = (stream: string) => ({ properties: { [stream]: { type: 'string', pattern: BASE64 } } });
+  return { ...schema, dependencies: { stdoutEncoding: base64('stdout'), stderrEncoding: base64('stderr') } } as const;
 }
 
 /** Shape of one advertised tool. Checked per tool by the server so one bad tool rejects only itself. */

@@ -152,11 +152,14 @@ export class HostSocket {
   sendFrame(frame: string): boolean {
     if (!this.isOpen) return false;
     this.#coalescer?.hold(frame.length);
-    this.#ws.send(frame, (error) => {
-      if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
-    });
+    this.#ws.send(frame, this.#onSent);
     return true;
   }
+
+  /** The callback of every send (one per connection, not a closure per frame). */
+  readonly #onSent = (error?: Error): void => {
+    if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
+  };
 
   /** Close with `code`; wait at most `closeWaitMs` for the server's answer, then terminate. */
   async close(code: number = CloseCode.NORMAL, reason = ''): Promise<void> {

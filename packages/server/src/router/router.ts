@@ -67,24 +67,26 @@ export class Router extends EventEmitter implements ToolInjection {
    * host not connected, 75 overloaded, 76 protocol violation, 124 deadline
    * (`call.deadlineMs ?? ServerOptions.deadlineMs`), 130 stop. Never rejects.
    */
-  async route(call: RoutedCall): Promise<RoutedCapture | undefined> {
+  route(call: RoutedCall): Promise<RoutedCapture | undefined> {
+    // Not an `async` function: the common path returns the session's promise as it is (no async
+    // frame, no extra promise per call). `HostLink.call` never rejects; a throw anywhere here
+    // becomes a capture, where the call is answered (CONTRIBUTING).
     try {
       const tool = this.#registry.lookup(call.name);
       if (tool === undefined) {
         const gone = this.#departed.get(call.name);
-        if (gone === undefined) return undefined;
-        return failureCapture('unavailable', `host ${gone} is not connected; its tools return when it reconnects`);
+        if (gone === undefined) return Promise.resolve(undefined);
+        return Promise.resolve(failureCapture('unavailable', `host ${gone} is not connected; its tools return when it reconnects`));
       }
-      if (call.signal.aborted) return failureCapture('cancelled', 'cancelled by stop');
+      if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
       const link = this.#links.get(tool.host);
       if (link === undefined || !link.isOpen) {
-        return failureCapture('unavailable', `host ${tool.host} is not connected`);
+        return Promise.resolve(failureCapture('unavailable', `host ${tool.host} is not connected`));
       }
-      return await link.call(tool.spec.name, call);
+      return link.call(tool.spec.name, call);
     } catch (error) {
-      // Unknown throwables become a capture here, where the call is answered (CONTRIBUTING).
       this.#logger.error({ err: error, tool: call?.name }, 'router: unexpected error while routing');
-      return failureCapture('host_error', `internal error while routing: ${error instanceof Error ? error.message : String(error)}`);
+      return Promise.resolve(failureCapture('host_error', `internal error while routing: ${error instanceof Error ? error.message : String(error)}`));
     }
   }
 

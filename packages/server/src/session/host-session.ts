@@ -92,7 +92,7 @@ export class HostSession implements HostLink {
     // Listeners attached synchronously, before any event can fire. A bug of ours while handling a
     // frame must not crash the server: it ends this session with 1011 instead.
     ws.on('error', (error) => this.#guard(() => this.#onError(error)));
-    ws.on('message', (data, isBinary) => this.#guard(() => this.#onMessage(data, isBinary)));
+    ws.on('message', (data, isBinary) => this.#guard(this.#onMessage, data, isBinary)); // no closure per frame
     ws.on('pong', () => this.#heartbeat.pong());
     ws.on('close', (code, reason) => {
       try {
@@ -249,9 +249,10 @@ export class HostSession implements HostLink {
 
   // ---- ending --------------------------------------------------------------------------------
 
-  #guard(handler: () => void): void {
+  /** Run `handler` (with `a`, `b`, as a method of this session); a throw ends the session 1011. */
+  #guard<A, B>(handler: (this: HostSession, a: A, b: B) => void, a?: A, b?: B): void {
     try {
-      handler();
+      handler.call(this, a as A, b as B);
     } catch (error) {
       this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
       try {
@@ -299,8 +300,11 @@ export class HostSession implements HostLink {
   #sendText(text: string): void {
     if (this.#ws.readyState !== WebSocket.OPEN) return;
     this.#coalescer?.hold(text.length);
-    this.#ws.send(text, (error) => {
-      if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
-    });
+    this.#ws.send(text, this.#onSent);
   }
+
+  /** The callback of every send (one per session, not a closure per frame). */
+  readonly #onSent = (error?: Error): void => {
+    if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
+  };
 }

@@ -1,7 +1,7 @@
 /**
  * The calls one host session has sent and not yet settled (DESIGN §6). Each pending call has exactly
  * one owner (this map) and settles exactly once, through one settle function that deletes it from
- * the map, clears its timer and removes its abort listener. Whatever settles first wins: the host's
+ * the map, ends its deadline (`deadlines.ts`) and its stop watch (`stop-watch.ts`). Whatever settles first wins: the host's
  * result, the deadline, the stop grace, a wrong-shape frame naming it, or the session ending.
  */
 import {
@@ -15,6 +15,8 @@ import {
 } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { RoutedCall } from '../seam.js';
+import { Deadlines, type Expiring } from './deadlines.js';
+import { type Stoppable, unwatchStop, watchStop } from './stop-watch.js';
 
 /**
  * One pending call. A class, not an object literal with methods: methods of a literal are closures
@@ -24,40 +26,46 @@ import type { RoutedCall } from '../seam.js';
  * function per call (tsx compiles with esbuild `keepNames`, which names each named arrow function
  * as it is created, a cost on every call).
  */
-class Entry {
+class Entry implements Expiring, Stoppable {
   /** A stop landed: the host was sent `cancel` and the call settles 130 (with the host's partial output if it answers). */
   stopped = false;
-  /** The deadline timer, or after a stop the cancel-grace timer. */
+  /** After a stop, the cancel-grace timer. */
   timer: NodeJS.Timeout | undefined = undefined;
+  /** When the deadline passes (`performance.now()` ms), kept by the session's {@link Deadlines}. */
+  expiresAt = 0;
   readonly id: string;
-  readonly #calls: Map<string, Entry>;
+  readonly deadlineMs: number;
+  readonly #owner: PendingCalls;
   readonly #signal: AbortSignal;
-  readonly #onStop: (entry: Entry) => void;
   #resolve: ((capture: Capture) => void) | undefined;
 
-  constructor(id: string, calls: Map<string, Entry>, signal: AbortSignal, onStop: (entry: Entry) => void, resolve: (capture: Capture) => void) {
+  constructor(id: string, deadlineMs: number, owner: PendingCalls, signal: AbortSignal, resolve: (capture: Capture) => void) {
     this.id = id;
-    this.#calls = calls;
+    this.deadlineMs = deadlineMs;
+    this.#owner = owner;
     this.#signal = signal;
-    this.#onStop = onStop;
     this.#resolve = resolve;
   }
 
-  /** Settle once: leave the map, clear the timer, drop the abort listener, resolve. */
+  /** Settle once: leave the session, its deadline and its signal's watch, clear the timer, resolve. */
   settle(capture: Capture): void {
-    if (this.#calls.get(this.id) !== this) return;
-    this.#calls.delete(this.id);
+    if (!this.#owner.release(this)) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    this.#signal.removeEventListener('abort', this);
+    unwatchStop(this.#signal, this);
     const resolve = this.#resolve!;
     this.#resolve = undefined;
     resolve(capture);
   }
 
-  /** The `abort` listener on the call's signal (the entry is its own listener object). */
-  handleEvent(): void {
-    this.#onStop(this);
+  /** The deadline passed (called by the session's {@link Deadlines}). */
+  expire(): void {
+    this.#owner.expire(this);
+  }
+
+  /** The call's signal aborted (called by `stop-watch.ts`). */
+  stop(): void {
+    this.#owner.stop(this);
   }
 }
 
@@ -98,7 +106,7 @@ export class PendingCalls {
   readonly #sendText: (text: string) => void;
   readonly #cancelGraceMs: number;
   readonly #newId: () => string;
-  readonly #onStop = (entry: Entry): void => this.#stop(entry);
+  readonly #deadlines = new Deadlines<Entry>();
 
   /**
    * @param sendText sends one text frame to the host (a no-op when the socket is not open)
@@ -153,11 +161,11 @@ export class PendingCalls {
     let entry!: Entry;
     const signal = call.signal;
     const settled = new Promise<Capture>((resolve) => {
-      entry = new Entry(id, this.#calls, signal, this.#onStop, resolve);
+      entry = new Entry(id, deadlineMs, this, signal, resolve);
     });
     this.#calls.set(id, entry);
-    entry.timer = setTimeout(() => this.#expire(entry, deadlineMs), deadlineMs);
-    signal.addEventListener('abort', entry, { once: true });
+    this.#deadlines.add(entry, deadlineMs);
+    watchStop(signal, entry);
     // Sent out here, not in the executor above, so no closure of the pending call keeps the
     // encoded frame (as big as the input) alive until the call settles.
     this.#sendText(frame);
@@ -200,6 +208,7 @@ export class PendingCalls {
     for (const entry of [...this.#calls.values()]) {
       entry.settle(entry.stopped ? failureCapture('cancelled', `${STOP_REASON}; ${reason}`) : failureCapture(kind, reason));
     }
+    this.#deadlines.clear(); // no timer outlives the session
   }
 
   /** A wire id (1–128 characters) not pending here, or `undefined` when every draw collides. */
@@ -211,16 +220,26 @@ export class PendingCalls {
     return undefined;
   }
 
-  #expire(entry: Entry, deadlineMs: number): void {
-    entry.settle(failureCapture('deadline', `deadline of ${deadlineMs} ms exceeded`));
+  /** For {@link Entry.settle}: remove `entry` (and its deadline); false when it is not pending here. */
+  release(entry: Entry): boolean {
+    if (this.#calls.get(entry.id) !== entry) return false;
+    this.#calls.delete(entry.id);
+    if (!entry.stopped) this.#deadlines.remove(entry, entry.deadlineMs);
+    return true;
+  }
+
+  /** For {@link Entry.expire}: 124, and `cancel {reason: 'deadline'}` to the host. */
+  expire(entry: Entry): void {
+    if (this.#calls.get(entry.id) !== entry) return;
+    entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`));
     this.#cancel(entry.id, 'deadline');
   }
 
-  #stop(entry: Entry): void {
+  /** For {@link Entry.stop}: `cancel {reason: 'stop'}` to the host, 130 with its answer or at the grace. */
+  stop(entry: Entry): void {
     if (this.#calls.get(entry.id) !== entry || entry.stopped) return;
     entry.stopped = true;
-    clearTimeout(entry.timer);
-    entry.timer = undefined;
+    this.#deadlines.remove(entry, entry.deadlineMs);
     this.#cancel(entry.id, 'stop');
     const grace = this.#cancelGraceMs;
     const late = (): void =>
