@@ -1,7 +1,7 @@
 /**
- * Coalescing outgoing frames (performance, no change on the wire): the socket is corked at the first
+ * Coalescing outgoing frames (performance, no change on the wire): the socket is corked at the second
  * frame written in a tick and uncorked on `process.nextTick`, so the frames written in the same
- * tick — e.g. the results of all calls that arrived in one read — leave in one `writev` instead of
+ * tick — e.g. the results of all calls that arrived in one read — leave in few `writev`s instead of
  * one syscall each. Nothing waits past the current tick; the frames and their order are unchanged.
  */
 
@@ -20,12 +20,21 @@ export const COALESCE_MAX_BYTES = 16 * 1024;
  */
 export const COALESCE_MAX_FRAMES = 16;
 
-/** Corks one socket for the rest of the current tick. One per connection. */
+/**
+ * Corks one socket for the rest of the current tick, from the tick's second frame on: the first
+ * frame of a tick goes out at once (a lone frame — one call in flight — gains nothing from waiting
+ * and would only pay for the buffered write), the frames after it in the same tick leave together.
+ * One per connection.
+ */
 export class TickCoalescer {
   readonly #socket: Corkable;
+  /** A frame was written in this tick (reset by `#endTick`). */
+  #busy = false;
   #corked = false;
   #frames = 0;
-  readonly #release = (): void => {
+  readonly #endTick = (): void => {
+    this.#busy = false;
+    if (!this.#corked) return;
     this.#corked = false;
     this.#socket.uncork();
   };
@@ -36,10 +45,10 @@ export class TickCoalescer {
   }
 
   /**
-   * Call right before writing a frame of about `bytes` bytes: corks the socket until the next tick
-   * (once per tick), flushing every {@link COALESCE_MAX_FRAMES} frames. Frames over
-   * {@link COALESCE_MAX_BYTES} do not cork it: for them one syscall each costs nothing next to the
-   * copying, and holding them back only delays the peer.
+   * Call right before writing a frame of about `bytes` bytes. The tick's first frame is not held;
+   * from the second on the socket is corked until the next tick (once per tick), flushing every
+   * {@link COALESCE_MAX_FRAMES} frames. Frames over {@link COALESCE_MAX_BYTES} do not cork it: for
+   * them one syscall each costs nothing next to the copying, and holding them back only delays the peer.
    */
   hold(bytes: number): void {
     if (this.#corked) {
@@ -50,10 +59,14 @@ export class TickCoalescer {
       }
       return;
     }
+    if (!this.#busy) {
+      this.#busy = true;
+      process.nextTick(this.#endTick);
+      return;
+    }
     if (bytes > COALESCE_MAX_BYTES) return;
     this.#corked = true;
     this.#frames = 1;
     this.#socket.cork();
-    process.nextTick(this.#release);
   }
 }

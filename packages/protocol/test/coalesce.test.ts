@@ -9,7 +9,17 @@ function fakeSocket() {
 const nextTick = () => new Promise<void>((resolve) => process.nextTick(resolve));
 
 describe('TickCoalescer', () => {
-  it('corks once for every frame held in one tick and uncorks on the next tick', async () => {
+  it('lets the first frame of a tick go at once and never corks for a lone frame', async () => {
+    const socket = fakeSocket();
+    const coalescer = new TickCoalescer(socket);
+    coalescer.hold(100);
+    await nextTick();
+    coalescer.hold(100);
+    await nextTick();
+    expect(socket.log).toEqual([]);
+  });
+
+  it('corks at the second frame of a tick, once for the rest of the tick, and uncorks on the next tick', async () => {
     const socket = fakeSocket();
     const coalescer = new TickCoalescer(socket);
     coalescer.hold(100);
@@ -24,7 +34,9 @@ describe('TickCoalescer', () => {
     const socket = fakeSocket();
     const coalescer = new TickCoalescer(socket);
     coalescer.hold(1);
+    coalescer.hold(1);
     await nextTick();
+    coalescer.hold(1);
     coalescer.hold(1);
     await nextTick();
     expect(socket.log).toEqual(['cork', 'uncork', 'cork', 'uncork']);
@@ -32,7 +44,9 @@ describe('TickCoalescer', () => {
 
   it('does not cork for a frame over the size limit', async () => {
     const socket = fakeSocket();
-    new TickCoalescer(socket).hold(COALESCE_MAX_BYTES + 1);
+    const coalescer = new TickCoalescer(socket);
+    coalescer.hold(1);
+    coalescer.hold(COALESCE_MAX_BYTES + 1);
     await nextTick();
     expect(socket.log).toEqual([]);
   });
@@ -40,7 +54,7 @@ describe('TickCoalescer', () => {
   it('flushes a full batch and starts the next one in the same tick', async () => {
     const socket = fakeSocket();
     const coalescer = new TickCoalescer(socket);
-    for (let i = 0; i < COALESCE_MAX_FRAMES + 1; i++) coalescer.hold(1);
+    for (let i = 0; i < 1 + COALESCE_MAX_FRAMES + 1; i++) coalescer.hold(1);
     expect(socket.log).toEqual(['cork', 'uncork', 'cork']);
     await nextTick();
     expect(socket.log).toEqual(['cork', 'uncork', 'cork', 'uncork']);
