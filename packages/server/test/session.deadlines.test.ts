@@ -89,7 +89,7 @@ describe('stop watch: one abort listener per signal', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 
-  it('a call watched after its signal’s earlier calls settled still stops (the listener stays for the signal)', () => {
+  it('a call watched in the same turn as its signal’s earlier calls settled still stops (the listener is kept)', () => {
     const controller = new AbortController();
     const stopped: string[] = [];
     const first = { stop: () => stopped.push('first') };
@@ -100,5 +100,22 @@ describe('stop watch: one abort listener per signal', () => {
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     controller.abort();
     expect(stopped).toEqual(['second']);
+  });
+
+  it('a signal whose calls all settled is let go one loop turn later (its listener removed), unless a call joined meanwhile', async () => {
+    const idle = new AbortController();
+    const busy = new AbortController();
+    const a = { stop: () => {} };
+    const b = { stop: () => {} };
+    watchStop(idle.signal, a);
+    watchStop(busy.signal, b);
+    unwatchStop(idle.signal, a);
+    unwatchStop(busy.signal, b);
+    watchStop(busy.signal, b); // the next call of a sequential caller, in the same turn
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(getEventListeners(idle.signal, 'abort')).toHaveLength(0);
+    expect(getEventListeners(busy.signal, 'abort')).toHaveLength(1);
+    unwatchStop(busy.signal, b);
   });
 });

@@ -85,9 +85,24 @@ export class Router extends EventEmitter implements ToolInjection {
       }
       return link.call(tool.spec.name, call);
     } catch (error) {
-      this.#logger.error({ err: error, tool: call?.name }, 'router: unexpected error while routing');
-      return Promise.resolve(failureCapture('host_error', `internal error while routing: ${error instanceof Error ? error.message : String(error)}`));
+      return Promise.resolve(this.#internalError(error));
     }
+  }
+
+  /** The 70 capture of a throw while routing; nothing here may throw in turn (a hostile error or call). */
+  #internalError(error: unknown): RoutedCapture {
+    let why = 'unprintable error';
+    try {
+      why = error instanceof Error ? error.message : String(error);
+    } catch {
+      // keep the placeholder
+    }
+    try {
+      this.#logger.error({ err: error }, 'router: unexpected error while routing');
+    } catch {
+      // a logger that throws must not turn the answer into a throw
+    }
+    return failureCapture('host_error', `internal error while routing: ${why}`);
   }
 
   /** Connected (hello done) hosts with their exposed tool names, pending call count and connect time. */

@@ -68,6 +68,7 @@ export class Deadlines<T extends Expiring> {
       queue.items.delete(item);
       item.expire();
     }
+    if (this.#queues.get(deadlineMs) !== queue) return; // cleared by an expiry (the session ended)
     const head = queue.items.values().next();
     if (head.done) {
       if (queue.timer === undefined) this.#queues.delete(deadlineMs);

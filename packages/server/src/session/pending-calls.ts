@@ -169,6 +169,8 @@ export class PendingCalls {
     // Sent out here, not in the executor above, so no closure of the pending call keeps the
     // encoded frame (as big as the input) alive until the call settles.
     this.#sendText(frame);
+    // Aborted after the caller's check (e.g. while the input was encoded): no listener will fire for it.
+    if (signal.aborted) this.stop(entry);
     return settled;
   }
 

@@ -4,6 +4,11 @@
  * a run; `addEventListener` + `removeEventListener` per call cost a listener record (~300 B of
  * garbage) and two list walks each time (bench s1). Here a call joins its signal's set; the
  * listener, added at the signal's first call, stops every call still in the set when it fires.
+ *
+ * A signal whose calls have all settled is let go one turn of the event loop later (its listener
+ * removed) unless a new call joined meanwhile — the next call of a sequential caller does, in the
+ * same turn. Letting go matters: Node keeps an `AbortSignal.any()` or `AbortSignal.timeout()`
+ * signal alive while it has an `abort` listener, and the executor makes one such signal per call.
  */
 
 /** What a watched call does when its signal aborts. */
@@ -31,7 +36,7 @@ function onAbort(this: AbortSignal): void {
   }
 }
 
-/** Stop `call` when `signal` aborts (the signal must not be aborted yet). */
+/** Stop `call` when `signal` aborts (the caller checks `signal.aborted` again after this). */
 export function watchStop(signal: AbortSignal, call: Stoppable): void {
   let calls = watchers.get(signal);
   if (calls === undefined) {
@@ -42,7 +47,29 @@ export function watchStop(signal: AbortSignal, call: Stoppable): void {
   calls.add(call);
 }
 
-/** `call` is settled: its signal no longer concerns it. The signal's listener stays for its next call. */
+/** Signals whose last call settled in this turn; checked by {@link release}. */
+const emptied = new Set<AbortSignal>();
+let releasing: NodeJS.Immediate | undefined;
+
+/** Remove the listener of every emptied signal that is still without calls. */
+function release(): void {
+  releasing = undefined;
+  for (const signal of emptied) {
+    const calls = watchers.get(signal);
+    if (calls === undefined || calls.size > 0) continue;
+    watchers.delete(signal);
+    signal.removeEventListener('abort', onAbort);
+  }
+  emptied.clear();
+}
+
+/** `call` is settled: its signal no longer concerns it. */
 export function unwatchStop(signal: AbortSignal, call: Stoppable): void {
-  watchers.get(signal)?.delete(call);
+  const calls = watchers.get(signal);
+  if (calls === undefined || !calls.delete(call) || calls.size > 0) return;
+  emptied.add(signal);
+  if (releasing === undefined) {
+    releasing = setImmediate(release);
+    releasing.unref(); // it never holds the process; a process that exits takes everything anyway
+  }
 }
