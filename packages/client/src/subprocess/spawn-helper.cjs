@@ -13,7 +13,9 @@
  *   SIGKILL what is left of its group, forget it).
  * - helper → host, per id, in this order: `{ev:'spawn', id, pid}` or `{ev:'error', id, code, message}`;
  *   then `{ev:'data', id, fd, chunk}`…, `{ev:'exit', id, code, signal}`, `{ev:'closed', id}` (stdout
- *   and stderr both closed; `exit` and `closed` may come in either order). Nothing after `release`.
+ *   and stderr both closed; `exit` and `closed` may come in either order). When both have come the
+ *   helper has already SIGKILLed what was left of the group and forgotten the tool: the host sends
+ *   no `release` then. Nothing after `release`.
  *
  * Tools are spawned `detached` (their own process group). When the IPC channel closes — the host
  * process ended, however — every group still known is sent SIGKILL and the helper exits. Output is
@@ -117,17 +119,28 @@ function start({ id, file, args, cwd, env, input, umask }) {
   send({ ev: 'spawn', id, pid: child.pid }, 0, true); // at once: the host kills the group if this helper dies
   let open = 2;
   let exited = false;
+  // Exit seen and both pipes closed: the call is over here. Leftovers of the group (members that
+  // closed their stdio) get SIGKILL now, before the host hears of the end, and the host sends no
+  // `release` for it.
+  const over = () => {
+    tools.delete(id);
+    killGroup(entry.pid, 'SIGKILL');
+  };
   for (const [fd, stream] of [[1, child.stdout], [2, child.stderr]]) {
     if (paused) stream.pause();
     stream.on('data', (chunk) => live() && send({ ev: 'data', id, fd, chunk }, chunk.length));
     stream.on('error', () => {});
     stream.on('close', () => {
-      if (--open === 0 && live()) send({ ev: 'closed', id }, 0, exited);
+      if (--open !== 0 || !live()) return;
+      send({ ev: 'closed', id }, 0, exited);
+      if (exited) over();
     });
   }
   child.on('exit', (code, signal) => {
     exited = true;
-    if (live()) send({ ev: 'exit', id, code, signal }, 0, open === 0);
+    if (!live()) return;
+    send({ ev: 'exit', id, code, signal }, 0, open === 0);
+    if (open === 0) over();
   });
   child.stdin.on('error', () => {}); // EPIPE: the tool did not read its input
   child.stdin.end(input);

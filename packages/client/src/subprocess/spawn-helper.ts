@@ -49,6 +49,8 @@ interface Remote {
   pid?: number;
   /** Set when the helper never started: the call was handed to {@link launchLocal}. */
   local?: ToolProcess;
+  exited?: boolean;
+  closed?: boolean;
 }
 
 /** Spawn errors of the helper itself that will not go away by trying again. */
@@ -99,6 +101,7 @@ class Helper {
       release: () => {
         if (remote.local) return remote.local.release();
         if (!this.#forget(id)) return;
+        if (remote.exited && remote.closed) return; // over: the helper killed the rest of the group before it said so
         this.#send({ op: 'release', id });
         killGroup(remote.pid, 'SIGKILL');
       },
@@ -151,9 +154,11 @@ class Helper {
         remote.events.data(m.fd, m.chunk.byteLength * 2 < m.chunk.buffer.byteLength ? new Uint8Array(m.chunk) : m.chunk);
         return;
       case 'exit':
+        remote.exited = true;
         remote.events.exit(m.code, m.signal);
         return;
       case 'closed':
+        remote.closed = true;
         remote.events.closed();
         return;
     }
