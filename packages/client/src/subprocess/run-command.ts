@@ -35,14 +35,26 @@ export interface RunCommandOptions {
 
 /** The environment of a tool process: inherited + the tool's `env` + the `TOOLWIRE_*` call facts. */
 export function toolEnv(spec: CommandSpec, ctx: ToolContext, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return {
-    ...base,
-    ...spec.env,
-    TOOLWIRE_CALL_ID: ctx.id,
-    TOOLWIRE_AGENT: ctx.agent,
-    TOOLWIRE_WORKSPACE: ctx.workspace,
-    TOOLWIRE_DEADLINE_MS: String(ctx.deadlineMs),
-  };
+  const env: NodeJS.ProcessEnv = {};
+  copyEnv(env, base);
+  if (spec.env !== undefined) copyEnv(env, spec.env);
+  env.TOOLWIRE_CALL_ID = ctx.id;
+  env.TOOLWIRE_AGENT = ctx.agent;
+  env.TOOLWIRE_WORKSPACE = ctx.workspace;
+  env.TOOLWIRE_DEADLINE_MS = String(ctx.deadlineMs);
+  return env;
+}
+
+/**
+ * Copy `source`'s own keys into `env` as data properties (what a spread does), key by key: a spread
+ * of `process.env` takes V8's generic path through the environment's interceptors, ~25 µs per call
+ * here against ~14 µs for this loop (bench s5, item 20).
+ */
+function copyEnv(env: NodeJS.ProcessEnv, source: Readonly<Record<string, string | undefined>>): void {
+  for (const key of Object.keys(source)) {
+    if (key === '__proto__') Object.defineProperty(env, key, { value: source[key], enumerable: true, writable: true, configurable: true });
+    else env[key] = source[key];
+  }
 }
 
 async function isDirectory(path: string): Promise<boolean> {
