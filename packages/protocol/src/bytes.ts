@@ -24,7 +24,10 @@ export function toWire(bytes: Uint8Array): WireBytes {
 /** Decode a wire stream back to bytes. */
 export function fromWire(text: string, encoding?: 'base64'): Uint8Array {
   if (text.length === 0) return EMPTY;
-  return encoding === 'base64' ? Buffer.from(text, 'base64') : Buffer.from(text, 'utf8');
+  if (encoding === 'base64') return Buffer.from(text, 'base64');
+  // All-ASCII text (its UTF-8 length is its length) is copied as Latin-1, the same bytes: at 64 KiB
+  // ~3.0 µs for the check and the copy against ~4.6 µs for the UTF-8 encoder (bench s3, item 21).
+  return Buffer.byteLength(text, 'utf8') === text.length ? Buffer.from(text, 'latin1') : Buffer.from(text, 'utf8');
 }
 
 /** UTF-8 encode a string (shared encoder; no per-call allocation of encoders). */
