@@ -23,6 +23,15 @@ async function collectGarbage(): Promise<void> {
   }
 }
 
+/** A raw host on `started` that answers every call at once with stdout `x`. */
+async function answeringHost(started: Started): Promise<void> {
+  const host = await drivenHost(started);
+  host.ws.on('message', (data: Buffer) => {
+    const frame = JSON.parse(data.toString('utf8')) as { type: string; id: string };
+    if (frame.type === 'call') host.answer(frame.id, 'x');
+  });
+}
+
 let seq = 0;
 function routed(started: Started, signal: AbortSignal, extra: Partial<RoutedCall> = {}): Promise<Capture> {
   const call: RoutedCall = { id: `c${seq++}`, name: 'alpha__slow', input: {}, workspace: '', agent: 'agent', signal, ...extra };
@@ -186,11 +195,7 @@ describe('stops through the shared abort listener', () => {
 
   it('per-call AbortControllers are garbage once their calls settle', async () => {
     const started = await startServer({ maxInFlightPerHost: 10_000 });
-    const host = await drivenHost(started);
-    host.ws.on('message', (data: Buffer) => {
-      const frame = JSON.parse(data.toString('utf8')) as { type: string; id: string };
-      if (frame.type === 'call') host.answer(frame.id, 'x');
-    });
+    await answeringHost(started);
     const refs: WeakRef<AbortSignal>[] = [];
     for (let batch = 0; batch < 10; batch++) {
       const all = Array.from({ length: 100 }, () => {
@@ -212,11 +217,7 @@ describe('stops through the shared abort listener', () => {
   // loop turn after its last call settled.
   it('composite per-call signals from executor.execute({ signal }) are garbage once their calls settle', async () => {
     const started = await startServer({ maxInFlightPerHost: 10_000 });
-    const host = await drivenHost(started);
-    host.ws.on('message', (data: Buffer) => {
-      const frame = JSON.parse(data.toString('utf8')) as { type: string; id: string };
-      if (frame.type === 'call') host.answer(frame.id, 'x');
-    });
+    await answeringHost(started);
     const refs: WeakRef<AbortSignal>[] = [];
     const router = started.server.router;
     const route = router.route.bind(router);

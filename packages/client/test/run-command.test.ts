@@ -1,11 +1,10 @@
-import { chmod, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CallAborted, deadlineAbort } from '../src/calls/abort.js';
 import { type RunCommandOptions, runCommandTool } from '../src/subprocess/run-command.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
-import { isGone, killQuietly, poll } from './helpers/process.js';
+import { isGone, poll, useScratch } from './helpers/process.js';
 
 const schema = { type: 'object' };
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -15,22 +14,7 @@ function ctx(signal = new AbortController().signal, over: Partial<ToolContext> =
 }
 const sh = (script: string, extra: Partial<CommandSpec> = {}): CommandSpec => ({ inputSchema: schema, command: ['sh', '-c', script], ...extra });
 
-let dir: string;
-const spawned: number[] = [];
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'toolwire-run-'));
-});
-afterEach(async () => {
-  for (const pid of spawned.splice(0)) killQuietly(pid);
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function readPid(file: string): Promise<number> {
-  const text = await poll(async () => (await readFile(file, 'utf8').catch(() => '')).trim(), 5000, `pid in ${file}`);
-  const pid = Number(text);
-  spawned.push(pid);
-  return pid;
-}
+const scratch = useScratch('toolwire-run-');
 
 describe.each([
   { spawnHelper: true, how: 'spawned by the spawn helper' },
@@ -52,11 +36,11 @@ describe.each([
   });
 
   it('runs in the tool cwd resolved against the root, else in the root', async () => {
-    await writeFile(join(dir, 'marker'), '');
-    const inRoot = await runTool(sh('pwd'), {}, ctx(), { root: dir });
-    expect(text(inRoot.stdout).trim()).toBe(dir);
-    const rel = await runTool(sh('pwd', { cwd: '..' }), {}, ctx(), { root: dir });
-    expect(text(rel.stdout).trim()).toBe(join(dir, '..'));
+    await writeFile(join(scratch.dir, 'marker'), '');
+    const inRoot = await runTool(sh('pwd'), {}, ctx(), { root: scratch.dir });
+    expect(text(inRoot.stdout).trim()).toBe(scratch.dir);
+    const rel = await runTool(sh('pwd', { cwd: '..' }), {}, ctx(), { root: scratch.dir });
+    expect(text(rel.stdout).trim()).toBe(join(scratch.dir, '..'));
   });
 
   it('passes the tool exit code and stderr through', async () => {
@@ -75,7 +59,7 @@ describe.each([
   });
 
   it('reports 126 for a file that is not executable', async () => {
-    const file = join(dir, 'tool.sh');
+    const file = join(scratch.dir, 'tool.sh');
     await writeFile(file, '#!/bin/sh\necho hi\n');
     await chmod(file, 0o644);
     const c = await runTool({ inputSchema: schema, command: [file] }, {}, ctx());
@@ -84,7 +68,7 @@ describe.each([
   });
 
   it('reports 126 when the cwd does not exist', async () => {
-    const c = await runTool(sh('true', { cwd: join(dir, 'missing') }), {}, ctx());
+    const c = await runTool(sh('true', { cwd: join(scratch.dir, 'missing') }), {}, ctx());
     expect(c.exitCode).toBe(126);
     expect(text(c.stderr)).toMatch(/is not a directory/);
   });
@@ -114,12 +98,12 @@ describe.each([
   });
 
   it('on cancel kills the whole process group, keeps partial output, and answers 130 within grace + drain', async () => {
-    const pidFile = join(dir, 'grandchild.pid');
+    const pidFile = join(scratch.dir, 'grandchild.pid');
     // The grandchild ignores SIGTERM and keeps stdout open; the leader dies on SIGTERM.
     const script = `echo started; (trap "" TERM; exec sleep 1000) & echo $! > ${pidFile}; wait`;
     const controller = new AbortController();
     const running = runTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 300, drainMs: 200 });
-    const grandchild = await readPid(pidFile);
+    const grandchild = await scratch.readPid(pidFile);
     const t0 = Date.now();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
     const c = await running;
@@ -132,11 +116,11 @@ describe.each([
   });
 
   it('sends SIGKILL to a tool that ignores SIGTERM after the grace', async () => {
-    const pidFile = join(dir, 'leader.pid');
+    const pidFile = join(scratch.dir, 'leader.pid');
     const script = `trap "" TERM; echo $$ > ${pidFile}; while :; do sleep 0.05; done`;
     const controller = new AbortController();
     const running = runTool(sh(script), {}, ctx(controller.signal), { cancelGraceMs: 200, drainMs: 100 });
-    const leader = await readPid(pidFile);
+    const leader = await scratch.readPid(pidFile);
     const t0 = Date.now();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
     const c = await running;
@@ -149,9 +133,9 @@ describe.each([
 
   it('answers 124 with the deadline reason when aborted by the deadline', async () => {
     const controller = new AbortController();
-    const pidFile = join(dir, 'p.pid');
+    const pidFile = join(scratch.dir, 'p.pid');
     const running = runTool(sh(`echo $$ > ${pidFile}; echo partial; exec sleep 1000`), {}, ctx(controller.signal));
-    await readPid(pidFile);
+    await scratch.readPid(pidFile);
     controller.abort(deadlineAbort(50));
     const c = await running;
     expect(c.exitCode).toBe(124);
@@ -162,19 +146,19 @@ describe.each([
   it('does not start the tool when the signal is already aborted', async () => {
     const controller = new AbortController();
     controller.abort(new CallAborted('cancelled', 'cancelled by stop'));
-    const c = await runTool(sh(`touch ${join(dir, 'ran')}`), {}, ctx(controller.signal));
+    const c = await runTool(sh(`touch ${join(scratch.dir, 'ran')}`), {}, ctx(controller.signal));
     expect(c.exitCode).toBe(130);
-    await expect(readFile(join(dir, 'ran'))).rejects.toThrow();
+    await expect(readFile(join(scratch.dir, 'ran'))).rejects.toThrow();
   });
 
   it('kills a backgrounded grandchild that holds the pipes after a normal exit, after the drain', async () => {
-    const pidFile = join(dir, 'bg.pid');
+    const pidFile = join(scratch.dir, 'bg.pid');
     const t0 = Date.now();
     const c = await runTool(sh(`sleep 1000 & echo $! > ${pidFile}; echo done`), {}, ctx(), { drainMs: 150 });
     expect(Date.now() - t0).toBeLessThan(1500);
     expect(c.exitCode).toBe(0);
     expect(text(c.stdout)).toBe('done\n');
-    const bg = await readPid(pidFile);
+    const bg = await scratch.readPid(pidFile);
     await poll(() => isGone(bg), 2000, 'background process to be gone');
   });
 });

@@ -9,17 +9,16 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
-import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, rm, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
-import { isGone, killQuietly, poll } from './helpers/process.js';
+import { isGone, killQuietly, poll, useScratch } from './helpers/process.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -65,15 +64,7 @@ function runFixture(file: string, args: string[]): { child: ReturnType<typeof sp
   return { child, lines, line: (re) => poll(() => lines.find((l) => re.test(l)), 15_000, `a line ${re}`) };
 }
 
-let dir: string;
-const cleanup: number[] = [];
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'toolwire-adv-'));
-});
-afterEach(async () => {
-  for (const pid of cleanup.splice(0)) killQuietly(pid);
-  await rm(dir, { recursive: true, force: true });
-});
+const scratch = useScratch('toolwire-adv-');
 
 describe('spawn helper, adversarial: guarantees that hold', () => {
   it('120 concurrent calls with mixed outcomes (exit codes, aborted at launch, aborted later, ENOENT, background holder, TERM-ignoring) all end correctly, nothing left, in both modes', async () => {
@@ -109,14 +100,14 @@ describe('spawn helper, adversarial: guarantees that hold', () => {
   });
 
   it('spawn failures through the helper give the same captures as local spawns (ENOENT, EACCES, directory, bad cwd, NUL bytes, E2BIG)', async () => {
-    const noexec = join(dir, 'noexec');
+    const noexec = join(scratch.dir, 'noexec');
     await writeFile(noexec, '#!/bin/sh\n');
     await chmod(noexec, 0o644);
     const specs: CommandSpec[] = [
       cmd('/nonexistent/tool'),
       cmd(noexec),
-      cmd(dir),
-      { ...cmd('true'), cwd: join(dir, 'missing') },
+      cmd(scratch.dir),
+      { ...cmd('true'), cwd: join(scratch.dir, 'missing') },
       { ...cmd('true'), cwd: noexec },
       cmd('echo', 'a\0b'),
       { ...cmd('true'), env: { X: 'a\0b' } },
@@ -142,7 +133,7 @@ describe('spawn helper, adversarial: guarantees that hold', () => {
   it('process.env changes after the helper started reach the next tool (env, unset, PATH lookup)', async () => {
     await runCommandTool(cmd('true'), {}, ctx());
     expect(spawnHelperPid()).toBeDefined();
-    const bin = join(dir, 'bin');
+    const bin = join(scratch.dir, 'bin');
     await rm(bin, { recursive: true, force: true });
     await (await import('node:fs/promises')).mkdir(bin);
     await writeFile(join(bin, 'adv-tool'), '#!/bin/sh\necho "adv $ADV_FOO/$ADV_GONE"\n');
@@ -210,7 +201,7 @@ describe('spawn helper, adversarial: bugs found in review', () => {
   it('helper SIGKILLed while nothing else keeps the process alive: the call still ends (70) and its tool is killed', async () => {
     const { child, line, lines } = runFixture('helper-killed-alone.ts', []);
     const pid = Number((await line(/^pid /)).split(' ')[1]);
-    if (pid > 0) cleanup.push(pid);
+    if (pid > 0) scratch.track(pid);
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     await once(child, 'exit');
     clearTimeout(timer);
@@ -241,7 +232,7 @@ describe('spawn helper, adversarial: bugs found in review', () => {
     vi.resetModules(); // a fresh spawn-helper module: no helper started, not disabled
     const fresh = await import('../src/subprocess/run-command.js');
     const real = process.execPath;
-    process.execPath = join(dir, 'no-such-node');
+    process.execPath = join(scratch.dir, 'no-such-node');
     try {
       const c = await fresh.runCommandTool(cmd('echo', 'ok'), {}, ctx());
       expect({ out: text(c.stdout), err: text(c.stderr), code: c.exitCode }).toEqual({ out: 'ok\n', err: '', code: 0 });

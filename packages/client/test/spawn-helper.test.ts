@@ -6,15 +6,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
-import { isGone, killQuietly, poll } from './helpers/process.js';
+import { isGone, poll, useScratch } from './helpers/process.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -22,21 +20,7 @@ const ctx = (id = 'h1'): ToolContext => ({ id, agent: 'a', workspace: '/ws', dea
 const sh = (script: string): CommandSpec => ({ inputSchema: {}, command: ['sh', '-c', script] });
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
 
-let dir: string;
-const spawned: number[] = [];
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'toolwire-helper-'));
-});
-afterEach(async () => {
-  for (const pid of spawned.splice(0)) killQuietly(pid);
-  await rm(dir, { recursive: true, force: true });
-});
-
-async function readPid(file: string): Promise<number> {
-  const pid = Number(await poll(async () => (await readFile(file, 'utf8').catch(() => '')).trim(), 5000, `pid in ${file}`));
-  spawned.push(pid);
-  return pid;
-}
+const scratch = useScratch('toolwire-helper-');
 
 describe('the spawn helper', () => {
   it('spawns the tools: their parent is the helper, a process other than this one', async () => {
@@ -69,9 +53,9 @@ describe('the spawn helper', () => {
   });
 
   it('a helper killed mid-call: the call ends 70 with the reason and the output that had arrived, the tool group is killed, the next call starts a new helper', async () => {
-    const pidFile = join(dir, 'leader.pid');
+    const pidFile = join(scratch.dir, 'leader.pid');
     const running = runCommandTool(sh(`echo partial; echo $$ > ${pidFile}; exec sleep 1000`), {}, ctx());
-    const leader = await readPid(pidFile);
+    const leader = await scratch.readPid(pidFile);
     const helper = spawnHelperPid()!;
     await poll(() => parentOf(leader) === helper, 2000, 'the tool to be the helper’s child');
     process.kill(helper, 'SIGKILL');

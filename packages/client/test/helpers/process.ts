@@ -1,5 +1,9 @@
 /** Process helpers for tests: bounded polling and "is this pid gone". */
 import { readFileSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 
 /** Poll `check` every 10 ms until it returns a truthy value, or throw after `timeoutMs`. */
 export async function poll<T>(check: () => T | Promise<T>, timeoutMs = 5000, what = 'condition'): Promise<NonNullable<Awaited<T>>> {
@@ -39,4 +43,32 @@ export function killQuietly(pid: number | undefined): void {
   } catch {
     // already gone
   }
+}
+
+/**
+ * Per-test scratch space for the calling test file: a fresh temporary directory (`scratch.dir`)
+ * and pids to SIGKILL (`scratch.track`), both cleaned up after each test. Call at module level.
+ */
+export function useScratch(prefix: string): { readonly dir: string; track(pid: number): number; readPid(file: string): Promise<number> } {
+  let dir = '';
+  const pids: number[] = [];
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), prefix));
+  });
+  afterEach(async () => {
+    for (const pid of pids.splice(0)) killQuietly(pid);
+    await rm(dir, { recursive: true, force: true });
+  });
+  const track = (pid: number): number => {
+    pids.push(pid);
+    return pid;
+  };
+  return {
+    get dir() {
+      return dir;
+    },
+    track,
+    /** The pid a tool wrote to `file` (polled for up to 5 s), tracked for cleanup. */
+    readPid: async (file) => track(Number(await poll(async () => (await readFile(file, 'utf8').catch(() => '')).trim(), 5000, `pid in ${file}`))),
+  };
 }
