@@ -4,9 +4,9 @@
  *
  * `fork()` cost grows with the spawning process (page tables copied, then a copy-on-write fault per
  * page the parent touches), and `spawn()` blocks the event loop until the child has exec'd. Measured
- * (bench/README.md, item 16): `cat` through `runCommandTool` in a tsx process, one at a time,
+ * (bench/README.md, items 16–20): `cat` through `runCommandTool` in a tsx process, one at a time,
  * 2,110–2,390 µs wall and 1,280–1,400 µs of this process's CPU per call when spawned here, vs
- * 1,940 µs and 330 µs through the helper; bench s5 at 8 in flight 0.77 → ~1.05 × the spawn floor.
+ * ~1,745 µs and ~290 µs through the helper; bench s5 at 8 in flight 0.75 → 1.16–1.24 × the floor.
  *
  * One helper per process, started with the first subprocess tool, never keeping the process alive
  * while idle. If it cannot start (no usable `process.execPath`, Windows) tools are spawned locally
@@ -17,8 +17,8 @@
  * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
  * `reaper.ts` serves tools spawned here. Tools get this process's environment (per call) and umask;
  * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
- * Limit: a helper killed in the instant between a fork and its
- * report of the pid leaves that one tool running until it ends by itself.
+ * Limit: a helper killed in the instant between a fork and its report of the pid leaves that one
+ * tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +30,7 @@ const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
 /**
  * Node flags of the helper: a 1 MiB young generation and one V8 worker thread keep the process
  * (and so each fork's page-table copy) small. Measured, `cat` spawned 600× in a loop from a bare
- * node: 1,440–1,490 → 1,350–1,380 µs wall and 740–760 → 680–710 µs CPU per spawn, RSS 60 → 55 MiB.
+ * node: 1,440–1,490 → 1,350–1,380 µs wall and 740–760 → 680–710 µs CPU per spawn, RSS 60 → ~54 MiB.
  */
 const HELPER_NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
 
