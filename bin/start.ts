@@ -8,6 +8,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
@@ -26,7 +27,13 @@ function toolwire(args: string[], stdio: 'pipe' | 'inherit'): ChildProcess {
   return child;
 }
 
+/** Set once a stop began (Ctrl-C, SIGTERM, or one of the two processes ended). */
+let stopping = false;
+/** The tool host's own failure, when it ended by itself: its exit code, or 128 + signal number. */
+let hostFailure: number | undefined;
+
 function stopAll(signal: NodeJS.Signals): void {
+  stopping = true;
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill(signal);
 }
 process.on('SIGINT', () => stopAll('SIGINT'));
@@ -44,8 +51,14 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
     hostStarted = true;
     const host = toolwire(['host', '--manifest', manifest, '--root', root], 'inherit');
     hostExit = once(host, 'exit');
-    void hostExit.then(([code]) => {
-      if (code !== 0 && code !== null) stopAll('SIGTERM');
+    void hostExit.then(([code, signal]) => {
+      if (stopping) return;
+      // The host ended by itself (an error, or killed: `kill -9` gives no exit code): say so and stop
+      // the server too, rather than leave a server without its tools.
+      const how = signal ? `killed by ${String(signal)}` : `exit code ${String(code)}`;
+      process.stderr.write(`toolwire start: the tool host ended (${how}); stopping the server\n`);
+      hostFailure = typeof code === 'number' ? code : 128 + (constants.signals[signal as NodeJS.Signals] ?? 0);
+      stopAll('SIGTERM');
     });
     // The banner arrives in one write; print the how-to after all of its lines.
     setImmediate(() => process.stdout.write(
@@ -66,4 +79,4 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
 const [serverCode] = await serverExit;
 stopAll('SIGTERM');
 if (hostExit) await hostExit;
-process.exitCode = typeof serverCode === 'number' ? serverCode : 0;
+process.exitCode = hostFailure || (typeof serverCode === 'number' ? serverCode : 0);
