@@ -1,8 +1,9 @@
 /**
  * The calls one host session has sent and not yet settled (DESIGN §6). Each pending call has exactly
  * one owner (this map) and settles exactly once, through one settle function that deletes it from
- * the map, ends its deadline (`deadlines.ts`) and its stop watch (`stop-watch.ts`). Whatever settles first wins: the host's
- * result, the deadline, the stop grace, a wrong-shape frame naming it, or the session ending.
+ * the map and ends its deadline (`deadlines.ts`) and its stop watch (`stop-watch.ts`). Whatever
+ * settles first wins: the host's result, the deadline, the stop grace, a wrong-shape frame naming
+ * it, or the session ending.
  */
 import {
   type Capture,
