@@ -13,6 +13,21 @@ export const repoRoot = join(benchDir, '..');
 
 type Message = { seq?: number; event?: string; error?: string; [key: string]: unknown };
 
+/**
+ * CPU the server-role processes (`*-server` helpers: the load and the server under test, or the
+ * baseline's) are pinned to with `taskset`, or `undefined` for no pinning (see {@link pinServers}).
+ */
+let serverCpu: string | undefined;
+
+/**
+ * Pin every server-role helper started from now on to CPU `cpu` (`taskset -c`); `undefined` turns
+ * pinning off. Tool-host helpers are never pinned: a tool host's spawn helper and its tools inherit
+ * its CPU mask, and the spawn floor (s5) runs unpinned. Why pin at all: bench/README.md, "Method".
+ */
+export function pinServers(cpu: string | undefined): void {
+  serverCpu = cpu;
+}
+
 const live = new Set<Helper>();
 
 /** One helper process. */
@@ -31,7 +46,9 @@ export class Helper {
     this.name = name;
     // BENCH_NODE_ARGS adds node flags to every helper, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
     const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
-    this.#child = spawn(process.execPath, ['--expose-gc', ...extra, '--import', 'tsx', join(benchDir, 'proc', `${name}.ts`)], {
+    const nodeArgs = ['--expose-gc', ...extra, '--import', 'tsx', join(benchDir, 'proc', `${name}.ts`)];
+    const cpu = name.endsWith('-server') ? serverCpu : undefined;
+    this.#child = spawn(cpu === undefined ? process.execPath : 'taskset', cpu === undefined ? nodeArgs : ['-c', cpu, process.execPath, ...nodeArgs], {
       cwd: repoRoot,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

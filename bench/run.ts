@@ -6,14 +6,25 @@
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
-import { benchDir, stopAll } from './helpers.js';
+import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
 import { fullPlan, quickPlan, scalePlan, shapeLabel } from './scenarios.js';
+
+/** True when `taskset` (util-linux) can be run. */
+function hasTaskset(): boolean {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 const { values } = parseArgs({
   options: {
@@ -24,6 +35,7 @@ const { values } = parseArgs({
     arms: { type: 'string' },
     scale: { type: 'string' },
     'record-dir': { type: 'string' },
+    'no-pin': { type: 'boolean', default: false },
   },
 });
 const quick = values.quick!;
@@ -39,11 +51,16 @@ const wanted = (id: string): boolean => only.has(id);
 // of a disk shared with other work; --record-dir DIR picks another place (e.g. /tmp, on disk here).
 const recordRoot = values['record-dir'] ?? (existsSync('/dev/shm') ? '/dev/shm' : tmpdir());
 
+// The server-role processes run on CPU 0 (`taskset`), when there are 2+ CPUs and taskset exists
+// (bench/README.md, "Method"); --no-pin lets the scheduler place them.
+const pinned = !values['no-pin'] && cpus().length >= 2 && hasTaskset() ? '0' : undefined;
+pinServers(pinned);
+
 const resultsDir = join(benchDir, 'results');
 await mkdir(resultsDir, { recursive: true });
 const stamp = new Date().toISOString().replace(/[:.]/g, '-');
 const resultsFile = join(resultsDir, `${stamp}${quick ? '-quick' : ''}.jsonl`);
-const meta = { time: new Date().toISOString(), quick, machine: machine(), recordRoot };
+const meta = { time: new Date().toISOString(), quick, machine: machine(), recordRoot, serverCpu: pinned ?? null };
 const log = (text: string): void => void process.stderr.write(`${text}\n`);
 const t0 = Date.now();
 
@@ -118,7 +135,8 @@ try {
 const m = meta.machine;
 const heading =
   `toolwire bench${quick ? ' --quick' : ''}: ${runs} run${runs === 1 ? '' : 's'}; ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, ` +
-  `Linux ${m.kernel}, Node ${m.node}; s7 records under ${recordRoot}`;
+  `Linux ${m.kernel}, Node ${m.node}; s7 records under ${recordRoot}; ` +
+  (pinned === undefined ? 'processes not pinned' : `server-role processes pinned to CPU ${pinned}`);
 const text = `${heading}\n\n${render(records, values.markdown!)}\n`;
 process.stdout.write(text);
 await writeFile(join(resultsDir, quick ? 'latest-quick.md' : 'latest.md'), `${heading}\n\n${render(records, true)}\n`);
