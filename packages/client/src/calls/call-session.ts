@@ -118,16 +118,15 @@ export class CallSession {
     const deadlineMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
     const abort = new CallAbort();
     const ctx = toolContext(call, deadlineMs, abort);
-    const entry: InFlight = { abort, done: SETTLED };
-    this.#calls.set(call.id, entry);
     let pending: unknown;
     if (tool.kind === 'handler') {
+      // Not in `#calls` while the handler runs synchronously: nothing (no cancel, no end of the
+      // session) can reach the call before it returns, and a synchronous answer then needs no entry.
       const started = startHandler(tool.handler, call.input, ctx, abort);
       if ('text' in started) {
         // A string output: its frame is made from the string itself when no byte is needed.
         const frame = abort.aborted ? undefined : encodeTextResultFrame(call.id, started.text, this.#capBytes, this.#maxPayload);
         if (frame !== undefined) {
-          this.#calls.delete(call.id);
           try {
             this.#answerFrame(call.id, frame);
           } catch (error) {
@@ -139,7 +138,6 @@ export class CallSession {
       if (!('pending' in started)) {
         // The handler returned at once: answered within this frame, with no deadline timer (none
         // could have fired while it ran) and no promise hops — the same capture the async path builds.
-        this.#calls.delete(call.id);
         let capture: Capture;
         try {
           capture = capCapture('text' in started ? handlerOutputToCapture(started.text) : started.capture, this.#capBytes);
@@ -155,6 +153,8 @@ export class CallSession {
       }
       pending = started.pending;
     }
+    const entry: InFlight = { abort, done: SETTLED };
+    this.#calls.set(call.id, entry);
     const timer = setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
     entry.done = this.#run(tool, call.input, ctx, abort, pending)
       .then((capture) => {
