@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const cli = join(root, 'bin', 'toolwire.ts');
+const cli = join(root, 'packages', 'cli', 'src', 'main.ts');
 const manifest = join(root, 'examples', 'tools.json');
 const children: ChildProcess[] = [];
 

@@ -12,7 +12,7 @@ import { WebSocket } from 'ws';
 import { ToolwireServer, type ServerOptions } from '@toolwire/server';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
-export const cliPath = join(repoRoot, 'bin', 'toolwire.ts');
+export const cliPath = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
 
 export const HOST_TOKEN = 'host-token-aaaaaaaaaaaaaaaaaaaaaaaa';
 export const HOST2_TOKEN = 'host-token-bbbbbbbbbbbbbbbbbbbbbbbb';

@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
-import { serveCommand } from '@toolwire/server/cli';
+import { serveCommand } from '@toolwire/cli';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, defer, finish, repoRoot, spawnTs, tempDir, waitFor } from '../helpers.js';

@@ -1,7 +1,6 @@
 /**
  * `@toolwire/client` — the tool host: connect to a toolwire server, advertise tools, run calls
  * (in-process handlers and manifest subprocess tools) with cancel and deadline handling.
- * The CLI commands live in `@toolwire/client/cli`.
  *
  * @packageDocumentation
  */

@@ -43,10 +43,3 @@ export {
   joinHeadTail,
   HeadTailBuffer,
 } from './capture.js';
-export {
-  type LocalCredentials,
-  toolwireHome,
-  credentialsPath,
-  writeLocalCredentials,
-  readLocalCredentials,
-} from './credentials.js';

@@ -1,11 +1,11 @@
 /**
  * `@toolwire/server` — the toolwire server: the tool-host WebSocket endpoint, the router (the
  * `tools()`/`route()` seam), the executor, the MCP door and {@link ToolwireServer}, which puts them
- * on one port. The `toolwire serve` command is the `@toolwire/server/cli` export (`cli/serve.ts`).
+ * on one port.
  *
  * @packageDocumentation
  */
-export { ToolwireServer, type ToolwireServerOptions, type ListenInfo } from './toolwire-server.js';
+export { ToolwireServer, type ToolwireServerOptions, type ListenInfo, type ServerTls, type CredentialsUpdate } from './toolwire-server.js';
 export {
   Executor,
   type ExecutorDeps,

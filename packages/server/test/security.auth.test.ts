@@ -4,14 +4,10 @@
  */
 import { once } from 'node:events';
 import type { IncomingMessage } from 'node:http';
-import { writeFile, mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { AuthLimiter, addressKey } from '../src/auth/limiter.js';
 import { TokenTable } from '../src/auth/tokens.js';
-import { ConfigError, loadConfig } from '../src/cli/config.js';
 import type { RoutedCall } from '../src/seam.js';
 import { ALPHA, BETA, CALLER, cleanups, drainCleanups, start } from './security.harness.js';
 import { SLOW, closeCode, helloAndAdvertise, nextFrame, text, waitFor } from './endpoint.harness.js';
@@ -233,34 +229,5 @@ describe('token rotation (updateCredentials, as a config reload does)', () => {
     table.update([{ name: 'alpha', token: ALPHA }], [{ name: 'agent', token: CALLER, grant: ['x', 'y'] }]);
     expect(table.isCurrent(host)).toBe(true);
     expect(table.isCurrent(caller)).toBe(false); // its grant changed: the old principal is stale
-  });
-});
-
-describe('tokens from the environment (config "tokenEnv")', () => {
-  async function configFile(body: unknown): Promise<string> {
-    const dir = await mkdtemp(join(tmpdir(), 'toolwire-sec-'));
-    cleanups.push(() => rm(dir, { recursive: true, force: true }));
-    const path = join(dir, 'config.json');
-    await writeFile(path, JSON.stringify(body));
-    return path;
-  }
-
-  it('reads a token from the named environment variable', async () => {
-    const path = await configFile({ hosts: [{ name: 'alpha', tokenEnv: 'TW_ALPHA' }], callers: [{ name: 'agent', tokenEnv: 'TW_AGENT', grant: ['*'] }] });
-    const config = await loadConfig(path, { TW_ALPHA: 'from-env-alpha', TW_AGENT: 'from-env-agent' });
-    expect(config.hosts).toEqual([{ name: 'alpha', token: 'from-env-alpha' }]);
-    expect(config.callers).toEqual([{ name: 'agent', token: 'from-env-agent', grant: ['*'] }]);
-  });
-
-  it('refuses an unset variable, both token and tokenEnv, or neither — naming the entry, never a token', async () => {
-    const unset = await configFile({ hosts: [{ name: 'alpha', tokenEnv: 'TW_MISSING' }], callers: [] });
-    await expect(loadConfig(unset, {})).rejects.toThrow(/\/hosts\/0: environment variable TW_MISSING \(tokenEnv\) is not set/);
-    const both = await configFile({ hosts: [{ name: 'alpha', token: 'secret-inline', tokenEnv: 'TW_A' }], callers: [] });
-    const error = await loadConfig(both, { TW_A: 'x' }).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConfigError);
-    expect((error as Error).message).toMatch(/give exactly one of "token" and "tokenEnv"/);
-    expect((error as Error).message).not.toContain('secret-inline');
-    const neither = await configFile({ hosts: [], callers: [{ name: 'agent' }] });
-    await expect(loadConfig(neither, {})).rejects.toThrow(/\/callers\/0: give exactly one/);
   });
 });

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, parseListen } from '../src/cli/config.js';
-import { serveCommand } from '../src/cli/serve.js';
+import { ConfigError, loadConfig, parseListen } from '../src/commands/serve-config.js';
+import { serveCommand } from '../src/commands/serve.js';
 
 let home: string;
 let stops: AbortController[];

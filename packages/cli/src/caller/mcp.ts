@@ -11,7 +11,7 @@ import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { ExitCode } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
-import { withDefaultScheme } from './endpoint.js';
+import { withDefaultScheme } from '../endpoint.js';
 import { ResponseWatch } from './response-watch.js';
 
 /** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */

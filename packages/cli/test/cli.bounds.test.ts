@@ -12,10 +12,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { callCommand, toolsCommand } from '../src/cli/index.js';
+import { callCommand } from '../src/commands/call.js';
+import { toolsCommand } from '../src/commands/tools.js';
 import { testIO } from './helpers/cli-io.js';
 import { FakeDoor } from './helpers/fake-door.js';
-import { poll } from './helpers/process.js';
+import { poll } from '../../client/test/helpers/process.js';
 
 const TOKEN = 'caller-token';
 const here = dirname(fileURLToPath(import.meta.url));

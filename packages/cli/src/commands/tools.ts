@@ -4,10 +4,10 @@
 import { parseArgs } from 'node:util';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { ExitCode } from '@toolwire/protocol';
-import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
-import { type CliIO, processIO, write } from './io.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, boundedRequest, connectMcp, mcpFailure, mcpUrl } from './mcp.js';
-import { parseMs } from './ms.js';
+import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
+import { type CliIO, processIO, write } from '../io.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, boundedRequest, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
+import { parseMs } from '../ms.js';
 
 export const toolsUsage = `usage: toolwire tools [--server URL] [--token T] [--json] [--connect-timeout MS]
 

@@ -3,10 +3,10 @@
  */
 import { parseArgs } from 'node:util';
 import { Defaults, ExitCode, fromWire } from '@toolwire/protocol';
-import { missingEndpointMessage, resolveEndpoint } from './endpoint.js';
-import { type CliIO, processIO, readAll, waitForSignal, write } from './io.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, boundedRequest, connectMcp, mcpFailure, mcpUrl } from './mcp.js';
-import { parseMs } from './ms.js';
+import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
+import { type CliIO, processIO, readAll, waitForSignal, write } from '../io.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, boundedRequest, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
+import { parseMs } from '../ms.js';
 
 export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [--server URL] [--token T] [--timeout MS] [--workspace DIR] [--connect-timeout MS]
 

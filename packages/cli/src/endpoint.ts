@@ -2,7 +2,7 @@
  * Where a CLI command connects and with which token: flags, then `TOOLWIRE_SERVER` /
  * `TOOLWIRE_TOKEN`, then the local credentials file `toolwire serve` writes.
  */
-import { type LocalCredentials, credentialsPath, readLocalCredentials } from '@toolwire/protocol';
+import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
 
 /** Which half of the credentials file applies: a tool host (`.server`, `.host.token`) or a caller (`.mcp`, `.caller.token`). */
 export type Role = 'host' | 'caller';

@@ -1,13 +1,16 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeLocalCredentials } from '@toolwire/protocol';
+import { writeLocalCredentials } from '../src/credentials.js';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { callCommand, hostCommand, mcpUrl, toolsCommand } from '../src/cli/index.js';
+import { mcpUrl } from '../src/caller/mcp.js';
+import { callCommand } from '../src/commands/call.js';
+import { hostCommand } from '../src/commands/host.js';
+import { toolsCommand } from '../src/commands/tools.js';
 import { FakeDoor } from './helpers/fake-door.js';
-import { FakeServer } from './helpers/fake-server.js';
-import { poll } from './helpers/process.js';
+import { FakeServer } from '../../client/test/helpers/fake-server.js';
+import { poll } from '../../client/test/helpers/process.js';
 import { testIO, type TestIO } from './helpers/cli-io.js';
 
 const TOKEN = 'caller-token';

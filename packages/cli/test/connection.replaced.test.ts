@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { hostCommand } from '../src/cli/index.js';
-import { HostReplacedError, type Logger, ToolHost } from '../src/index.js';
+import { hostCommand } from '../src/commands/host.js';
+import { HostReplacedError, type Logger, ToolHost } from '@toolwire/client';
 import { testIO } from './helpers/cli-io.js';
-import { poll } from './helpers/process.js';
+import { poll } from '../../client/test/helpers/process.js';
 
 const TOKEN = 'alpha-token-0123456789';
 const REPLACED = 'replaced by a newer connection of the same host identity: another host is using this token';

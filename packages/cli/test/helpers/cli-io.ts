@@ -1,7 +1,7 @@
 /** Injected streams, environment and signals for CLI command tests, with captured output. */
 import { EventEmitter } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
-import type { CliIO } from '../../src/cli/index.js';
+import type { CliIO } from '../../src/io.js';
 
 export interface TestIO extends CliIO {
   out(): string;

@@ -6,13 +6,9 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CloseCode, ExitCode } from '@toolwire/protocol';
 import { pino } from 'pino';
-import { HostReplacedError } from '../host/errors.js';
-import { ToolHost } from '../host/tool-host.js';
-import { ManifestError } from '../manifest/errors.js';
-import { loadManifest } from '../manifest/load.js';
-import type { CommandToolSpec, Logger } from '../types.js';
-import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from './endpoint.js';
-import { type CliIO, processIO, waitForSignal, write } from './io.js';
+import { type CommandToolSpec, HostReplacedError, type Logger, ManifestError, ToolHost, loadManifest } from '@toolwire/client';
+import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
+import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [--server URL] [--token T] [--name N] [--root DIR] [--ca FILE]
 

@@ -26,8 +26,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { formatAjvErrors } from '@toolwire/protocol';
-import type { CallerCredential, HostCredential } from '../options.js';
-import type { ToolwireServerOptions } from '../toolwire-server.js';
+import type { CallerCredential, HostCredential, ToolwireServerOptions } from '@toolwire/server';
 
 /** Largest config file read, bytes. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;

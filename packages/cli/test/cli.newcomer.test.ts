@@ -9,9 +9,12 @@ import { join } from 'node:path';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { callCommand, callUsage, hostCommand, hostUsage, mcpUrl, toolsCommand, toolsUsage } from '../src/cli/index.js';
+import { mcpUrl } from '../src/caller/mcp.js';
+import { callCommand, callUsage } from '../src/commands/call.js';
+import { hostCommand, hostUsage } from '../src/commands/host.js';
+import { toolsCommand, toolsUsage } from '../src/commands/tools.js';
 import { testIO } from './helpers/cli-io.js';
-import { poll } from './helpers/process.js';
+import { poll } from '../../client/test/helpers/process.js';
 
 const CALLER = 'caller-token-0123456789';
 const HOST = 'host-token-0123456789';

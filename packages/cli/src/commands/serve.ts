@@ -25,11 +25,11 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { ExitCode, writeLocalCredentials } from '@toolwire/protocol';
+import { ExitCode } from '@toolwire/protocol';
+import { writeLocalCredentials } from '../credentials.js';
 import { pino } from 'pino';
-import type { CallerCredential, HostCredential } from '../options.js';
-import { type ListenInfo, type ServerTls, ToolwireServer } from '../toolwire-server.js';
-import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './config.js';
+import { type CallerCredential, type HostCredential, type ListenInfo, type ServerTls, ToolwireServer } from '@toolwire/server';
+import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
 
 const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL]
 
