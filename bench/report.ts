@@ -4,6 +4,7 @@
  */
 import { cpus, release, totalmem } from 'node:os';
 import type { ArmResult } from './arms.js';
+import { type CliResult, renderCli } from './cli.js';
 import type { ManyHostsResult } from './many-hosts.js';
 import { type LoadShape, shapeLabel } from './scenarios.js';
 
@@ -14,6 +15,7 @@ export interface RunRecord {
   s5?: { toolwire: ArmResult[]; floor: ArmResult[] };
   s6?: ManyHostsResult;
   s7?: ArmResult;
+  cli?: CliResult;
 }
 
 export function machine(): Record<string, unknown> {
@@ -47,6 +49,7 @@ export function jsonLines(record: RunRecord, meta: Record<string, unknown>): str
   for (const r of [...(record.s5?.toolwire ?? []), ...(record.s5?.floor ?? [])]) lines.push(arm(`s5`, r));
   if (record.s6) lines.push({ ...meta, run: record.run, scenario: 's6', arm: 'toolwire', ...record.s6 });
   if (record.s7) lines.push(arm('s7', record.s7));
+  if (record.cli) lines.push({ ...meta, run: record.run, scenario: 'cli', ...record.cli });
   return lines.map((l) => JSON.stringify(l));
 }
 
@@ -181,10 +184,11 @@ export function render(records: RunRecord[], markdown: boolean): string {
       yesNo(results[0]!.bufferutil),
     ];
   });
-  const parts = [
+  const parts: string[] = [];
+  if (body.length > 0) parts.push(
     `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process; the host's CPU includes its spawn helper's, which runs s5's tools):`,
     table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
-  ];
+  );
   const s6 = records.map((r) => r.s6).filter((x): x is ManyHostsResult => x !== undefined);
   if (s6.length > 0) {
     const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
@@ -208,8 +212,10 @@ export function render(records: RunRecord[], markdown: boolean): string {
       ),
     );
   }
+  const cli = records.map((r) => r.cli).filter((x): x is CliResult => x !== undefined);
+  if (cli.length > 0) parts.push('', renderCli(cli));
   const judged = judge(records);
-  parts.push(
+  if (judged.length > 0) parts.push(
     '',
     `Targets (median of the per-run values):`,
     table(

@@ -1,6 +1,7 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…] [--markdown]` — toolwire's router path against a
- * raw-WebSocket RPC baseline, side by side in the same run (issue 4). Prints the table of medians and
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli] [--markdown]` — toolwire's router path against a
+ * raw-WebSocket RPC baseline, side by side in the same run (issue 4), and the installed CLI's start-up
+ * time and idle memory (`cli`, issue 9: see `cli.ts`). Prints the table of medians and
  * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
  * `bench/results/latest.md`.
  */
@@ -11,6 +12,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
+import { cliScenario } from './cli.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -44,7 +46,7 @@ const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1));
 const arms = (values.arms ?? 'toolwire,raw').split(',');
 const runs = Number(values.runs ?? (quick ? 1 : 3));
 if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`--runs must be a positive integer, got ${values.runs}`);
-const only = new Set((values.only ?? 's1,s2,s3,s4,s5,s6,s7').split(',').map((s) => s.trim()));
+const only = new Set((values.only ?? 's1,s2,s3,s4,s5,s6,s7,cli').split(',').map((s) => s.trim()));
 const wanted = (id: string): boolean => only.has(id);
 
 // s7's records go to tmpfs when there is one (/dev/shm), so the figure is toolwire's cost and not that
@@ -124,6 +126,14 @@ try {
         await rm(recordDir, { recursive: true, force: true });
       }
       log(`run ${run} s7: ${brief(record.s7)}`);
+    }
+    if (wanted('cli')) {
+      record.cli = await cliScenario(quick ? 5 : 15);
+      const c = record.cli;
+      log(
+        `run ${run} cli: node -e 0 ${c.nodeMs.toFixed(0)} ms, --version ${c.versionMs.toFixed(0)} ms, call ${c.callMs.toFixed(0)} ms; ` +
+          `idle RSS host ${c.hostRssMiB.toFixed(1)} MiB, helper ${c.helperRssMiB.toFixed(1)} MiB, serve ${c.serveRssMiB.toFixed(1)} MiB`,
+      );
     }
     records.push(record);
     await appendFile(resultsFile, `${jsonLines(record, meta).join('\n')}\n`);
