@@ -129,7 +129,7 @@ export async function cliScenario(runs: number): Promise<CliResult> {
         callers: [{ name: 'cli', token: tokens.cli, grant: ['*'] }],
       }),
     );
-    const env = { ...process.env, TOOLWIRE_HOME: home, TOOLWIRE_LOG_LEVEL: 'warn' };
+    const env: NodeJS.ProcessEnv = { ...process.env, TOOLWIRE_HOME: home, TOOLWIRE_LOG_LEVEL: 'warn' };
     delete env.TOOLWIRE_SERVER;
     delete env.TOOLWIRE_TOKEN;
     const serve = await started([CLI, 'serve', '--config', config, '--log-level', 'warn'], env, /listening on/, children);
