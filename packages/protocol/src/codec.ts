@@ -1,6 +1,7 @@
 /**
  * The codec: one frame in, a typed message or one coded {@link WireError} out — never a throw.
- * Validators are compiled once, at module load (ajv, strict mode).
+ * Validators are compiled once (ajv, strict mode), each direction's on its first use: a tool host
+ * only decodes server messages and a server only host messages, so neither compiles the other's.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
 import { CloseCode } from './codes.js';
@@ -35,9 +36,9 @@ function compileAll(schemas: Record<string, object>): Map<string, ValidateFuncti
   return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
 }
 
-const hostValidators = compileAll(hostMessageSchemas);
-const serverValidators = compileAll(serverMessageSchemas);
-const toolSpecValidator = ajv.compile(toolSpecSchema);
+let hostValidators: Map<string, ValidateFunction> | undefined;
+let serverValidators: Map<string, ValidateFunction> | undefined;
+let toolSpecValidator: ValidateFunction | undefined;
 
 /** Most ajv errors rendered into one reason line; the rest are counted. */
 const MAX_REPORTED_ERRORS = 5;
@@ -109,12 +110,12 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
 
 /** Decode a frame a host sent (server side). `data` as ws delivers it; `isBinary` from the ws event. */
 export function decodeHostMessage(data: string | Buffer, isBinary = false): Decoded<HostMessage> {
-  return decode<HostMessage>(hostValidators, data, isBinary);
+  return decode<HostMessage>((hostValidators ??= compileAll(hostMessageSchemas)), data, isBinary);
 }
 
 /** Decode a frame the server sent (tool-host side). */
 export function decodeServerMessage(data: string | Buffer, isBinary = false): Decoded<ServerMessage> {
-  return decode<ServerMessage>(serverValidators, data, isBinary);
+  return decode<ServerMessage>((serverValidators ??= compileAll(serverMessageSchemas)), data, isBinary);
 }
 
 /** Encode any message as one JSON text frame. */
@@ -124,10 +125,11 @@ export function encodeMessage(message: HostMessage | ServerMessage): string {
 
 /** Check one advertised tool's shape; returns the reason it is refused, or `undefined` when well-formed. */
 export function checkToolSpec(value: unknown): string | undefined {
-  return toolSpecValidator(value) ? undefined : formatAjvErrors(toolSpecValidator.errors);
+  const validate = (toolSpecValidator ??= ajv.compile(toolSpecSchema));
+  return validate(value) ? undefined : formatAjvErrors(validate.errors);
 }
 
 /** Type guard form of {@link checkToolSpec}. */
 export function isToolSpec(value: unknown): value is ToolSpec {
-  return toolSpecValidator(value);
+  return (toolSpecValidator ??= ajv.compile(toolSpecSchema))(value);
 }
