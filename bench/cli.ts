@@ -6,9 +6,10 @@
  *   tool against a running server (medians over `runs` runs each, interleaved so a slow phase of
  *   the machine hits all three alike); times are also given as ratios to `node -e 0`;
  * - idle RSS (and private memory: what the process does not share with other `node` processes, such
- *   as the node binary's own pages) of `toolwire host --manifest examples/tools.json` after it
- *   connected and ran one subprocess call (so its spawn helper is up), of that spawn helper, and of
- *   `toolwire serve` with that host connected, after one call through the MCP door.
+ *   as the node binary's own pages) of `toolwire host --manifest examples/tools.json` once it has
+ *   connected and advertised, of `toolwire serve` with that one host connected (no call yet), and
+ *   of the host's spawn helper after the host ran a subprocess call (the helper starts then); the
+ *   server's RSS after the timed calls is reported too (its MCP door is loaded on first use).
  *
  * Builds the packages first (`pnpm build`) when `packages/cli/dist/main.js` is missing.
  */
@@ -37,6 +38,8 @@ export interface CliResult {
   helperPrivateMiB: number;
   serveRssMiB: number;
   servePrivateMiB: number;
+  /** `toolwire serve` after the timed calls: the MCP door (and the SDK it loads on first use) is up. */
+  serveAfterCallsRssMiB: number;
 }
 
 function median(values: number[]): number {
@@ -101,6 +104,21 @@ function started(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, children
   });
 }
 
+/** `GET /healthz` of the server on `port`. */
+async function health(port: string): Promise<{ hosts?: number; tools?: number }> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}/healthz`);
+    return (await response.json()) as { hosts?: number; tools?: number };
+  } catch {
+    return {};
+  }
+}
+
+/** Let a process's start-up garbage be collected and its memory settle before it is read. */
+function settle(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 1_000));
+}
+
 /** Poll `check` every 50 ms until it is true, at most `ms`. */
 async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
   const end = Date.now() + ms;
@@ -136,18 +154,22 @@ export async function cliScenario(runs: number): Promise<CliResult> {
     const port = /listening on .*:(\d+)/.exec(serve.line)?.[1];
     if (port === undefined) throw new Error(`no port in the banner: ${serve.line}`);
     const ws = `ws://127.0.0.1:${port}`;
-    await started([ECHO_HOST], { ...env, BENCH_URL: ws, BENCH_TOKEN: tokens.bench }, /^ready$/, children);
     const manifestHost = spawn(process.execPath, [CLI, 'host', '--server', ws, '--manifest', MANIFEST, '--root', repoRoot], {
       env: { ...env, TOOLWIRE_TOKEN: tokens.local },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
     children.push(manifestHost);
+    // Connected and advertised: /healthz counts it (no MCP session is opened, so the server has not
+    // loaded the MCP SDK yet: this is the idle server with one host).
+    await until(async () => ((await health(port)).tools ?? 0) >= 5, 20_000, 'the manifest host to advertise');
+    await settle();
+    const hostIdle = memoryOf(manifestHost.pid!);
+    const serveIdle = memoryOf(serve.child.pid!);
 
+    await started([ECHO_HOST], { ...env, BENCH_URL: ws, BENCH_TOKEN: tokens.bench }, /^ready$/, children);
     const callerEnv = { ...env, TOOLWIRE_SERVER: `http://127.0.0.1:${port}/mcp`, TOOLWIRE_TOKEN: tokens.cli };
     const call = [CLI, 'call', 'bench__echo', '{"text":"hello"}'];
-    const subprocessCall = [CLI, 'call', 'local__list_dir', '{"path":"."}'];
-    // The manifest host is up once its tool answers; that call also starts its spawn helper.
-    await until(() => timed(subprocessCall, callerEnv).then(() => true, () => false), 20_000, 'the manifest host');
+    await timed([CLI, 'call', 'local__list_dir', '{"path":"."}'], callerEnv); // starts the host's spawn helper
     for (let i = 0; i < 3; i++) await timed(call, callerEnv); // warm the server's MCP door and the page cache
 
     const node: number[] = [];
@@ -159,24 +181,23 @@ export async function cliScenario(runs: number): Promise<CliResult> {
       calls.push(await timed(call, callerEnv));
     }
 
-    // Idle memory: let the last call's garbage settle first.
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await settle();
     const helperPid = spawnHelperOf(manifestHost.pid!);
     if (helperPid === undefined) throw new Error('the manifest host has no spawn helper after a subprocess call');
-    const host = memoryOf(manifestHost.pid!);
     const helper = memoryOf(helperPid);
-    const server = memoryOf(serve.child.pid!);
+    const serveAfter = memoryOf(serve.child.pid!);
     return {
       runs,
       nodeMs: median(node),
       versionMs: median(version),
       callMs: median(calls),
-      hostRssMiB: host.rss,
-      hostPrivateMiB: host.priv,
+      hostRssMiB: hostIdle.rss,
+      hostPrivateMiB: hostIdle.priv,
       helperRssMiB: helper.rss,
       helperPrivateMiB: helper.priv,
-      serveRssMiB: server.rss,
-      servePrivateMiB: server.priv,
+      serveRssMiB: serveIdle.rss,
+      servePrivateMiB: serveIdle.priv,
+      serveAfterCallsRssMiB: serveAfter.rss,
     };
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
@@ -204,6 +225,7 @@ export function renderCli(results: CliResult[]): string {
     ['`toolwire host` idle RSS (private)', `${med((r) => r.hostRssMiB).toFixed(1)} MiB (${med((r) => r.hostPrivateMiB).toFixed(1)})`, '', `≤ 60 MiB: ${ok(med((r) => r.hostRssMiB) <= 60)}`],
     ['its spawn helper idle RSS (private)', `${med((r) => r.helperRssMiB).toFixed(1)} MiB (${med((r) => r.helperPrivateMiB).toFixed(1)})`, '', `≤ 40 MiB: ${ok(med((r) => r.helperRssMiB) <= 40)}`],
     ['`toolwire serve` + 1 host idle RSS (private)', `${med((r) => r.serveRssMiB).toFixed(1)} MiB (${med((r) => r.servePrivateMiB).toFixed(1)})`, '', `≤ 80 MiB: ${ok(med((r) => r.serveRssMiB) <= 80)}`],
+    ['`toolwire serve` RSS after the calls', `${med((r) => r.serveAfterCallsRssMiB).toFixed(1)} MiB`, '', '—'],
   ];
   const header = `cli: median of ${results.length} run(s) × ${results[0]?.runs ?? 0} timed runs each; built dist on plain node`;
   const lines = ['| what | figure | × node -e 0 | target |', '|---|---:|---:|---|', ...rows.map((r) => `| ${r.join(' | ')} |`)];
