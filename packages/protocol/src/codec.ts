@@ -1,12 +1,13 @@
 /**
  * The codec: one frame in, a typed message or one coded {@link WireError} out — never a throw.
- * Validators are compiled once (ajv, strict mode), each direction's on its first use: a tool host
- * only decodes server messages and a server only host messages, so neither compiles the other's.
+ * The validators are ajv's (strict mode, all errors), compiled ahead of time from `schemas.ts` into
+ * `validators.generated.ts` (`pnpm --filter @toolwire/protocol generate`), so no process loads ajv's
+ * compiler for the wire format.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ErrorObject } from 'ajv';
 import { CloseCode } from './codes.js';
 import type { HostMessage, ServerMessage, ToolSpec } from './messages.js';
-import { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';
+import * as generated from './validators.generated.js';
 
 /**
  * Why a frame was refused.
@@ -30,15 +31,21 @@ export interface WireError {
 /** Outcome of decoding one frame. */
 export type Decoded<M> = { ok: true; message: M } | { ok: false; error: WireError };
 
-const ajv = new Ajv({ strict: true, allErrors: true });
-
-function compileAll(schemas: Record<string, object>): Map<string, ValidateFunction> {
-  return new Map(Object.entries(schemas).map(([type, schema]) => [type, ajv.compile(schema)]));
+/** A generated validator: true when `data` matches; otherwise `errors` holds ajv's error objects. */
+interface Validator {
+  (data: unknown): boolean;
+  errors?: ErrorObject[] | null;
 }
 
-let hostValidators: Map<string, ValidateFunction> | undefined;
-let serverValidators: Map<string, ValidateFunction> | undefined;
-let toolSpecValidator: ValidateFunction | undefined;
+/** The generated validators whose export name starts with `prefix`, keyed by message `type`. */
+function validators(prefix: string): Map<string, Validator> {
+  const entries = Object.entries(generated as Record<string, Validator>).filter(([name]) => name.startsWith(prefix));
+  return new Map(entries.map(([name, validate]) => [name.slice(prefix.length), validate]));
+}
+
+const hostValidators = validators('host_');
+const serverValidators = validators('server_');
+const toolSpecValidator = generated.toolSpec as Validator;
 
 /** Most ajv errors rendered into one reason line; the rest are counted. */
 const MAX_REPORTED_ERRORS = 5;
@@ -50,7 +57,7 @@ const MAX_QUOTED_KEY_CHARS = 64;
  * Render ajv errors as one line, e.g. `/exitCode must be integer; / must have required property 'stderr'`.
  * An unknown key is named: `/ must NOT have additional properties ("extra")`.
  */
-export function formatAjvErrors(errors: ValidateFunction['errors']): string {
+export function formatAjvErrors(errors: ErrorObject[] | null | undefined): string {
   if (!errors || errors.length === 0) return 'invalid';
   const shown = errors.slice(0, MAX_REPORTED_ERRORS).map((e) => {
     const line = `${e.instancePath || '/'} ${e.message ?? 'is invalid'}`;
@@ -70,7 +77,7 @@ function describeType(type: unknown): string {
   return String(JSON.stringify(typeof type === 'string' ? type.slice(0, 64) : type)).slice(0, 64);
 }
 
-function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buffer, isBinary: boolean): Decoded<M> {
+function decode<M>(validators: Map<string, Validator>, data: string | Buffer, isBinary: boolean): Decoded<M> {
   if (isBinary) {
     return { ok: false, error: { fatal: true, closeCode: CloseCode.UNSUPPORTED_DATA, reason: 'binary frame' } };
   }
@@ -110,12 +117,12 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
 
 /** Decode a frame a host sent (server side). `data` as ws delivers it; `isBinary` from the ws event. */
 export function decodeHostMessage(data: string | Buffer, isBinary = false): Decoded<HostMessage> {
-  return decode<HostMessage>((hostValidators ??= compileAll(hostMessageSchemas)), data, isBinary);
+  return decode<HostMessage>(hostValidators, data, isBinary);
 }
 
 /** Decode a frame the server sent (tool-host side). */
 export function decodeServerMessage(data: string | Buffer, isBinary = false): Decoded<ServerMessage> {
-  return decode<ServerMessage>((serverValidators ??= compileAll(serverMessageSchemas)), data, isBinary);
+  return decode<ServerMessage>(serverValidators, data, isBinary);
 }
 
 /** Encode any message as one JSON text frame. */
@@ -125,11 +132,10 @@ export function encodeMessage(message: HostMessage | ServerMessage): string {
 
 /** Check one advertised tool's shape; returns the reason it is refused, or `undefined` when well-formed. */
 export function checkToolSpec(value: unknown): string | undefined {
-  const validate = (toolSpecValidator ??= ajv.compile(toolSpecSchema));
-  return validate(value) ? undefined : formatAjvErrors(validate.errors);
+  return toolSpecValidator(value) ? undefined : formatAjvErrors(toolSpecValidator.errors);
 }
 
 /** Type guard form of {@link checkToolSpec}. */
 export function isToolSpec(value: unknown): value is ToolSpec {
-  return (toolSpecValidator ??= ajv.compile(toolSpecSchema))(value);
+  return toolSpecValidator(value);
 }

@@ -1,6 +1,6 @@
 /**
- * JSON Schemas of every wire message (DESIGN §5), one per `type`. Compiled once, at module load,
- * by `codec.ts`. Unknown keys are rejected everywhere (`additionalProperties: false`), which also
+ * JSON Schemas of every wire message (DESIGN §5), one per `type`. Compiled ahead of time into
+ * `validators.generated.ts` (see `scripts/generate-validators.ts`), which `codec.ts` uses. Unknown keys are rejected everywhere (`additionalProperties: false`), which also
  * keeps `__proto__`-style keys out of decoded messages.
  */
 import { FailureKind } from './codes.js';
