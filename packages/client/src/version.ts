@@ -1,8 +1,5 @@
 /** Host software name and version, sent in `hello.software` (free text for the server's logs). */
 import pkg from '../package.json' with { type: 'json' };
 
-/** The package version, e.g. `0.1.0`. */
-export const VERSION: string = pkg.version;
-
 /** E.g. `@toolwire/client 0.1.0`. */
 export const SOFTWARE = `${pkg.name} ${pkg.version}`;

@@ -258,7 +258,7 @@ describe('spawn helper, adversarial: bugs found in review', () => {
     } finally {
       clearInterval(sample);
     }
-    // Local spawn: ~0.2 MiB. Through the helper today: ~75 MiB (each 10-byte chunk is a view of a whole IPC read buffer).
+    // The helper copies small chunks; a chunk that stayed a view of a whole IPC read buffer pinned it (bench/README.md item 16).
     expect(last / 2 ** 20).toBeLessThan(4);
   });
 

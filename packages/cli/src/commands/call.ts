@@ -39,8 +39,6 @@ This command itself exits 64 for bad usage, invalid JSON, or input larger than t
 
 /** Time the answer may take beyond the call deadline and the cancel grace, ms (network, scheduling). */
 export const RESPONSE_MARGIN_MS = 5_000;
-/** Time the MCP request may take beyond the call deadline before the client gives up, ms. */
-export const REQUEST_MARGIN_MS = Defaults.cancelGraceMs + RESPONSE_MARGIN_MS;
 /** Time allowed on Ctrl-C for the `notifications/cancelled` to reach the server, ms. */
 const CANCEL_FLUSH_MS = 1_000;
 /** Largest INPUT_JSON read from stdin, bytes (the server's default maxPayload). */

@@ -47,8 +47,8 @@ export function describeAbort(signal: AbortSignal): { failure: AbortFailure; rea
 
 /**
  * The abort of one call, owned by its session. `signal` (what a tool sees as `ctx.signal`) is made
- * only when first read: creating an `AbortSignal` costs about 2 µs in Node 20, more than the rest
- * of an in-process call, and most tools never look at it. Every abort goes through {@link abort},
+ * only when first read: creating an `AbortSignal` costs more than the rest of an in-process call
+ * (bench/README.md item 1), and most tools never look at it. Every abort goes through {@link abort},
  * so {@link aborted} and {@link reason} always agree with `signal`.
  */
 export class CallAbort {

@@ -51,9 +51,8 @@ function withAbort(capture: Capture, abort: CallAbort): Capture {
 /**
  * The `ctx` a tool sees. Made here, not inline in `dispatch`: its `signal` getter is a closure, and a
  * closure made in `dispatch` shares that function's context — which holds the whole call message
- * (its input) for the other closures there. Measured (bench s3, 64 KiB): recent inputs then
- * survived scavenges (~1.7 MB promoted per scavenge, then mark-compacts); with this getter, which
- * captures only `abort`, ~14 KB.
+ * (its input) for the other closures there, so recent inputs survived young-generation GCs and were
+ * promoted. This getter captures only `abort` (bench/README.md item 9).
  */
 function toolContext(call: CallMessage, deadlineMs: number, abort: CallAbort): ToolContext {
   return {

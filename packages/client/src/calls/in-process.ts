@@ -52,7 +52,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /**
  * Call `handler` now. When it returns synchronously (anything but a thenable) or throws, its
- * capture is known at once — as {@link runHandler} would resolve it, without the promise hops, so
+ * capture is known at once — as {@link awaitHandler} would resolve it, without the promise hops, so
  * the call can be answered within the frame that carried it. A string comes back as `text` (stdout,
  * exit code 0: `handlerOutputToCapture(text)` when bytes are needed); a thenable as `pending`, for
  * {@link awaitHandler}. Never throws.
@@ -75,25 +75,17 @@ export function startHandler(
 }
 
 /**
- * Run `handler` and resolve with its capture; never rejects. A throw → 70 with the message on
- * stderr, unless the call was aborted first (then the abort's capture). Once `abort` fires (it is
- * what `ctx.signal` reports), the handler gets `abandonAfterMs` more to return its partial output;
- * after that the call is answered with the abort's capture and the handler's eventual outcome is
- * ignored (in-process code cannot be killed).
+ * Resolve with the capture of a handler already called: `pending` is the thenable it returned (see
+ * {@link startHandler}); never rejects. A rejection → 70 with the message on stderr, unless the call
+ * was aborted first (then the abort's capture). Once `abort` fires (it is what `ctx.signal`
+ * reports), the handler gets `abandonAfterMs` more to return its partial output; after that the call
+ * is answered with the abort's capture and the handler's eventual outcome is ignored (in-process
+ * code cannot be killed).
  */
-export function runHandler(handler: ToolHandler, input: unknown, ctx: ToolContext, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
-  return settleHandler(() => handler(input, ctx), abandonAfterMs, abort);
-}
-
-/** {@link runHandler} for a handler already called: `pending` is what it returned (see {@link startHandler}). */
 export function awaitHandler(pending: unknown, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
-  return settleHandler(() => pending, abandonAfterMs, abort);
-}
-
-function settleHandler(call: () => unknown, abandonAfterMs: number, abort: CallAbort): Promise<Capture> {
   const work = (async (): Promise<Capture> => {
     try {
-      return handlerOutputToCapture(await call());
+      return handlerOutputToCapture(await pending);
     } catch (error) {
       return thrownCapture(error, abort);
     }

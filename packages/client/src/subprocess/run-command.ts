@@ -47,8 +47,8 @@ export function toolEnv(spec: CommandSpec, ctx: ToolContext, base: NodeJS.Proces
 
 /**
  * Copy `source`'s own keys into `env` as data properties (what a spread does), key by key: a spread
- * of `process.env` takes V8's generic path through the environment's interceptors, ~25 µs per call
- * here against ~14 µs for this loop (bench s5, item 20).
+ * of `process.env` takes V8's generic path through the environment's interceptors, which is slower
+ * than this loop (bench/README.md item 20).
  */
 function copyEnv(env: NodeJS.ProcessEnv, source: Readonly<Record<string, string | undefined>>): void {
   for (const key of Object.keys(source)) {

@@ -4,8 +4,8 @@
  *
  * Why it exists: `fork()` copies the page tables of the process that spawns, and the parent then
  * takes a copy-on-write fault for every page it touches afterwards. A tool host (ws, ajv, pino, a
- * TypeScript loader) is about twice the size of this process, and its event loop would stop for
- * each fork; from here neither happens (figures in `spawn-helper.ts`).
+ * TypeScript loader) is much bigger than this process, and its event loop would stop for
+ * each fork; from here neither happens (figures in bench/README.md items 16–17).
  *
  * Protocol (Node IPC, `serialization: 'advanced'`; the helper sends arrays of events, see `flush`):
  * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask}`; `{op:'kill', id, signal}`

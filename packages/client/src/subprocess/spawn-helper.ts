@@ -3,10 +3,9 @@
  * that spawns subprocess tools on the host's behalf and forwards their output over Node IPC.
  *
  * `fork()` cost grows with the spawning process (page tables copied, then a copy-on-write fault per
- * page the parent touches), and `spawn()` blocks the event loop until the child has exec'd. Measured
- * (bench/README.md, items 16–20): `cat` through `runCommandTool` in a tsx process, one at a time,
- * 2,110–2,390 µs wall and 1,280–1,400 µs of this process's CPU per call when spawned here, vs
- * ~1,745 µs and ~290 µs through the helper; bench s5 at 8 in flight 0.75 → 1.16–1.24 × the floor.
+ * page the parent touches), and `spawn()` blocks the event loop until the child has exec'd. Forking
+ * from a small process instead costs less wall time and much less of the host's CPU per call
+ * (bench/README.md items 16–20).
  *
  * One helper per process, started with the first subprocess tool, never keeping the process alive
  * while idle. If it cannot start (no usable `process.execPath`, Windows) tools are spawned locally
@@ -29,8 +28,7 @@ const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
 
 /**
  * Node flags of the helper: a 1 MiB young generation and one V8 worker thread keep the process
- * (and so each fork's page-table copy) small. Measured, `cat` spawned 600× in a loop from a bare
- * node: 1,440–1,490 → 1,350–1,380 µs wall and 740–760 → 680–710 µs CPU per spawn, RSS 60 → ~54 MiB.
+ * (and so each fork's page-table copy) small (bench/README.md item 17).
  */
 const HELPER_NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
 

@@ -90,7 +90,7 @@ export class DiskRecord {
 
 /**
  * `fs.writeFile` (callback API), promisified: open + write + close without the `FileHandle` objects
- * of `fs/promises`, about half the main-thread cost at thousands of records per second.
+ * of `fs/promises`, which cost main-thread time on every record (bench/README.md item 7).
  */
 function writeFile(path: string, data: string, options: { mode: number; flag: string }): Promise<void> {
   return new Promise((resolve, reject) => writeFileCb(path, data, options, (error) => (error ? reject(error) : resolve())));

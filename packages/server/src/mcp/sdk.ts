@@ -1,7 +1,7 @@
 /**
- * The MCP SDK, loaded on demand. The SDK (`@modelcontextprotocol/sdk/server`, with zod) puts
- * ~7 MiB on the V8 heap; a server whose MCP door is never used should not carry it (a bigger heap
- * makes every GC of the call path cost more — bench/README.md). The door calls {@link loadMcpSdk}
+ * The MCP SDK, loaded on demand. The SDK (`@modelcontextprotocol/sdk/server`, with zod) grows the
+ * V8 heap; a server whose MCP door is never used should not carry it (a bigger heap makes every GC
+ * of the call path cost more — bench/README.md item 15). The door calls {@link loadMcpSdk}
  * when a request first needs a session; every other module of `@toolwire/server` imports SDK types
  * only (`import type`, erased at run time).
  */

@@ -1,10 +1,9 @@
 /**
  * Deadlines of one session's pending calls, with one timer per distinct deadline length instead of
  * one per call. Calls given the same `deadlineMs` expire in the order they were added, so each
- * length keeps its calls in insertion order and one timer armed for the oldest. Measured (bench
- * s1, 1 call in flight): a `setTimeout` + `clearTimeout` per call was ~200 B of garbage and a timer
- * list insertion per call; here an added call costs a `Set.add`, and the timer is re-armed at most
- * once per expiry of its head.
+ * length keeps its calls in insertion order and one timer armed for the oldest. A `setTimeout` +
+ * `clearTimeout` per call made garbage and a timer-list insertion per call (bench/README.md item 18);
+ * here an added call costs a `Set.add`, and the timer is re-armed at most once per expiry of its head.
  *
  * A call expires when `performance.now()` (monotonic) reaches its start + `deadlineMs`, within the
  * 1 ms a timer of its own would allow (Node counts timers from the event loop's cached time), late by

@@ -22,8 +22,8 @@ import { type Stoppable, unwatchStop, watchStop } from './stop-watch.js';
 /**
  * One pending call. A class, not an object literal with methods: methods of a literal are closures
  * made per call over the dispatching function's context (the caller's call, the promise's
- * `resolve` and through it the settled capture); measured at 64 KiB (bench s3), that kept settled
- * captures (their external bytes) alive past their calls: more mark-compacts. It is also not an arrow
+ * `resolve` and through it the settled capture), which kept settled captures (their external bytes)
+ * alive past their calls: more full GCs (bench/README.md item 10). It is also not an arrow
  * function per call (tsx compiles with esbuild `keepNames`, which names each named arrow function
  * as it is created, a cost on every call).
  */

@@ -1,8 +1,8 @@
 /**
  * One `abort` listener per caller `AbortSignal`, shared by every pending call that carries it,
  * instead of one listener per call. An agent typically passes one stop signal for all the calls of
- * a run; `addEventListener` + `removeEventListener` per call cost a listener record (~300 B of
- * garbage) and two list walks each time (bench s1). Here a call joins its signal's set; the
+ * a run; `addEventListener` + `removeEventListener` per call left a listener record as garbage and
+ * cost two list walks each time (bench/README.md item 18). Here a call joins its signal's set; the
  * listener, added at the signal's first call, stops every call still in the set when it fires.
  *
  * A signal whose calls have all settled is let go one turn of the event loop later (its listener
