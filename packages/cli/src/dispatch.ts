@@ -1,8 +1,10 @@
 /**
  * The `toolwire` command dispatcher: picks the command and loads only its module, so a command
- * pays for nothing it does not use.
+ * pays for nothing it does not use (`--version` loads nothing; `tools` and `call` load no server,
+ * tool host, logger or schema code).
  */
-import { ExitCode } from '@toolwire/protocol';
+import { ExitCode } from './codes.js';
+import { nearest } from './suggest.js';
 import { VERSION } from './version.js';
 
 export const usage = `usage: toolwire <command> [options]
@@ -15,6 +17,10 @@ commands:
 
 Run "toolwire <command> --help" for the options of one command.
 `;
+
+/** The commands, then the other words `run` takes as its first argument. */
+const COMMANDS = ['serve', 'host', 'tools', 'call'] as const;
+const WORDS = [...COMMANDS, 'help', 'version'];
 
 /**
  * Run `toolwire ARGV…` (the arguments after the program name) and resolve with the exit status.
@@ -40,10 +46,16 @@ export async function run(argv: string[]): Promise<number> {
     case '-h':
     case '--help':
     case 'help':
+      // `toolwire help call` is `toolwire call --help`.
+      if (command === 'help' && rest[0] !== undefined && (COMMANDS as readonly string[]).includes(rest[0])) return run([rest[0], '--help']);
       process.stdout.write(usage);
       return command === undefined ? ExitCode.USAGE : ExitCode.OK;
-    default:
-      process.stderr.write(`toolwire: unknown command "${command}"\n\n${usage}`);
+    default: {
+      const option = command.startsWith('-');
+      const near = nearest(command, option ? ['--help', '--version'] : WORDS);
+      const problem = option ? `unknown option ${command}${near !== undefined ? `; did you mean ${near}?` : ''}` : `unknown command "${command}"${near !== undefined ? `; did you mean "${near}"?` : ''}`;
+      process.stderr.write(`toolwire: ${problem}\nusage: toolwire <command> [options]\nRun "toolwire --help" for the commands.\n`);
       return ExitCode.USAGE;
+    }
   }
 }

@@ -1,21 +1,35 @@
 /**
- * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: URL
- * normalisation, an SDK `Client` over Streamable HTTP with a bearer token, bounds on connecting and
- * on waiting, noticing a lost server, and the mapping of failures to CLI exit statuses.
+ * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: JSON-RPC over
+ * MCP Streamable HTTP with `node:http` (`node:https` for an https URL), a bearer token, bounds on
+ * connecting and on waiting, noticing a lost server, and the mapping of failures to CLI exit
+ * statuses. It speaks only what the two commands need, so a run loads no MCP SDK and no schema
+ * library.
+ *
+ * On the wire, per command:
+ * 1. `POST initialize` — the answer comes in an SSE stream (or as JSON), the session id in the
+ *    `Mcp-Session-Id` header;
+ * 2. `POST notifications/initialized` and `POST <the request>` at the same time (the spec asks only
+ *    that requests wait for the initialize answer; the notification is answered 202);
+ * 3. on Ctrl-C or a bound reached, `POST notifications/cancelled` for the request;
+ * 4. `DELETE` of the session, so none is left open on the server.
+ * Every later request carries `Mcp-Session-Id` and `Mcp-Protocol-Version`.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
-import { ExitCode } from '@toolwire/protocol';
+import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { createParser } from 'eventsource-parser';
 import pTimeout from 'p-timeout';
-import { VERSION } from '../version.js';
+import { ExitCode } from '../codes.js';
 import { withDefaultScheme } from '../endpoint.js';
-import { ResponseWatch } from './response-watch.js';
+import { VERSION } from '../version.js';
 
 /** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+/** Time allowed for the session's DELETE at the end, ms (a server that does not answer keeps its session). */
+const CLOSE_TIMEOUT_MS = 1_000;
+/** Largest error or JSON body read, bytes (more is cut off: only its start is shown or parsed). */
+const MAX_BODY_BYTES = 1024 * 1024;
+/** The MCP version asked for in `initialize`, then the older ones this caller also speaks. */
+const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
 /**
  * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
@@ -41,54 +55,10 @@ export function mcpUrl(server: string): URL {
   return url;
 }
 
-/**
- * The Streamable HTTP transport, remembering notifications in flight so a `notifications/cancelled`
- * sent on Ctrl-C reaches the server before the transport is closed, and showing every message it
- * delivers to a {@link ResponseWatch}.
- */
-class WatchedTransport extends StreamableHTTPClientTransport {
-  readonly #notifications = new Set<Promise<void>>();
-  readonly #watch: ResponseWatch;
-
-  constructor(url: URL, token: string, watch: ResponseWatch) {
-    super(url, {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-      fetch: watch.fetch,
-      // A CLI run is short: a broken notification stream is not dialled again (the watch decides).
-      reconnectionOptions: { maxRetries: 0, initialReconnectionDelay: 1000, maxReconnectionDelay: 1000, reconnectionDelayGrowFactor: 1 },
-    });
-    this.#watch = watch;
-  }
-
-  /** The SDK's `Protocol.connect` installs `onmessage` before calling `start()`: wrap it here. */
-  override start(): Promise<void> {
-    const deliver = this.onmessage;
-    this.onmessage = (message) => {
-      this.#watch.seen(message);
-      deliver?.(message);
-    };
-    return super.start();
-  }
-
-  override send(message: JSONRPCMessage | JSONRPCMessage[], options?: Parameters<StreamableHTTPClientTransport['send']>[1]): Promise<void> {
-    const sent = super.send(message, options);
-    if (!Array.isArray(message) && 'method' in message && !('id' in message)) {
-      const tracked: Promise<void> = sent.catch(() => {}).finally(() => this.#notifications.delete(tracked));
-      this.#notifications.add(tracked);
-    }
-    return sent;
-  }
-
-  /** Wait (at most `ms`) for notifications still being posted. */
-  async flush(ms: number): Promise<void> {
-    await pTimeout(Promise.all(this.#notifications), { milliseconds: ms, message: false });
-  }
-}
-
 /** The server went away while a request was waiting for its answer (exit 69, "lost the server"). */
 export class ServerLostError extends Error {
-  constructor(cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause));
+  constructor(message: string) {
+    super(message);
     this.name = 'ServerLostError';
   }
 }
@@ -108,13 +78,36 @@ export class NoAnswerError extends Error {
   }
 }
 
-/** A connected MCP client and a way to close it promptly. */
-export interface McpSession {
-  client: Client;
-  /** Aborted (reason: an Error naming the cause) when a request's response stream ended without its answer. */
-  lost: AbortSignal;
-  /** Let pending notifications (at most `flushMs`) go out, then close client and transport. No timer is left. */
-  close(flushMs?: number): Promise<void>;
+/** The door answered with an HTTP error status; `detail` is the JSON-RPC error message in its body, or the body. */
+export class HttpStatusError extends Error {
+  constructor(
+    readonly status: number,
+    readonly detail: string,
+  ) {
+    super(`HTTP ${status}${detail ? `: ${detail}` : ''}`);
+    this.name = 'HttpStatusError';
+  }
+}
+
+/** A JSON-RPC error answer, or an answer this caller cannot use (a wrong shape, an MCP version it does not speak). */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number | undefined,
+    message: string,
+  ) {
+    super(code === undefined ? message : `MCP error ${code}: ${message}`);
+    this.name = 'RpcError';
+  }
+}
+
+type RequestId = number;
+
+/** A JSON-RPC message as read off the wire (only the fields looked at). */
+interface RpcMessage {
+  id?: unknown;
+  method?: unknown;
+  result?: unknown;
+  error?: { code?: unknown; message?: unknown };
 }
 
 /** Options of {@link connectMcp}. */
@@ -125,109 +118,312 @@ export interface ConnectOptions {
   connectTimeoutMs?: number;
 }
 
+/** Options of {@link McpSession.request}. */
+export interface RequestBound {
+  /** Time allowed for the answer, ms; past it the request is cancelled and rejects with a {@link NoAnswerError}. */
+  timeoutMs: number;
+  /** How `timeoutMs` was made up, for the error message. */
+  bound: string;
+  /** Aborts the request (Ctrl-C): it is cancelled on the server and rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
+function describe(error?: unknown): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error === undefined || code === 'ECONNRESET' || (error instanceof Error && error.message === 'aborted')) return 'the connection was closed';
+  if (typeof code === 'string') return code;
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Read `res` as UTF-8, at most {@link MAX_BODY_BYTES} (the rest is dropped). */
+function readText(res: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    res.setEncoding('utf8');
+    res.on('data', (chunk: string) => {
+      if (text.length < MAX_BODY_BYTES) text += chunk;
+    });
+    res.on('end', () => resolve(text));
+    res.on('error', reject);
+    res.on('close', () => {
+      if (!res.complete) reject(new ServerLostError(`the response broke (${describe()})`));
+    });
+  });
+}
+
+/** `text` parsed as JSON, or `undefined`. */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The JSON-RPC error message in an HTTP error body (`{"error":{"message":…}}`), else the body's first line. */
+function errorDetail(body: string): string {
+  const message = (parseJson(body) as RpcMessage | undefined)?.error?.message;
+  if (typeof message === 'string') return message;
+  return body.split('\n')[0]!.slice(0, 200);
+}
+
+/** The answer to request `id` among `messages` (a JSON-RPC message or a batch). */
+function answerOf(parsed: unknown, id: RequestId): RpcMessage | undefined {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.find((m): m is RpcMessage => typeof m === 'object' && m !== null && !('method' in m) && (m as RpcMessage).id === id);
+}
+
+/** What one HTTP exchange with the door gave: the answer to its request (if it carried one) and the response headers. */
+interface Exchange {
+  answer: RpcMessage | undefined;
+  sessionId: string | undefined;
+}
+
+/** An open MCP session with the door. Made by {@link connectMcp}; {@link McpSession.close} ends it. */
+export class McpSession {
+  readonly #url: URL;
+  readonly #authorization: string;
+  readonly #agent: Agent;
+  readonly #request: (url: URL, options: RequestOptions) => ClientRequest;
+  /** Notifications still being posted (awaited, within a bound, by `close`). */
+  readonly #posting = new Set<Promise<unknown>>();
+  #sessionId: string | undefined;
+  #protocolVersion: string | undefined;
+  #nextId = 0;
+  #closed = false;
+
+  /** @internal use {@link connectMcp} */
+  constructor(url: URL, token: string, http: { Agent: typeof HttpAgent; request: typeof httpRequest }) {
+    this.#url = url;
+    this.#authorization = `Bearer ${token}`;
+    this.#agent = new http.Agent({ keepAlive: true });
+    this.#request = http.request;
+  }
+
+  /** @internal the `initialize` exchange of {@link connectMcp}. */
+  async initialize(signal: AbortSignal): Promise<void> {
+    const id = this.#nextId++;
+    const params = { protocolVersion: PROTOCOL_VERSIONS[0], capabilities: {}, clientInfo: { name: 'toolwire-cli', version: VERSION } };
+    const { answer, sessionId } = await this.#exchange('POST', { jsonrpc: '2.0', id, method: 'initialize', params }, id, signal);
+    this.#sessionId = sessionId;
+    const version = (resultOf(answer) as { protocolVersion?: unknown } | undefined)?.protocolVersion;
+    if (typeof version !== 'string' || !PROTOCOL_VERSIONS.includes(version)) {
+      throw new RpcError(undefined, `the server answered initialize with MCP version ${JSON.stringify(version)}, which this toolwire does not speak`);
+    }
+    this.#protocolVersion = version;
+    this.notify('notifications/initialized');
+  }
+
+  /**
+   * Send request `method` and resolve with its result. Rejects with a {@link RpcError} for an error
+   * answer, a {@link ServerLostError} when its response stream ends or breaks without the answer, a
+   * {@link NoAnswerError} past `timeoutMs`, the signal's reason when `signal` aborts, an
+   * {@link HttpStatusError} for an HTTP error status, or a socket error. A request given up on is
+   * cancelled on the server (`notifications/cancelled`).
+   */
+  async request(method: string, params: Record<string, unknown> | undefined, options: RequestBound): Promise<unknown> {
+    const id = this.#nextId++;
+    const timer = new AbortController();
+    const timeout = setTimeout(() => timer.abort(new NoAnswerError('request', options.timeoutMs, options.bound)), options.timeoutMs);
+    const signal = options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal;
+    try {
+      const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
+      return resultOf((await this.#exchange('POST', message, id, signal)).answer);
+    } catch (error) {
+      if (!signal.aborted) throw error;
+      const reason: unknown = signal.reason;
+      this.notify('notifications/cancelled', { requestId: id, reason: reason instanceof Error ? reason.message : String(reason) });
+      throw reason;
+    } finally {
+      clearTimeout(timeout);
+    }
+  }
+
+  /** Post notification `method` without waiting for it; {@link McpSession.close} waits for it within its bound. */
+  notify(method: string, params?: Record<string, unknown>): void {
+    const posted: Promise<unknown> = this.#exchange('POST', { jsonrpc: '2.0', method, ...(params !== undefined && { params }) }, undefined)
+      .catch(() => {})
+      .finally(() => this.#posting.delete(posted));
+    this.#posting.add(posted);
+  }
+
+  /**
+   * Let notifications still being posted go out (at most `flushMs`), DELETE the session (at most
+   * {@link CLOSE_TIMEOUT_MS}; failures ignored), and close every connection. No timer is left. Idempotent.
+   */
+  async close(flushMs = 0): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (flushMs > 0 && this.#posting.size > 0) await pTimeout(Promise.all(this.#posting), { milliseconds: flushMs, message: false });
+    if (this.#sessionId !== undefined) {
+      const bound = new AbortController();
+      const timer = setTimeout(() => bound.abort(new Error('no answer to DELETE')), CLOSE_TIMEOUT_MS);
+      await this.#exchange('DELETE', undefined, undefined, bound.signal).catch(() => {});
+      clearTimeout(timer);
+    }
+    this.#agent.destroy();
+  }
+
+  /**
+   * One HTTP request to the door. With `id`, resolves once the answer to request `id` has been read
+   * from the response (an SSE stream or a JSON body); without, once the response headers arrive.
+   */
+  #exchange(method: 'POST' | 'DELETE', message: object | undefined, id: RequestId | undefined, signal?: AbortSignal): Promise<Exchange> {
+    return new Promise<Exchange>((resolve, reject) => {
+      const body = message === undefined ? undefined : JSON.stringify(message);
+      const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json, text/event-stream' };
+      if (body !== undefined) {
+        headers['content-type'] = 'application/json';
+        headers['content-length'] = String(Buffer.byteLength(body));
+      }
+      if (this.#sessionId !== undefined) headers['mcp-session-id'] = this.#sessionId;
+      if (this.#protocolVersion !== undefined) headers['mcp-protocol-version'] = this.#protocolVersion;
+      let settled = false;
+      let responded = false;
+      const settle = (outcome: () => void): void => {
+        if (settled) return;
+        settled = true;
+        signal?.removeEventListener('abort', onAbort);
+        outcome();
+      };
+      const onAbort = (): void => {
+        settle(() => reject(signal!.reason));
+        req.destroy();
+      };
+      const req = this.#request(this.#url, { method, headers, agent: this.#agent });
+      req.on('error', (error) => settle(() => reject(responded ? new ServerLostError(`the response stream broke (${describe(error)})`) : error)));
+      req.on('response', (res) => {
+        responded = true;
+        res.on('error', () => {}); // reported through 'close' (or not at all once settled)
+        const status = res.statusCode ?? 0;
+        const sessionHeader = res.headers['mcp-session-id'];
+        const sessionId = typeof sessionHeader === 'string' ? sessionHeader : undefined;
+        if (status < 200 || status > 299) {
+          readText(res).then(
+            (text) => settle(() => reject(new HttpStatusError(status, errorDetail(text)))),
+            (error: unknown) => settle(() => reject(error)),
+          );
+          return;
+        }
+        if (id === undefined) {
+          res.resume();
+          settle(() => resolve({ answer: undefined, sessionId }));
+          return;
+        }
+        const type = String(res.headers['content-type'] ?? '').toLowerCase();
+        if (type.startsWith('application/json')) {
+          readText(res).then(
+            (text) => {
+              const answer = answerOf(parseJson(text), id);
+              settle(() => (answer ? resolve({ answer, sessionId }) : reject(new RpcError(undefined, `HTTP ${status} without the answer to ${id}`))));
+            },
+            (error: unknown) => settle(() => reject(error)),
+          );
+          return;
+        }
+        if (!type.startsWith('text/event-stream')) {
+          res.resume();
+          settle(() => reject(new RpcError(undefined, `the server answered with content type ${JSON.stringify(type)}`)));
+          return;
+        }
+        const parser = createParser({
+          onEvent: (event) => {
+            const answer = answerOf(parseJson(event.data), id);
+            if (answer) settle(() => resolve({ answer, sessionId }));
+          },
+        });
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => parser.feed(chunk));
+        res.on('error', (error) => settle(() => reject(new ServerLostError(`the response stream broke (${describe(error)})`))));
+        res.on('close', () => {
+          const how = res.complete ? 'the server ended the response stream without an answer' : `the response stream broke (${describe()})`;
+          settle(() => reject(new ServerLostError(how)));
+        });
+      });
+      if (signal?.aborted) {
+        onAbort();
+        return;
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      req.end(body);
+    });
+  }
+}
+
+/** The result of a JSON-RPC answer; rejects an error answer as a {@link RpcError}. */
+function resultOf(answer: RpcMessage | undefined): unknown {
+  if (answer?.error !== undefined) {
+    const { code, message } = answer.error;
+    throw new RpcError(typeof code === 'number' ? code : undefined, typeof message === 'string' ? message : JSON.stringify(answer.error));
+  }
+  return answer?.result;
+}
+
 /**
- * Connect to the MCP door at `url` with `Authorization: Bearer <token>`, within `connectTimeoutMs`
- * (else rejects with a {@link NoAnswerError} of phase `connect`). Otherwise rejects like the SDK does
- * (see {@link mcpFailure} for the mapping to exit statuses).
+ * Open an MCP session with the door at `url` (`Authorization: Bearer <token>`) within
+ * `connectTimeoutMs`, else rejects with a {@link NoAnswerError} of phase `connect`. Otherwise
+ * rejects as {@link McpSession.request} does (see {@link mcpFailure} for the exit statuses).
  */
 export async function connectMcp(url: URL, token: string, options: ConnectOptions = {}): Promise<McpSession> {
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-  const watch = new ResponseWatch();
-  const transport = new WatchedTransport(url, token, watch);
-  const client = new Client({ name: 'toolwire-cli', version: VERSION });
-  client.onerror = () => {}; // broken streams surface through the watch; request failures reject their request
-  const close = async (flushMs = 0): Promise<void> => {
-    watch.close();
-    if (flushMs > 0) await transport.flush(flushMs);
-    await client.close().catch(() => {});
-  };
-  const noAnswer = new NoAnswerError('connect', connectTimeoutMs, 'connect timeout, --connect-timeout');
+  const http = url.protocol === 'https:' ? await import('node:https') : { Agent: HttpAgent, request: httpRequest };
+  const session = new McpSession(url, token, http as { Agent: typeof HttpAgent; request: typeof httpRequest });
+  const timer = new AbortController();
+  const timeout = setTimeout(() => timer.abort(new NoAnswerError('connect', connectTimeoutMs, 'connect timeout, --connect-timeout')), connectTimeoutMs);
   try {
-    const connecting = client.connect(transport, { ...(options.signal && { signal: options.signal }), timeout: connectTimeoutMs });
-    await pTimeout(connecting, { milliseconds: connectTimeoutMs, message: noAnswer });
+    await session.initialize(options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal);
   } catch (error) {
-    await close();
-    throw error instanceof McpError && error.code === ErrorCode.RequestTimeout && !options.signal?.aborted ? noAnswer : error;
-  }
-  return { client, lost: watch.lost, close };
-}
-
-/**
- * Run one request of `session` (`run` gets the signal to pass to the SDK), turning the ways it can
- * fail without an answer into CLI errors: the session's stream lost → {@link ServerLostError}; the
- * SDK's request timeout (`timeoutMs`, which `run` must pass) → {@link NoAnswerError} of phase
- * `request`, `bound` explaining it. An abort of `signal` (Ctrl-C) rejects as the SDK does.
- */
-export async function boundedRequest<T>(
-  session: McpSession,
-  timeoutMs: number,
-  bound: string,
-  run: (signal: AbortSignal) => Promise<T>,
-  signal?: AbortSignal,
-): Promise<T> {
-  try {
-    return await run(signal ? AbortSignal.any([signal, session.lost]) : session.lost);
-  } catch (error) {
-    if (signal?.aborted) throw error;
-    if (session.lost.aborted) throw new ServerLostError(session.lost.reason);
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw new NoAnswerError('request', timeoutMs, bound);
+    await session.close();
     throw error;
+  } finally {
+    clearTimeout(timeout);
   }
+  return session;
 }
 
-/** The most telling reason in a fetch error's `cause`: an errno code (ECONNREFUSED…) or its message. */
-function causeOf(error: unknown): string | undefined {
-  const cause = (error as { cause?: { code?: string; message?: string; errors?: { code?: string }[] } } | undefined)?.cause;
-  return cause?.code ?? cause?.errors?.[0]?.code ?? cause?.message;
-}
-
-/** The limit in the SDK's 413 answer ("Request body must not exceed N bytes"), when it names one. */
-function bodyLimitOf(error: StreamableHTTPError): number | undefined {
-  const match = /must not exceed (\d+) bytes/.exec(error.message);
+/** The limit in the door's 413 answer ("Request body must not exceed N bytes"), when it names one. */
+function bodyLimitOf(error: HttpStatusError): number | undefined {
+  const match = /must not exceed (\d+) bytes/.exec(error.detail);
   return match ? Number(match[1]) : undefined;
 }
 
 /**
  * The exit status and stderr line for a failed MCP exchange. `phase`: `connect` (before the session
  * was open) or `request` (a network failure then means the server was lost).
- * - HTTP 401/403 or an SDK `UnauthorizedError` → 77 (`NO_PERM`)
+ * - HTTP 401/403 → 77 (`NO_PERM`), `toolwire: token refused by <url> (HTTP 401)`
  * - HTTP 413 → 64 (`USAGE`), `toolwire: input too large: the server accepts at most N bytes`
- * - {@link ServerLostError}, or connection refused/reset during a request → 69, `toolwire: lost the server <url>: …`
+ * - {@link ServerLostError}, or a socket error during a request → 69, `toolwire: lost the server <url>: …`
  * - {@link NoAnswerError} → 69, naming the bound (`cannot reach server` while connecting)
- * - connection refused / DNS / reset while connecting, or any other HTTP error status → 69 (`UNAVAILABLE`),
- *   `toolwire: cannot reach server <url>: …`
- * - any other JSON-RPC error → 69, `toolwire: server error: …`
+ * - a socket error (refused, DNS, reset, TLS) while connecting, or any other HTTP error status →
+ *   69 (`UNAVAILABLE`), `toolwire: cannot reach server <url>: …`
+ * - a JSON-RPC error answer or an unusable answer → 69, `toolwire: server error: …`
  * - anything else → 70 (`SOFTWARE`)
  */
 export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request' = 'connect'): { code: number; message: string } {
   const unavailable = (message: string) => ({ code: ExitCode.UNAVAILABLE, message: `toolwire: ${message}\n` });
-  if (error instanceof UnauthorizedError) return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href}\n` };
   if (error instanceof ServerLostError) return unavailable(`lost the server ${url.href}: ${error.message}`);
   if (error instanceof NoAnswerError) {
     return error.phase === 'connect'
       ? unavailable(`cannot reach server ${url.href}: ${error.message}`)
       : unavailable(`no answer from ${url.href} within ${error.ms} ms (${error.bound}); giving up`);
   }
-  if (error instanceof StreamableHTTPError) {
-    if (error.code === 401 || error.code === 403) {
-      return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.code})\n` };
+  if (error instanceof HttpStatusError) {
+    if (error.status === 401 || error.status === 403) {
+      return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.status})\n` };
     }
-    if (error.code === 413) {
+    if (error.status === 413) {
       const limit = bodyLimitOf(error);
       const accepts = limit === undefined ? 'less (HTTP 413 Payload Too Large)' : `at most ${limit} bytes`;
       return { code: ExitCode.USAGE, message: `toolwire: input too large: the server accepts ${accepts}\n` };
     }
     return unavailable(`cannot reach server ${url.href}: ${error.message}`);
   }
-  if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) return unavailable(`no answer from ${url.href}: ${error.message}`);
-    return unavailable(`server error: ${error.message}`);
-  }
-  const cause = causeOf(error);
-  if (error instanceof TypeError && (cause !== undefined || error.message === 'fetch failed')) {
-    return phase === 'request'
-      ? unavailable(`lost the server ${url.href}: ${cause ?? error.message}`)
-      : unavailable(`cannot reach server ${url.href}: ${cause ?? error.message}`);
+  if (error instanceof RpcError) return unavailable(`server error: ${error.message}`);
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error instanceof Error && typeof code === 'string') {
+    const why = code.startsWith('E') ? code : `${code}: ${error.message}`;
+    return phase === 'request' ? unavailable(`lost the server ${url.href}: ${why}`) : unavailable(`cannot reach server ${url.href}: ${why}`);
   }
   const message = error instanceof Error ? error.message : String(error);
   return { code: ExitCode.SOFTWARE, message: `toolwire: ${message}\n` };

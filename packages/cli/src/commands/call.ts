@@ -2,13 +2,15 @@
  * `toolwire call` — call one tool through the server's MCP door and exit with its exit code.
  */
 import { parseArgs } from 'node:util';
-import { Defaults, ExitCode, fromWire } from '@toolwire/protocol';
+import { Defaults, ExitCode } from '../codes.js';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, readAll, waitForSignal, write } from '../io.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, boundedRequest, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, RpcError, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
 import { parseMs } from '../ms.js';
+import { editDistance } from '../suggest.js';
+import { argvProblem, misuse } from '../usage.js';
 
-export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [--server URL] [--token T] [--timeout MS] [--workspace DIR] [--connect-timeout MS]
+export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [options]
 
 Call one tool (MCP tools/call). The tool's stdout and stderr bytes are written to stdout and stderr,
 and the exit status is the tool's exit code.
@@ -30,7 +32,8 @@ The answer is awaited at most the deadline + the cancel grace (2000 ms) + 5000 m
 
 exit status: the capture's exit code: the tool's own, or toolwire's (65 input does not match the
 schema, 69 host unavailable, 70 host failed internally, 75 overloaded, 76 host protocol violation,
-124 deadline exceeded, 126 cannot execute, 127 no such tool, 130 stopped; see README).
+124 deadline exceeded, 126 cannot execute, 127 no such tool (the nearest names are suggested),
+130 stopped; see README).
 This command itself exits 64 for bad usage, invalid JSON, or input larger than the server accepts;
 69 when the server is unreachable, lost during the call, or gives no answer within the wait above;
 70 on an unexpected failure of its own; 77 when the token is refused or the call declined;
@@ -53,22 +56,69 @@ interface WireCapture {
 }
 
 function bytesOf(text: unknown, encoding: unknown): Uint8Array {
-  return typeof text === 'string' ? fromWire(text, encoding === 'base64' ? 'base64' : undefined) : new Uint8Array(0);
+  return typeof text === 'string' && text.length > 0 ? Buffer.from(text, encoding === 'base64' ? 'base64' : 'utf8') : new Uint8Array(0);
 }
 
-/** Write a `tools/call` result; returns the exit status. */
-async function printResult(result: Record<string, unknown>, io: CliIO): Promise<number> {
+/** The server's own line for a name it does not know (a capture of exit code 127 from toolwire, not from the tool). */
+const NO_SUCH_TOOL = /^toolwire: no such tool /m;
+
+/** Write a `tools/call` result; returns the exit status and whether the server said "no such tool". */
+async function printResult(result: Record<string, unknown>, io: CliIO): Promise<{ code: number; noSuchTool: boolean }> {
   const sc = result.structuredContent as WireCapture | undefined;
   if (typeof sc === 'object' && sc !== null && Number.isInteger(sc.exitCode)) {
+    const stderr = bytesOf(sc.stderr, sc.stderrEncoding);
     await write(io.stdout, bytesOf(sc.stdout, sc.stdoutEncoding));
-    await write(io.stderr, bytesOf(sc.stderr, sc.stderrEncoding));
-    return Math.min(Math.max(sc.exitCode as number, 0), 255);
+    await write(io.stderr, stderr);
+    const code = Math.min(Math.max(sc.exitCode as number, 0), 255);
+    return { code, noSuchTool: code === ExitCode.NOT_FOUND && NO_SUCH_TOOL.test(Buffer.from(stderr).toString('utf8')) };
   }
   // Declined by the grant gate or refused by tool control: no capture, only text.
   const content = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
   const text = content.flatMap((c) => (c.type === 'text' && typeof c.text === 'string' ? [c.text] : [])).join('\n');
   await write(io.stderr, text.length === 0 || text.endsWith('\n') ? text || 'toolwire: the call was declined\n' : `${text}\n`);
-  return ExitCode.NO_PERM;
+  return { code: ExitCode.NO_PERM, noSuchTool: false };
+}
+
+/** Qualifier between a host name and a tool name in a qualified tool name (`local__read_file`). */
+const QUALIFIER = '__';
+
+/**
+ * Tool names to suggest for `name`, which the server does not know: the qualified names whose tool
+ * part is `name` (`read_file` → `local__read_file`); else the names within 2 edits of `name`, or
+ * whose tool part is. Best first, at most 5.
+ */
+export function suggestTools(name: string, names: readonly string[]): string[] {
+  const qualified = names.filter((n) => n.endsWith(`${QUALIFIER}${name}`) && n.length > name.length + QUALIFIER.length);
+  if (qualified.length > 0) return qualified.slice(0, 5);
+  const scored = names
+    .map((n) => {
+      const bare = n.includes(QUALIFIER) ? n.slice(n.indexOf(QUALIFIER) + QUALIFIER.length) : n;
+      return { n, d: Math.min(editDistance(name, n), editDistance(name, bare)) };
+    })
+    .filter(({ d }) => d <= Math.min(2, Math.ceil(name.length / 2) - 1))
+    .sort((a, b) => a.d - b.d);
+  return scored.slice(0, 5).map(({ n }) => n);
+}
+
+/** After "no such tool": list the tools on the open session and print the suggestions, if any. Never throws. */
+async function suggestAfterNotFound(session: McpSession, name: string, io: CliIO, timeoutMs: number): Promise<void> {
+  try {
+    const names: string[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = (await session.request('tools/list', cursor !== undefined ? { cursor } : undefined, { timeoutMs, bound: '--connect-timeout' })) as {
+        tools?: { name?: unknown }[];
+        nextCursor?: unknown;
+      };
+      for (const tool of page?.tools ?? []) if (typeof tool?.name === 'string') names.push(tool.name);
+      cursor = typeof page?.nextCursor === 'string' ? page.nextCursor : undefined;
+    } while (cursor !== undefined && names.length < 100_000);
+    const found = suggestTools(name, names);
+    if (found.length === 1) await write(io.stderr, `toolwire: did you mean ${found[0]}?\n`);
+    else if (found.length > 1) await write(io.stderr, `toolwire: did you mean one of ${found.join(', ')}?\n`);
+  } catch {
+    // A suggestion is a courtesy: the exit status stays the server's 127.
+  }
 }
 
 /** Knobs for tests: the parts of the answer wait beyond the deadline, ms. */
@@ -79,32 +129,30 @@ export interface CallCommandDeps {
   marginMs?: number;
 }
 
+const flags = {
+  server: { type: 'string' },
+  token: { type: 'string' },
+  timeout: { type: 'string' },
+  workspace: { type: 'string' },
+  'connect-timeout': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
 /**
  * `toolwire call …`. Returns the exit status (see {@link callUsage}). The answer is awaited at most
  * `deadline + cancelGraceMs + marginMs`; past that, or when the server goes away during the call
  * (its response stream ends or breaks without the answer), the exit is 69 with
  * `toolwire: no answer … within N ms (…)` / `toolwire: lost the server …`. 124 comes only from the
- * server (the call's deadline).
+ * server (the call's deadline). When the server answers 127 "no such tool", the tools it offers are
+ * listed and the nearest names suggested (`read_file` → `local__read_file`).
  */
 export async function callCommand(argv: string[], io: CliIO = processIO(), deps: CallCommandDeps = {}): Promise<number> {
   let values: { server?: string; token?: string; timeout?: string; workspace?: string; 'connect-timeout'?: string; help?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({
-      args: argv,
-      options: {
-        server: { type: 'string' },
-        token: { type: 'string' },
-        timeout: { type: 'string' },
-        workspace: { type: 'string' },
-        'connect-timeout': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: true,
-      strict: true,
-    }));
+    ({ values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true, strict: true }));
   } catch (error) {
-    return usageError(io, (error as Error).message);
+    return usageError(io, argvProblem(error, flags));
   }
   if (values.help) {
     await write(io.stdout, callUsage);
@@ -151,15 +199,11 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   let session: McpSession | undefined;
   try {
     session = await connectMcp(url, token, { signal: controller.signal, connectTimeoutMs });
-    const open = session;
-    const result = await boundedRequest(
-      open,
-      waitMs,
-      bound,
-      (signal) => open.client.callTool({ name, arguments: input as Record<string, unknown>, _meta: meta }, undefined, { signal, timeout: waitMs }),
-      controller.signal,
-    );
-    return await printResult(result as Record<string, unknown>, io);
+    const result = await session.request('tools/call', { name, arguments: input, _meta: meta }, { timeoutMs: waitMs, bound, signal: controller.signal });
+    if (typeof result !== 'object' || result === null) throw new RpcError(undefined, `the server answered tools/call with ${JSON.stringify(result)}`);
+    const printed = await printResult(result as Record<string, unknown>, io);
+    if (printed.noSuchTool) await suggestAfterNotFound(session, name, io, connectTimeoutMs);
+    return printed.code;
   } catch (error) {
     if (controller.signal.aborted) {
       await write(io.stderr, 'toolwire: cancelled by stop\n');
@@ -174,7 +218,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   }
 }
 
-async function usageError(io: CliIO, message: string): Promise<number> {
-  await write(io.stderr, `toolwire call: ${message}\n\n${callUsage}`);
+async function usageError(io: CliIO, problem: string): Promise<number> {
+  await write(io.stderr, misuse('call', problem, callUsage));
   return ExitCode.USAGE;
 }

@@ -9,8 +9,9 @@ import { pino } from 'pino';
 import { type CommandToolSpec, HostReplacedError, type Logger, ManifestError, ToolHost, loadManifest } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
+import { argvProblem, misuse } from '../usage.js';
 
-export const hostUsage = `usage: toolwire host --manifest FILE [--server URL] [--token T] [--name N] [--root DIR] [--ca FILE]
+export const hostUsage = `usage: toolwire host --manifest FILE [options]
 
 Run a tool host: connect to the server, advertise the manifest's tools, run calls, reconnect with
 backoff when the connection is lost. Runs until SIGINT or SIGTERM.
@@ -23,18 +24,33 @@ options:
   --name N         host name; honoured only by a server in loopback dev mode
   --root DIR       working directory of tools without a cwd (default: the current directory)
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
+  --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
   -h, --help       show this help
 
-Logs go to stderr as JSON lines (pino); level from $TOOLWIRE_LOG_LEVEL, default info.
+Logs go to stderr as JSON lines (pino).
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
 69 replaced by a newer connection with the same token (another host is using it; close 4000).
 `;
 
 /** Extra knobs for embedding and tests. */
 export interface HostCommandDeps {
-  /** Default: pino to stderr at `$TOOLWIRE_LOG_LEVEL` (default `info`). */
+  /** Default: pino to stderr at `--log-level`, else `$TOOLWIRE_LOG_LEVEL`, else `info`. */
   logger?: Logger;
 }
+
+/** The pino levels `--log-level` takes. */
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+const flags = {
+  manifest: { type: 'string' },
+  server: { type: 'string' },
+  token: { type: 'string' },
+  name: { type: 'string' },
+  root: { type: 'string' },
+  ca: { type: 'string' },
+  'log-level': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
 
 /**
  * `toolwire host …`. Returns the exit status: 0 after SIGINT/SIGTERM (every tool process killed,
@@ -44,33 +60,25 @@ export interface HostCommandDeps {
  * `toolwire: replaced by a newer connection …`.
  */
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
-  let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        manifest: { type: 'string' },
-        server: { type: 'string' },
-        token: { type: 'string' },
-        name: { type: 'string' },
-        root: { type: 'string' },
-        ca: { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: false,
-      strict: true,
-    }));
-  } catch (error) {
-    await write(io.stderr, `toolwire host: ${(error as Error).message}\n\n${hostUsage}`);
+  let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; 'log-level'?: string; help?: boolean };
+  const usageError = async (problem: string): Promise<number> => {
+    await write(io.stderr, misuse('host', problem, hostUsage));
     return ExitCode.USAGE;
+  };
+  try {
+    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
+  } catch (error) {
+    return usageError(argvProblem(error, flags));
   }
   if (values.help) {
     await write(io.stdout, hostUsage);
     return ExitCode.OK;
   }
-  if (values.manifest === undefined) {
-    await write(io.stderr, `toolwire host: --manifest FILE is required\n\n${hostUsage}`);
-    return ExitCode.USAGE;
+  if (values.manifest === undefined) return usageError('--manifest FILE is required');
+  const level = values['log-level'] ?? (io.env.TOOLWIRE_LOG_LEVEL || 'info');
+  if (!LEVELS.includes(level)) {
+    const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
+    return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   }
   const { server, token } = await resolveEndpoint('host', values, io.env);
   if (server === undefined) {
@@ -91,7 +99,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
     return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
-  const logger = deps.logger ?? pino({ level: io.env.TOOLWIRE_LOG_LEVEL ?? 'info' }, pino.destination({ dest: 2, sync: true }));
+  const logger = deps.logger ?? pino({ level }, pino.destination({ dest: 2, sync: true }));
   let host: ToolHost;
   try {
     host = new ToolHost({

@@ -18,20 +18,24 @@
  * a restart): sessions of removed or changed tokens are closed (host calls settle 69); a file that
  * does not load is logged and the old credentials stay. Other keys need a restart.
  *
- * A "listening" banner with the URLs goes to stdout. Exit status: 0 after a clean shutdown (and for
- * `--help`); 64 (EX_USAGE) for bad flags, a bad `--listen`, or a bad config file or credential;
- * 69 (EX_UNAVAILABLE) when the address cannot be bound.
+ * A "listening" banner with the URLs goes to stdout. Listening on an address other than loopback
+ * without TLS prints a warning on stderr: tokens and tool output then travel in the clear. Exit
+ * status: 0 after a clean shutdown (and for `--help`); 64 (EX_USAGE) for bad flags, a bad
+ * `--listen`, or a bad config file or credential; 69 (EX_UNAVAILABLE) when the address cannot be
+ * bound (`port in use, try --listen HOST:PORT` for EADDRINUSE).
  */
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
 import { writeLocalCredentials } from '../credentials.js';
 import { pino } from 'pino';
 import { type CallerCredential, type HostCredential, type ListenInfo, type ServerTls, ToolwireServer } from '@toolwire/server';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
+import { argvProblem, misuse } from '../usage.js';
 
-const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL]
+export const serveUsage = `usage: toolwire serve [options]
 
   --listen HOST:PORT   address to bind (default ${DEFAULT_LISTEN}; [::1]:PORT for IPv6)
   --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded,
@@ -44,6 +48,24 @@ const USAGE = `usage: toolwire serve [--listen HOST:PORT] [--config FILE] [--tls
 `;
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
+
+const flags = {
+  listen: { type: 'string' },
+  config: { type: 'string' },
+  'tls-cert': { type: 'string' },
+  'tls-key': { type: 'string' },
+  'log-level': { type: 'string', default: 'info' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Whether `host` (as given to `--listen`) is a loopback address or `localhost`: reachable from this machine only. */
+export function isLoopback(host: string): boolean {
+  const h = host.toLowerCase();
+  if (h === 'localhost' || h.endsWith('.localhost')) return true;
+  if (isIP(h) === 4) return h.startsWith('127.');
+  if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(h);
+  return false;
+}
 
 /** Where `serveCommand` writes and what stops it (all default to the process's own). */
 export interface ServeIo {
@@ -124,49 +146,37 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
   const usageError = (message: string): number => {
-    stderr.write(`toolwire serve: ${message}\n\n${USAGE}`);
+    stderr.write(misuse('serve', message, serveUsage));
     return ExitCode.USAGE;
   };
 
-  let flags;
+  let values;
   try {
-    flags = parseArgs({
-      args: argv,
-      options: {
-        listen: { type: 'string' },
-        config: { type: 'string' },
-        'tls-cert': { type: 'string' },
-        'tls-key': { type: 'string' },
-        'log-level': { type: 'string', default: 'info' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: false,
-      strict: true,
-    }).values;
+    values = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }).values;
   } catch (error) {
-    return usageError(error instanceof Error ? error.message : String(error));
+    return usageError(argvProblem(error, flags));
   }
-  if (flags.help) {
-    stdout.write(USAGE);
+  if (values.help) {
+    stdout.write(serveUsage);
     return ExitCode.OK;
   }
-  const level = flags['log-level'];
+  const level = values['log-level'];
   if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
 
-  if ((flags['tls-cert'] === undefined) !== (flags['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
+  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
 
   let config: ServeConfig | undefined;
   let listen: { host: string; port: number };
   try {
-    if (flags.config !== undefined) config = await loadConfig(flags.config, io.env);
-    listen = parseListen(flags.listen ?? config?.listen ?? DEFAULT_LISTEN);
+    if (values.config !== undefined) config = await loadConfig(values.config, io.env);
+    listen = parseListen(values.listen ?? config?.listen ?? DEFAULT_LISTEN);
   } catch (error) {
     if (error instanceof ConfigError) return usageError(error.message);
     throw error;
   }
   let tls: ServerTls | undefined;
-  const certFile = flags['tls-cert'] ?? config?.tls?.certFile;
-  const keyFile = flags['tls-key'] ?? config?.tls?.keyFile;
+  const certFile = values['tls-cert'] ?? config?.tls?.certFile;
+  const keyFile = values['tls-key'] ?? config?.tls?.keyFile;
   if (certFile !== undefined && keyFile !== undefined) {
     try {
       tls = { cert: await readFile(certFile), key: await readFile(keyFile) };
@@ -183,12 +193,26 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     return usageError('writeCredentials needs at least one host and one caller in the config');
   }
 
-  const logger = pino({ level, base: { name: 'toolwire' } }, stderr as pino.DestinationStream);
+  // The server also logs a failed listen (with its stack) that `listen()` rejects with; this command
+  // reports it in one line instead, so that log entry is dropped.
+  const logger = pino(
+    {
+      level,
+      base: { name: 'toolwire' },
+      hooks: {
+        logMethod(args, method) {
+          if ((args[0] as { err?: { syscall?: unknown } } | undefined)?.err?.syscall === 'listen') return;
+          method.apply(this, args);
+        },
+      },
+    },
+    stderr as pino.DestinationStream,
+  );
   let server: ToolwireServer;
   try {
     server = new ToolwireServer({ ...config?.options, hosts, callers, logger, ...(tls && { tls }) });
   } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) return usageError(`${flags.config ? `config ${flags.config}: ` : ''}${error.message}`);
+    if (error instanceof TypeError || error instanceof RangeError) return usageError(`${values.config ? `config ${values.config}: ` : ''}${error.message}`);
     // e.g. a TLS key that does not match the certificate, or is not PEM
     if (tls !== undefined && error instanceof Error) return usageError(`cannot use the TLS certificate and key: ${error.message}`);
     throw error;
@@ -201,12 +225,20 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   } catch (error) {
     stop.dispose();
     await server.close();
-    stderr.write(`toolwire serve: cannot listen on ${listen.host}:${listen.port}: ${error instanceof Error ? error.message : String(error)}\n`);
+    const code = (error as { code?: unknown } | undefined)?.code;
+    const why = code === 'EADDRINUSE' ? 'port in use (EADDRINUSE), try --listen HOST:PORT' : error instanceof Error ? error.message : String(error);
+    stderr.write(`toolwire serve: cannot listen on ${listen.host}:${listen.port}: ${why}\n`);
     return ExitCode.UNAVAILABLE;
+  }
+  if (tls === undefined && !isLoopback(listen.host)) {
+    stderr.write(
+      `toolwire serve: warning: listening on ${listen.host} without TLS: tokens and tool output travel in the clear; ` +
+        'give --tls-cert and --tls-key, or listen on 127.0.0.1\n',
+    );
   }
 
   // Before the banner: a SIGHUP sent as soon as the banner is read is never missed.
-  const stopReload = flags.config !== undefined ? watchReload(flags.config, server, logger, io.env) : () => {};
+  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env) : () => {};
   const lines = [
     `toolwire server listening on ${info.host}:${info.port}`,
     `  tool hosts connect to  ${info.url}`,

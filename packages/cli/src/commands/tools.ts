@@ -2,14 +2,21 @@
  * `toolwire tools` — list the tools the server offers, through its MCP door.
  */
 import { parseArgs } from 'node:util';
-import type { Tool } from '@modelcontextprotocol/sdk/types.js';
-import { ExitCode } from '@toolwire/protocol';
+import { ExitCode } from '../codes.js';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, boundedRequest, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, RpcError, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
 import { parseMs } from '../ms.js';
+import { argvProblem, misuse } from '../usage.js';
 
-export const toolsUsage = `usage: toolwire tools [--server URL] [--token T] [--json] [--connect-timeout MS]
+/** An MCP tool definition as `tools/list` gives it (only the fields this command reads are typed). */
+export interface Tool {
+  name: string;
+  description?: string;
+  [key: string]: unknown;
+}
+
+export const toolsUsage = `usage: toolwire tools [options]
 
 List the tools the server offers (MCP tools/list), one per line: name, two spaces, description.
 With no tools, prints "no tools (no tool host is connected)" on stderr (and [] with --json).
@@ -32,25 +39,31 @@ export function toolLine(tool: Pick<Tool, 'name' | 'description'>): string {
   return description ? `${tool.name}  ${description}\n` : `${tool.name}\n`;
 }
 
+const flags = {
+  server: { type: 'string' },
+  token: { type: 'string' },
+  json: { type: 'boolean' },
+  'connect-timeout': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** One page of `tools/list`, checked: `tools` an array of objects with a string `name`. */
+function toolsPage(result: unknown): { tools: Tool[]; nextCursor: string | undefined } {
+  const page = result as { tools?: unknown; nextCursor?: unknown } | null | undefined;
+  const tools = page?.tools;
+  if (!Array.isArray(tools) || !tools.every((t) => typeof t === 'object' && t !== null && typeof (t as Tool).name === 'string')) {
+    throw new RpcError(undefined, 'the server answered tools/list without a list of named tools');
+  }
+  return { tools: tools as Tool[], nextCursor: typeof page?.nextCursor === 'string' ? page.nextCursor : undefined };
+}
+
 /** `toolwire tools …`. Returns the exit status (see {@link toolsUsage}). */
 export async function toolsCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
   let values: { server?: string; token?: string; json?: boolean; 'connect-timeout'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        server: { type: 'string' },
-        token: { type: 'string' },
-        json: { type: 'boolean' },
-        'connect-timeout': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      allowPositionals: false,
-      strict: true,
-    }));
+    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
-    await write(io.stderr, `toolwire tools: ${(error as Error).message}\n\n${toolsUsage}`);
-    return ExitCode.USAGE;
+    return usageError(io, argvProblem(error, flags));
   }
   if (values.help) {
     await write(io.stdout, toolsUsage);
@@ -58,8 +71,7 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   }
   const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
   if (connectTimeoutMs === undefined) {
-    await write(io.stderr, `toolwire tools: --connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}\n\n${toolsUsage}`);
-    return ExitCode.USAGE;
+    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
   }
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {
@@ -70,20 +82,16 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   try {
     url = mcpUrl(server);
   } catch (error) {
-    await write(io.stderr, `toolwire tools: --server ${(error as Error).message}\n`);
-    return ExitCode.USAGE;
+    return usageError(io, `--server ${(error as Error).message}`);
   }
-  let session: Awaited<ReturnType<typeof connectMcp>> | undefined;
+  let session: McpSession | undefined;
   try {
     session = await connectMcp(url, token, { connectTimeoutMs });
-    const open = session;
     const tools: Tool[] = [];
     let cursor: string | undefined;
     do {
       const params = cursor !== undefined ? { cursor } : undefined;
-      const page = await boundedRequest(open, connectTimeoutMs, '--connect-timeout', (signal) =>
-        open.client.listTools(params, { signal, timeout: connectTimeoutMs }),
-      );
+      const page = toolsPage(await session.request('tools/list', params, { timeoutMs: connectTimeoutMs, bound: '--connect-timeout' }));
       tools.push(...page.tools);
       cursor = page.nextCursor;
     } while (cursor !== undefined && tools.length < 100_000);
@@ -98,4 +106,9 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   } finally {
     await session?.close();
   }
+}
+
+async function usageError(io: CliIO, problem: string): Promise<number> {
+  await write(io.stderr, misuse('tools', problem, toolsUsage));
+  return ExitCode.USAGE;
 }

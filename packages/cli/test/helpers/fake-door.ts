@@ -17,10 +17,20 @@ export interface RecordedCall {
   signal: AbortSignal;
 }
 
+/** One HTTP request the door received: its method and, for a POST, the JSON-RPC method(s) in its body. */
+export interface RecordedRequest {
+  http: string;
+  rpc: string[];
+}
+
 export type CallAnswer = (call: RecordedCall) => Promise<CallToolResult> | CallToolResult;
 
 export class FakeDoor {
   readonly calls: RecordedCall[] = [];
+  /** Every HTTP request to /mcp with a valid token, in arrival order. */
+  readonly requests: RecordedRequest[] = [];
+  /** tools/list requests answered. */
+  listed = 0;
   readonly #transports = new Map<string, StreamableHTTPServerTransport>();
   readonly #servers: Server[] = [];
   answer: CallAnswer = () => ({ content: [{ type: 'text', text: 'Exit code: 0\n' }], structuredContent: { stdout: '', stderr: '', exitCode: 0 } });
@@ -50,6 +60,11 @@ export class FakeDoor {
     return (this.http.address() as AddressInfo).port;
   }
 
+  /** MCP sessions initialized and not yet closed (a DELETE closes one). */
+  get openSessions(): number {
+    return this.#transports.size;
+  }
+
   /** Close every MCP session on the server side (their open response streams end without an answer). */
   async closeSessions(): Promise<void> {
     for (const s of this.#servers) await s.close().catch(() => {});
@@ -70,16 +85,28 @@ export class FakeDoor {
       res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"unauthorized"}');
       return;
     }
+    let body: unknown;
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    }
+    const messages = (Array.isArray(body) ? body : body === undefined ? [] : [body]) as { method?: string }[];
+    this.requests.push({ http: req.method ?? '', rpc: messages.map((m) => m.method ?? '(response)') });
     const sid = req.headers['mcp-session-id'];
     let transport = typeof sid === 'string' ? this.#transports.get(sid) : undefined;
     if (!transport) {
       const created: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (id) => void this.#transports.set(id, created),
+        onsessionclosed: (id) => void this.#transports.delete(id),
       });
       transport = created;
       const server = new Server({ name: 'fake-door', version: '0.0.0' }, { capabilities: { tools: {} } });
-      server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.list() }));
+      server.setRequestHandler(ListToolsRequestSchema, async () => {
+        this.listed++;
+        return { tools: await this.list() };
+      });
       server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
         const call: RecordedCall = { name: request.params.name, arguments: request.params.arguments, meta: request.params._meta, signal: extra.signal };
         this.calls.push(call);
@@ -88,6 +115,6 @@ export class FakeDoor {
       this.#servers.push(server);
       await server.connect(transport);
     }
-    await transport.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
   }
 }

@@ -1,0 +1,49 @@
+/**
+ * How the commands report misuse: one line naming the problem, the command's usage line, and where
+ * the options are described — not the whole help. Also turns `node:util` `parseArgs` errors into
+ * such a line, naming the nearest known flag for an unknown one.
+ */
+import { nearest } from './suggest.js';
+
+/** The first line of a command's help text (`usage: toolwire call NAME … [options]`). */
+export function usageLine(help: string): string {
+  return help.slice(0, help.indexOf('\n') === -1 ? undefined : help.indexOf('\n'));
+}
+
+/**
+ * The text printed on misuse of `toolwire <command>`:
+ * ```text
+ * toolwire call: NAME is required
+ * usage: toolwire call NAME [INPUT_JSON | -] [options]
+ * Run "toolwire call --help" for the options.
+ * ```
+ */
+export function misuse(command: string, problem: string, help: string): string {
+  return `toolwire ${command}: ${problem}\n${usageLine(help)}\nRun "toolwire ${command} --help" for the options.\n`;
+}
+
+/** The flags of a command as given to `parseArgs` (only what naming them needs). */
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: string }>;
+
+/**
+ * One line for an error thrown by `parseArgs` with `strict: true`: `unknown option --timout; did
+ * you mean --timeout?`, `option --timeout needs a value`, `unexpected argument "extra"`. Anything
+ * else keeps its own message.
+ */
+export function argvProblem(error: unknown, flags: FlagSpec): string {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  const message = error instanceof Error ? error.message : String(error);
+  const quoted = /'([^']*)'/.exec(message)?.[1];
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && quoted !== undefined) {
+    const given = quoted.split('=')[0]!;
+    const known = Object.keys(flags).map((name) => `--${name}`);
+    const near = given.startsWith('--') ? nearest(given, known) : undefined;
+    return `unknown option ${given}${near !== undefined ? `; did you mean ${near}?` : ''}`;
+  }
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && quoted !== undefined) {
+    const flag = quoted.split(' ')[0]!;
+    return /does not take an argument/.test(message) ? `option ${flag} takes no value` : `option ${flag} needs a value`;
+  }
+  if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument ${JSON.stringify(quoted)}`;
+  return message;
+}

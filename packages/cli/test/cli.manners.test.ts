@@ -1,0 +1,296 @@
+/**
+ * CLI manners (issue 9, item 8): `--version` and `<command> --help`; misuse answered with one line
+ * naming the problem plus the usage line; the nearest known flag or command suggested; qualified
+ * tool names suggested for a bare one; `host --log-level`; `serve` on a port in use; a warning for a
+ * listen address other than loopback without TLS. Also what `toolwire call` puts on the wire. Real
+ * processes where the behaviour is the process's (exit status, what reaches stderr); 127.0.0.1, port 0.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { ToolHost } from '@toolwire/client';
+import { ExitCode as ProtocolExitCode, Defaults as ProtocolDefaults } from '@toolwire/protocol';
+import { ToolwireServer } from '@toolwire/server';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { Defaults, ExitCode } from '../src/codes.js';
+import { callCommand, callUsage, suggestTools } from '../src/commands/call.js';
+import { hostCommand, hostUsage } from '../src/commands/host.js';
+import { isLoopback, serveCommand, serveUsage } from '../src/commands/serve.js';
+import { toolsCommand, toolsUsage } from '../src/commands/tools.js';
+import { editDistance, nearest } from '../src/suggest.js';
+import { testIO } from './helpers/cli-io.js';
+import { FakeDoor } from './helpers/fake-door.js';
+import { poll } from '../../client/test/helpers/process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = join(here, '..', '..', '..');
+const main = join(here, '..', 'src', 'main.ts');
+const TOKEN = 'caller-token-0123456789';
+const HOST_TOKEN = 'host-token-0123456789';
+const silent = pino({ level: 'silent' });
+
+let home: string;
+const children: ChildProcess[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'toolwire-cli-manners-'));
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  }
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await rm(home, { recursive: true, force: true });
+});
+
+const io = (env: NodeJS.ProcessEnv = {}) => testIO({ TOOLWIRE_HOME: home, ...env });
+
+/** `toolwire ARGS…` as its own process (under tsx); resolves with its exit status and output. */
+function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', main, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, TOOLWIRE_HOME: home, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+  return { child, done };
+}
+
+describe('the CLI exit codes and defaults are the protocol package’s', () => {
+  it('codes.ts repeats ExitCode and Defaults values exactly', () => {
+    for (const [key, value] of Object.entries(ExitCode)) expect(ProtocolExitCode[key as keyof typeof ProtocolExitCode]).toBe(value);
+    for (const [key, value] of Object.entries(Defaults)) expect(ProtocolDefaults[key as keyof typeof ProtocolDefaults]).toBe(value);
+  });
+});
+
+describe('nearest word', () => {
+  it('counts insertions, deletions, substitutions and adjacent transpositions as one edit', () => {
+    expect(editDistance('timeout', 'timeout')).toBe(0);
+    expect(editDistance('timout', 'timeout')).toBe(1);
+    expect(editDistance('tiemout', 'timeout')).toBe(1);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(nearest('--timout', ['--server', '--timeout', '--token'])).toBe('--timeout');
+    expect(nearest('--zzzzzz', ['--server', '--timeout'])).toBeUndefined();
+    expect(nearest('cal', ['serve', 'host', 'tools', 'call'])).toBe('call');
+  });
+
+  it('suggests the qualified names of a bare tool name, else names within two edits', () => {
+    const names = ['alpha__read_file', 'beta__read_file', 'alpha__sleep', 'alpha__list_dir'];
+    expect(suggestTools('read_file', names)).toEqual(['alpha__read_file', 'beta__read_file']);
+    expect(suggestTools('alpha__read_fil', names)).toEqual(['alpha__read_file']);
+    expect(suggestTools('slep', names)).toEqual(['alpha__sleep']);
+    expect(suggestTools('nothing_like_it', names)).toEqual([]);
+  });
+});
+
+describe('--version and --help', () => {
+  it('toolwire --version prints the version and exits 0 (a real process)', async () => {
+    const { code, stdout } = await toolwire(['--version']).done;
+    expect(code).toBe(0);
+    expect(stdout).toMatch(/^toolwire \d+\.\d+\.\d+\n$/);
+  });
+
+  it('every command prints its help on stdout with --help and exits 0; the first line is its usage line', async () => {
+    const cases: [string, (t: ReturnType<typeof io>) => Promise<number>, string][] = [
+      ['call', (t) => callCommand(['--help'], t), callUsage],
+      ['tools', (t) => toolsCommand(['-h'], t), toolsUsage],
+      ['host', (t) => hostCommand(['--help'], t), hostUsage],
+    ];
+    for (const [name, command, usage] of cases) {
+      const t = io();
+      expect(await command(t)).toBe(0);
+      expect(t.out()).toBe(usage);
+      expect(usage.split('\n')[0]).toMatch(new RegExp(`^usage: toolwire ${name} .*\\[options\\]$`));
+    }
+    const out = new PassThrough();
+    let text = '';
+    out.setEncoding('utf8').on('data', (d: string) => (text += d));
+    expect(await serveCommand(['--help'], { stdout: out, stderr: new PassThrough(), env: { TOOLWIRE_HOME: home } })).toBe(0);
+    expect(text).toBe(serveUsage);
+    expect(serveUsage.split('\n')[0]).toBe('usage: toolwire serve [options]');
+  });
+});
+
+describe('misuse: one line naming the problem, the usage line, and where the options are', () => {
+  it('call without NAME', async () => {
+    const t = io();
+    expect(await callCommand([], t)).toBe(64);
+    expect(t.err()).toBe('toolwire call: NAME is required\nusage: toolwire call NAME [INPUT_JSON | -] [options]\nRun "toolwire call --help" for the options.\n');
+  });
+
+  it('an unknown flag names the nearest known flag of that command', async () => {
+    const call = io();
+    expect(await callCommand(['x', '--timout', '5'], call)).toBe(64);
+    expect(call.err().split('\n')[0]).toBe('toolwire call: unknown option --timout; did you mean --timeout?');
+    const tools = io();
+    expect(await toolsCommand(['--jsno'], tools)).toBe(64);
+    expect(tools.err()).toBe('toolwire tools: unknown option --jsno; did you mean --json?\nusage: toolwire tools [options]\nRun "toolwire tools --help" for the options.\n');
+    const host = io();
+    expect(await hostCommand(['--manfest', 'm.json'], host)).toBe(64);
+    expect(host.err().split('\n')[0]).toBe('toolwire host: unknown option --manfest; did you mean --manifest?');
+    const far = io();
+    expect(await callCommand(['x', '--zzzzzz'], far)).toBe(64);
+    expect(far.err().split('\n')[0]).toBe('toolwire call: unknown option --zzzzzz');
+  });
+
+  it('a flag without its value, and an unexpected argument', async () => {
+    const t = io();
+    expect(await callCommand(['x', '--timeout'], t)).toBe(64);
+    expect(t.err().split('\n')[0]).toBe('toolwire call: option --timeout needs a value');
+    const extra = io();
+    expect(await toolsCommand(['extra'], extra)).toBe(64);
+    expect(extra.err().split('\n')[0]).toBe('toolwire tools: unexpected argument "extra"');
+    expect(extra.err().split('\n')).toHaveLength(4); // three lines and the final newline
+  });
+
+  it('serve with an unknown flag (a real process): the nearest flag, the usage line, exit 64', async () => {
+    const { code, stderr } = await toolwire(['serve', '--lisen', '127.0.0.1:0']).done;
+    expect(code).toBe(64);
+    expect(stderr).toBe('toolwire serve: unknown option --lisen; did you mean --listen?\nusage: toolwire serve [options]\nRun "toolwire serve --help" for the options.\n');
+  });
+
+  it('an unknown command suggests the nearest command (a real process)', async () => {
+    const { code, stderr } = await toolwire(['cal', 'x']).done;
+    expect(code).toBe(64);
+    expect(stderr).toBe('toolwire: unknown command "cal"; did you mean "call"?\nusage: toolwire <command> [options]\nRun "toolwire --help" for the commands.\n');
+  });
+});
+
+describe('toolwire call: a bare tool name that exists only qualified', () => {
+  async function serverWithHost(): Promise<number> {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    cleanups.push(() => server.close());
+    const { url } = await server.listen(0, '127.0.0.1');
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent })
+      .tool('read_file', { inputSchema: { type: 'object' } }, () => 'contents\n')
+      .tool('sleep', { inputSchema: { type: 'object' } }, () => '');
+    cleanups.push(() => host.close());
+    await host.start();
+    return Number(new URL(url).port);
+  }
+
+  it('the server answers 127 "no such tool"; the command suggests the qualified name and keeps 127', async () => {
+    const port = await serverWithHost();
+    const t = io();
+    expect(await callCommand(['read_file', '--server', `127.0.0.1:${port}`, '--token', TOKEN], t)).toBe(127);
+    expect(t.err()).toBe('toolwire: no such tool "read_file"\ntoolwire: did you mean alpha__read_file?\n');
+    const ok = io();
+    expect(await callCommand(['alpha__read_file', '--server', `127.0.0.1:${port}`, '--token', TOKEN], ok)).toBe(0);
+    expect(ok.out()).toBe('contents\n');
+  });
+
+  it('lists the tools only after "no such tool": a call that ran, or a tool exiting 127 itself, lists nothing', async () => {
+    const door = await FakeDoor.start(TOKEN, [{ name: 'alpha__read_file', inputSchema: { type: 'object' } }]);
+    cleanups.push(() => door.close());
+    const server = ['--server', `127.0.0.1:${door.port}`, '--token', TOKEN];
+    expect(await callCommand(['alpha__read_file', ...server], io())).toBe(0);
+    door.answer = () => ({ content: [], structuredContent: { stdout: '', stderr: 'sh: frob: not found\n', exitCode: 127 } });
+    expect(await callCommand(['alpha__read_file', ...server], io())).toBe(127);
+    expect(door.listed).toBe(0);
+    door.answer = (call) => ({ content: [], structuredContent: { stdout: '', stderr: `toolwire: no such tool "${call.name}"\n`, exitCode: 127 } });
+    const t = io();
+    expect(await callCommand(['read_file', ...server], t)).toBe(127);
+    expect(door.listed).toBe(1);
+    expect(t.err()).toBe('toolwire: no such tool "read_file"\ntoolwire: did you mean alpha__read_file?\n');
+  });
+});
+
+describe('toolwire call on the wire', () => {
+  it('initialize, then notifications/initialized and tools/call, then DELETE: no session is left open', async () => {
+    const door = await FakeDoor.start(TOKEN, []);
+    cleanups.push(() => door.close());
+    expect(await callCommand(['alpha__x', '--server', `127.0.0.1:${door.port}`, '--token', TOKEN], io())).toBe(0);
+    expect(door.requests[0]).toEqual({ http: 'POST', rpc: ['initialize'] });
+    expect(door.requests.slice(1, 3).map((r) => r.rpc[0]).sort()).toEqual(['notifications/initialized', 'tools/call']);
+    expect(door.requests.slice(3)).toEqual([{ http: 'DELETE', rpc: [] }]);
+    expect(door.openSessions).toBe(0);
+  });
+
+  it('toolwire tools closes its session too', async () => {
+    const door = await FakeDoor.start(TOKEN, []);
+    cleanups.push(() => door.close());
+    expect(await toolsCommand(['--server', `127.0.0.1:${door.port}`, '--token', TOKEN], io())).toBe(0);
+    expect(door.requests.map((r) => r.rpc[0] ?? r.http).sort()).toEqual(['DELETE', 'initialize', 'notifications/initialized', 'tools/list']);
+    expect(door.openSessions).toBe(0);
+  });
+});
+
+describe('toolwire host --log-level', () => {
+  it('refuses a level it does not know, from the flag or from $TOOLWIRE_LOG_LEVEL', async () => {
+    const flag = io();
+    expect(await hostCommand(['--manifest', 'm.json', '--log-level', 'loud'], flag)).toBe(64);
+    expect(flag.err().split('\n')[0]).toBe('toolwire host: --log-level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"');
+    const env = io({ TOOLWIRE_LOG_LEVEL: 'chatty' });
+    expect(await hostCommand(['--manifest', 'm.json'], env)).toBe(64);
+    expect(env.err().split('\n')[0]).toMatch(/^toolwire host: \$TOOLWIRE_LOG_LEVEL must be one of .*got "chatty"$/);
+  });
+
+  it('--log-level warn keeps the info lines off stderr, and wins over $TOOLWIRE_LOG_LEVEL (a real process)', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], logger: silent });
+    cleanups.push(() => server.close());
+    const { url } = await server.listen(0, '127.0.0.1');
+    const manifest = join(home, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { say: { input_schema: { type: 'object' }, command: ['echo', 'hi'] } } }));
+    const quiet = toolwire(['host', '--manifest', manifest, '--server', url, '--token', HOST_TOKEN, '--log-level', 'warn'], { TOOLWIRE_LOG_LEVEL: 'debug' });
+    await poll(() => server.router.tools().some((t) => t.name === 'alpha__say'), 15_000, 'the host to advertise');
+    quiet.child.kill('SIGTERM');
+    const { code, stderr } = await quiet.done;
+    expect(code).toBe(0);
+    expect(stderr).not.toMatch(/"level":(20|30)/);
+  });
+});
+
+describe('toolwire serve', () => {
+  it('a port in use: one line "port in use, try --listen HOST:PORT", no stack trace, exit 69 (a real process)', async () => {
+    const blocker = createServer();
+    blocker.listen(0, '127.0.0.1');
+    await once(blocker, 'listening');
+    cleanups.push(() => new Promise((resolve) => blocker.close(resolve)));
+    const port = (blocker.address() as { port: number }).port;
+    const { code, stdout, stderr } = await toolwire(['serve', '--listen', `127.0.0.1:${port}`]).done;
+    expect(code).toBe(69);
+    expect(stdout).toBe('');
+    expect(stderr).toBe(`toolwire serve: cannot listen on 127.0.0.1:${port}: port in use (EADDRINUSE), try --listen HOST:PORT\n`);
+  });
+
+  it('warns that tokens travel in the clear when listening beyond loopback without TLS; not on loopback', async () => {
+    for (const [listen, warned] of [
+      ['0.0.0.0:0', true],
+      ['127.0.0.1:0', false],
+    ] as const) {
+      const out = new PassThrough();
+      const err = new PassThrough();
+      let stdout = '';
+      let stderr = '';
+      out.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+      err.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      const stop = new AbortController();
+      const exit = serveCommand(['--listen', listen, '--log-level', 'silent'], { stdout: out, stderr: err, env: { TOOLWIRE_HOME: home }, signal: stop.signal });
+      await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');
+      stop.abort();
+      expect(await exit).toBe(0);
+      if (warned) expect(stderr).toMatch(/^toolwire serve: warning: listening on 0\.0\.0\.0 without TLS: tokens and tool output travel in the clear; /);
+      else expect(stderr).toBe('');
+    }
+  });
+
+  it('loopback is 127.0.0.0/8, ::1 and localhost; anything else is not', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', '::1', 'localhost', 'LOCALHOST']) expect(isLoopback(host)).toBe(true);
+    for (const host of ['0.0.0.0', '::', '10.0.0.5', '192.168.1.2', 'build-box.example', '::ffff:10.0.0.1']) expect(isLoopback(host)).toBe(false);
+  });
+});
