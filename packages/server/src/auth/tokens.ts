@@ -29,7 +29,7 @@ interface Entry {
   principal: Principal;
 }
 
-/** Default grant of a caller credential without one (ServerOptions.callers). */
+/** Default grant of a caller credential without one (ToolwireServerOptions.callers). */
 const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
 
 /** `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235 §2.1 / RFC 6750 §2.1). */
@@ -101,7 +101,7 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
 }
 
 /**
- * The server's token table: host tokens (ServerOptions.hosts) and caller tokens (ServerOptions.callers).
+ * The server's token table: host tokens (ToolwireServerOptions.hosts) and caller tokens (ToolwireServerOptions.callers).
  *
  * Rules (TypeError at construction or `update` on a violation):
  * - host names match `[A-Za-z0-9_-]{1,64}` and contain no `__` (DESIGN §2: qualified names
