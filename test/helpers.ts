@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
-import { ToolwireServer, type ServerOptions } from '@toolwire/server';
+import { ToolwireServer, type ToolwireServerOptions } from '@toolwire/server';
+import type { ServerSeams } from '../packages/server/src/options.js';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const cliPath = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
@@ -54,8 +55,11 @@ export interface Started {
   mcpUrl: string;
 }
 
-/** Start a server on 127.0.0.1:0 with hosts `alpha` (HOST_TOKEN), `beta` (HOST2_TOKEN) and caller `agent`. */
-export async function startServer(options: ServerOptions = {}): Promise<Started> {
+/**
+ * Start a server on 127.0.0.1:0 with hosts `alpha` (HOST_TOKEN), `beta` (HOST2_TOKEN) and caller
+ * `agent`; `seams` are the server's internal test seams.
+ */
+export async function startServer(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): Promise<Started> {
   const server = new ToolwireServer({
     hosts: [
       { name: 'alpha', token: HOST_TOKEN },
@@ -63,7 +67,7 @@ export async function startServer(options: ServerOptions = {}): Promise<Started>
     ],
     callers: [{ name: 'agent', token: CALLER_TOKEN }],
     ...options,
-  });
+  }, seams);
   const address = await server.listen(0, '127.0.0.1');
   defer(() => server.close());
   return { server, url: address.url, mcpUrl: address.mcpUrl };

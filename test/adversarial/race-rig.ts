@@ -4,7 +4,8 @@
  */
 import { expect } from 'vitest';
 import { WebSocket } from 'ws';
-import type { RoutedCall, RoutedCapture, ServerOptions } from '@toolwire/server';
+import type { RoutedCall, RoutedCapture, ToolwireServerOptions } from '@toolwire/server';
+import type { ServerSeams } from '../../packages/server/src/options.js';
 import { startServer, text, type Started } from '../helpers.js';
 import { drivenHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
@@ -17,9 +18,9 @@ export interface Rig {
   log: ReturnType<typeof recordingLogger>;
 }
 
-export async function rig(options: ServerOptions = {}): Promise<Rig> {
+export async function rig(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): Promise<Rig> {
   const log = recordingLogger();
-  const started = await startServer({ logger: log.logger, cancelGraceMs: 2_000, ...options });
+  const started = await startServer({ logger: log.logger, cancelGraceMs: 2_000, ...options }, seams);
   const host = await drivenHost(started);
   return { started, host, log };
 }

@@ -5,7 +5,7 @@
  * advertises the name. Two hosts advertising one name follow DESIGN §2 in both naming modes.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import type { ExecuteResult, ServerOptions } from '@toolwire/server';
+import type { ExecuteResult, ToolwireServerOptions } from '@toolwire/server';
 import { HOST2_TOKEN, cleanup, nextFrame, startServer, text, type Started } from '../helpers.js';
 import { drivenHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
@@ -26,7 +26,7 @@ async function readvertise(host: DrivenHost, tools: unknown[]): Promise<Record<s
   return answer;
 }
 
-async function twoHosts(naming: ServerOptions['naming']) {
+async function twoHosts(naming: ToolwireServerOptions['naming']) {
   const log = recordingLogger();
   const started = await startServer({ naming, logger: log.logger, cancelGraceMs: 200 });
   const alpha = await drivenHost(started, [tool('shared'), tool('keep')]);

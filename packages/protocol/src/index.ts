@@ -28,18 +28,15 @@ export {
   decodeServerMessage,
   encodeMessage,
   checkToolSpec,
-  isToolSpec,
   formatAjvErrors,
 } from './codec.js';
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
-export { type Corkable, COALESCE_MAX_BYTES, COALESCE_MAX_FRAMES, TickCoalescer } from './coalesce.js';
+export { type Corkable, TickCoalescer } from './coalesce.js';
 export {
   type Capture,
   type PartialOutput,
   failureCapture,
   appendReason,
-  countLines,
   headTail,
-  joinHeadTail,
   HeadTailBuffer,
 } from './capture.js';

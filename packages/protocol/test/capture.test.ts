@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { HeadTailBuffer, appendReason, countLines, failureCapture, fromWire, headTail, toWire, utf8 } from '@toolwire/protocol';
+import { HeadTailBuffer, appendReason, failureCapture, fromWire, headTail, toWire, utf8 } from '@toolwire/protocol';
+import { countLines } from '../src/capture.js';
 
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 

@@ -1,10 +1,18 @@
 /**
- * Server options and their defaults (DESIGN §8). Every limit is an option; `resolveOptions` fills
- * the rest from `Defaults` and throws a RangeError/TypeError at once on caller misuse.
+ * Server options and their defaults (DESIGN §8). Every limit is an option. `resolveServerConfig`
+ * applies {@link ServerDefaults} once (one spread), checks every value (a RangeError/TypeError at
+ * once on caller misuse) and cuts the result into the small options slice each component reads.
  */
 import { Defaults } from '@toolwire/protocol';
-import { sequentialCallId } from './session/pending-calls.js';
 import { pino, type Logger as PinoLogger } from 'pino';
+import type { AuthLimiterOptions } from './auth/limiter.js';
+import type { EndpointOptions } from './endpoint/host-endpoint.js';
+import type { ExecutorOptions, Fallback } from './executor/executor.js';
+import type { ToolControl } from './executor/gates.js';
+import type { McpDoorOptions } from './mcp/door.js';
+import type { RouterOptions } from './router/router.js';
+import type { SessionOptions } from './session/host-session.js';
+import { sequentialCallId } from './session/pending-calls.js';
 
 /** The logging surface toolwire uses (a pino logger fits). */
 export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -25,8 +33,14 @@ export interface CallerCredential {
 /** How tool names from different hosts are exposed (DESIGN §2). */
 export type Naming = 'qualified' | 'bare';
 
-/** Options of `ToolwireServer`. All times in ms, sizes in bytes. */
-export interface ServerOptions {
+/** Certificate and private key of a TLS server, PEM. */
+export interface ServerTls {
+  cert: string | Buffer;
+  key: string | Buffer;
+}
+
+/** Options of `ToolwireServer`. All times in ms, sizes in bytes; each default is in {@link ServerDefaults}. */
+export interface ToolwireServerOptions {
   /** Host tokens → host identities. Default: none (no host can connect unless `loopbackDev`). */
   hosts?: readonly HostCredential[];
   /** Caller tokens for the MCP door. Default: none. */
@@ -55,12 +69,6 @@ export interface ServerOptions {
   helloTimeoutMs?: number;
   /** Wrong-shape frames per session before close 1008; default 16. */
   maxBadFrames?: number;
-  /**
-   * Test seam: mints the wire id of each call sent to a host (`call.id`, 1–128 characters). Default
-   * a random per-process prefix (12 nanoid characters) and a counter, unique per process. An id still pending on the same session is never
-   * reused: the session draws again, and after 8 colliding or invalid draws settles the new call 70.
-   */
-  newCallId?: () => string;
   /** Disk record root (`<root>/<agent>/<call id>/{input,output}.json`); default: no record. */
   recordDir?: string;
   /** Projection head/tail bytes per stream; default 16384 each. */
@@ -93,82 +101,203 @@ export interface ServerOptions {
   authMaxTrackedAddresses?: number;
   /** Default: a silent pino logger. */
   logger?: Logger;
+  /** Policy hook consulted before each call (fails closed). Default: none. */
+  toolControl?: ToolControl;
+  /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
+  fallback?: Fallback;
+  /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
+  mcpMaxSessions?: number;
+  /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
+  mcpMaxRequestBodyBytes?: number;
+  /**
+   * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
+   * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
+   */
+  tls?: ServerTls;
 }
 
-/** Defaults of the security limits that only the server has (the rest are protocol `Defaults`, DESIGN §8). */
-export const SecurityDefaults = {
+/**
+ * The default of every {@link ToolwireServerOptions} limit, in one place (wire limits shared with
+ * the tool host come from protocol `Defaults`). Times in ms, sizes in bytes. Options without an
+ * entry default to "none" (`hosts`, `callers`: none; `recordDir`, `toolControl`, `fallback`, `tls`:
+ * off; `logger`: a silent pino logger).
+ */
+export const ServerDefaults = Object.freeze({
+  naming: 'qualified' as Naming,
+  maxPayload: Defaults.maxPayload,
+  heartbeatMs: Defaults.heartbeatMs,
+  deadlineMs: Defaults.deadlineMs,
+  cancelGraceMs: Defaults.cancelGraceMs,
+  maxToolsPerHost: Defaults.maxToolsPerHost,
+  maxSchemaBytes: Defaults.maxSchemaBytes,
+  maxSchemaDepth: Defaults.maxSchemaDepth,
+  maxInFlightPerHost: Defaults.maxInFlightPerHost,
+  maxBufferedBytesPerHost: Defaults.maxBufferedBytesPerHost,
+  helloTimeoutMs: Defaults.helloTimeoutMs,
+  maxBadFrames: Defaults.maxBadFrames,
+  projectionHeadBytes: Defaults.projectionHeadBytes,
+  projectionTailBytes: Defaults.projectionTailBytes,
+  loopbackDev: false,
+  maxDescriptionChars: Defaults.maxDescriptionChars,
   maxConnections: 1024,
   maxConnectionsPerHost: 4,
+  allowedOrigins: Object.freeze([]) as readonly string[],
+  perMessageDeflate: false,
   authMaxFailures: 10,
   authFailureWindowMs: 60_000,
   authBlockMs: 1_000,
   authMaxTrackedAddresses: 10_000,
-} as const;
+  mcpMaxSessions: 1024,
+  /** 4 MiB. */
+  mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
+});
 
-/** Options with every default filled in. */
-export type ResolvedOptions = Required<Omit<ServerOptions, 'recordDir'>> & { recordDir: string | undefined };
+/**
+ * Test seams of the server: not options a user sets, so not in {@link ToolwireServerOptions}.
+ * Passed as `ToolwireServer`'s second (internal) constructor argument.
+ * @internal
+ */
+export interface ServerSeams {
+  /**
+   * Mints the wire id of each call sent to a host (`call.id`, 1–128 characters). Default a random
+   * per-process prefix (12 nanoid characters) and a counter, unique per process. An id still pending
+   * on the same session is never reused: the session draws again, and after 8 colliding or invalid
+   * draws settles the new call 70.
+   */
+  newCallId?: () => string;
+}
+
+/**
+ * {@link ToolwireServerOptions} resolved and cut into what each component reads: the composition
+ * root (`ToolwireServer`) hands each component its own slice.
+ * @internal
+ */
+export interface ServerConfig {
+  logger: Logger;
+  /** Credentials for the token table. */
+  hosts: readonly HostCredential[];
+  callers: readonly CallerCredential[];
+  tls: ServerTls | undefined;
+  /** `close()` waits this long (plus a margin) for stopped calls to settle, ms. */
+  cancelGraceMs: number;
+  toolControl: ToolControl | undefined;
+  fallback: Fallback | undefined;
+  limiter: AuthLimiterOptions;
+  router: RouterOptions;
+  endpoint: EndpointOptions;
+  executor: ExecutorOptions;
+  mcp: McpDoorOptions;
+}
 
 const positive = [
   'maxPayload', 'heartbeatMs', 'deadlineMs', 'maxToolsPerHost', 'maxSchemaBytes', 'maxSchemaDepth',
   'maxInFlightPerHost', 'maxBufferedBytesPerHost', 'helloTimeoutMs', 'maxBadFrames', 'maxDescriptionChars',
   'maxConnections', 'maxConnectionsPerHost', 'authMaxFailures', 'authFailureWindowMs', 'authBlockMs', 'authMaxTrackedAddresses',
+  'mcpMaxSessions', 'mcpMaxRequestBodyBytes',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
 
 /** Check `allowedOrigins` and lower-case it (origins compare case-insensitively). */
-function normalizeOrigins(origins: readonly string[] | undefined): readonly string[] {
-  if (origins === undefined) return Object.freeze([]);
+function normalizeOrigins(origins: readonly string[]): readonly string[] {
   if (!Array.isArray(origins) || !origins.every((o) => typeof o === 'string' && o.length > 0)) {
-    throw new TypeError('ServerOptions.allowedOrigins must be an array of non-empty origin strings, e.g. ["https://app.example.com"]');
+    throw new TypeError('ToolwireServerOptions.allowedOrigins must be an array of non-empty origin strings, e.g. ["https://app.example.com"]');
   }
   return Object.freeze(origins.map((o) => o.toLowerCase()));
 }
 
-/** Fill defaults and check ranges. Throws `RangeError` for a non-positive/non-integer limit, `TypeError` for a bad naming. */
-export function resolveOptions(options: ServerOptions = {}): ResolvedOptions {
-  const resolved: ResolvedOptions = {
-    hosts: options.hosts ?? [],
-    callers: options.callers ?? [],
-    naming: options.naming ?? 'qualified',
-    maxPayload: options.maxPayload ?? Defaults.maxPayload,
-    heartbeatMs: options.heartbeatMs ?? Defaults.heartbeatMs,
-    deadlineMs: options.deadlineMs ?? Defaults.deadlineMs,
-    cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
-    maxToolsPerHost: options.maxToolsPerHost ?? Defaults.maxToolsPerHost,
-    maxSchemaBytes: options.maxSchemaBytes ?? Defaults.maxSchemaBytes,
-    maxSchemaDepth: options.maxSchemaDepth ?? Defaults.maxSchemaDepth,
-    maxInFlightPerHost: options.maxInFlightPerHost ?? Defaults.maxInFlightPerHost,
-    maxBufferedBytesPerHost: options.maxBufferedBytesPerHost ?? Defaults.maxBufferedBytesPerHost,
-    helloTimeoutMs: options.helloTimeoutMs ?? Defaults.helloTimeoutMs,
-    maxBadFrames: options.maxBadFrames ?? Defaults.maxBadFrames,
-    newCallId: options.newCallId ?? sequentialCallId,
-    recordDir: options.recordDir,
-    projectionHeadBytes: options.projectionHeadBytes ?? Defaults.projectionHeadBytes,
-    projectionTailBytes: options.projectionTailBytes ?? Defaults.projectionTailBytes,
-    loopbackDev: options.loopbackDev ?? false,
-    maxDescriptionChars: options.maxDescriptionChars ?? Defaults.maxDescriptionChars,
-    maxConnections: options.maxConnections ?? SecurityDefaults.maxConnections,
-    maxConnectionsPerHost: options.maxConnectionsPerHost ?? SecurityDefaults.maxConnectionsPerHost,
-    allowedOrigins: normalizeOrigins(options.allowedOrigins),
-    perMessageDeflate: options.perMessageDeflate ?? false,
-    authMaxFailures: options.authMaxFailures ?? SecurityDefaults.authMaxFailures,
-    authFailureWindowMs: options.authFailureWindowMs ?? SecurityDefaults.authFailureWindowMs,
-    authBlockMs: options.authBlockMs ?? SecurityDefaults.authBlockMs,
-    authMaxTrackedAddresses: options.authMaxTrackedAddresses ?? SecurityDefaults.authMaxTrackedAddresses,
-    logger: options.logger ?? pino({ level: 'silent' }),
-  };
+/** `options` without the keys whose value is `undefined` (so they take the default in the spread). */
+function defined<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/**
+ * Fill defaults and check every option, then cut the result into per-component slices.
+ * @throws RangeError for a limit that is not a positive (or non-negative) integer; TypeError for a
+ *   bad `naming`, `allowedOrigins`, `perMessageDeflate`, `loopbackDev`, `tls` or `newCallId`
+ * @internal
+ */
+export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): ServerConfig {
+  if (typeof options !== 'object' || options === null) throw new TypeError('ToolwireServer needs an options object');
+  const o = { ...ServerDefaults, ...defined(options) };
   for (const key of positive) {
-    const v = resolved[key];
-    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`ServerOptions.${key} must be a positive integer, got ${v}`);
+    const v = o[key];
+    if (!Number.isInteger(v) || v <= 0) throw new RangeError(`ToolwireServerOptions.${key} must be a positive integer, got ${v}`);
   }
   for (const key of nonNegative) {
-    const v = resolved[key];
-    if (!Number.isInteger(v) || v < 0) throw new RangeError(`ServerOptions.${key} must be a non-negative integer, got ${v}`);
+    const v = o[key];
+    if (!Number.isInteger(v) || v < 0) throw new RangeError(`ToolwireServerOptions.${key} must be a non-negative integer, got ${v}`);
   }
-  if (typeof resolved.newCallId !== 'function') throw new TypeError('ServerOptions.newCallId must be a function returning a string');
-  if (typeof resolved.perMessageDeflate !== 'boolean') throw new TypeError('ServerOptions.perMessageDeflate must be a boolean');
-  if (resolved.naming !== 'qualified' && resolved.naming !== 'bare') {
-    throw new TypeError(`ServerOptions.naming must be "qualified" or "bare", got ${String(resolved.naming)}`);
+  for (const key of ['perMessageDeflate', 'loopbackDev'] as const) {
+    if (typeof o[key] !== 'boolean') throw new TypeError(`ToolwireServerOptions.${key} must be a boolean`);
   }
-  return resolved;
+  if (o.naming !== 'qualified' && o.naming !== 'bare') {
+    throw new TypeError(`ToolwireServerOptions.naming must be "qualified" or "bare", got ${String(o.naming)}`);
+  }
+  const { tls } = options;
+  if (tls !== undefined && (typeof tls !== 'object' || tls === null || !tls.cert || !tls.key)) {
+    throw new TypeError('ToolwireServerOptions.tls needs cert and key (PEM)');
+  }
+  const newCallId = seams.newCallId ?? sequentialCallId;
+  if (typeof newCallId !== 'function') throw new TypeError('newCallId must be a function returning a string');
+  const logger = o.logger ?? pino({ level: 'silent' });
+  const allowedOrigins = normalizeOrigins(o.allowedOrigins);
+  const session: SessionOptions = {
+    heartbeatMs: o.heartbeatMs,
+    helloTimeoutMs: o.helloTimeoutMs,
+    cancelGraceMs: o.cancelGraceMs,
+    deadlineMs: o.deadlineMs,
+    maxPayload: o.maxPayload,
+    maxToolsPerHost: o.maxToolsPerHost,
+    maxInFlightPerHost: o.maxInFlightPerHost,
+    maxBufferedBytesPerHost: o.maxBufferedBytesPerHost,
+    maxBadFrames: o.maxBadFrames,
+    newCallId,
+    logger,
+  };
+  return {
+    logger,
+    hosts: o.hosts ?? [],
+    callers: o.callers ?? [],
+    tls,
+    cancelGraceMs: o.cancelGraceMs,
+    toolControl: o.toolControl,
+    fallback: o.fallback,
+    limiter: {
+      maxFailures: o.authMaxFailures,
+      windowMs: o.authFailureWindowMs,
+      blockMs: o.authBlockMs,
+      maxTracked: o.authMaxTrackedAddresses,
+    },
+    router: {
+      naming: o.naming,
+      maxToolsPerHost: o.maxToolsPerHost,
+      maxSchemaBytes: o.maxSchemaBytes,
+      maxSchemaDepth: o.maxSchemaDepth,
+      maxDescriptionChars: o.maxDescriptionChars,
+      logger,
+    },
+    endpoint: {
+      maxPayload: o.maxPayload,
+      perMessageDeflate: o.perMessageDeflate,
+      allowedOrigins,
+      loopbackDev: o.loopbackDev,
+      maxConnections: o.maxConnections,
+      maxConnectionsPerHost: o.maxConnectionsPerHost,
+      closeWaitMs: o.cancelGraceMs,
+      logger,
+      session,
+    },
+    executor: {
+      recordDir: o.recordDir,
+      projectionHeadBytes: o.projectionHeadBytes,
+      projectionTailBytes: o.projectionTailBytes,
+      logger,
+    },
+    mcp: {
+      maxSessions: o.mcpMaxSessions,
+      maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,
+      allowedOrigins,
+      logger,
+    },
+  };
 }

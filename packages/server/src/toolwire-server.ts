@@ -11,37 +11,20 @@ import { type IncomingMessage, type Server as HttpServer, type ServerResponse, c
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import pTimeout from 'p-timeout';
-import type { AuthLimiter } from './auth/limiter.js';
+import { AuthLimiter } from './auth/limiter.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
-import { HostEndpoint, limiterFor } from './endpoint/host-endpoint.js';
-import { Executor, type Fallback } from './executor/executor.js';
-import type { ToolControl } from './executor/gates.js';
+import { HostEndpoint } from './endpoint/host-endpoint.js';
+import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
-import { type CallerCredential, type HostCredential, type ResolvedOptions, type ServerOptions, resolveOptions } from './options.js';
+import {
+  type CallerCredential,
+  type HostCredential,
+  type Logger,
+  type ServerSeams,
+  type ToolwireServerOptions,
+  resolveServerConfig,
+} from './options.js';
 import { Router } from './router/router.js';
-
-/** Options of {@link ToolwireServer}: every `ServerOptions` plus the executor hooks and the MCP door limits. */
-export interface ToolwireServerOptions extends ServerOptions {
-  /** Policy hook consulted before each call (fails closed). Default: none. */
-  toolControl?: ToolControl;
-  /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
-  fallback?: Fallback;
-  /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
-  mcpMaxSessions?: number;
-  /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
-  mcpMaxRequestBodyBytes?: number;
-  /**
-   * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
-   * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
-   */
-  tls?: ServerTls;
-}
-
-/** Certificate and private key of a TLS server, PEM. */
-export interface ServerTls {
-  cert: string | Buffer;
-  key: string | Buffer;
-}
 
 /** What {@link ToolwireServer.updateCredentials} closed. */
 export interface CredentialsUpdate {
@@ -67,7 +50,6 @@ const STOP_MARGIN_MS = 500;
 
 /** The toolwire server: host endpoint, router, executor and MCP door on one port. */
 export class ToolwireServer {
-  readonly options: ResolvedOptions;
   readonly tokens: TokenTable;
   readonly router: Router;
   readonly executor: Executor;
@@ -77,39 +59,34 @@ export class ToolwireServer {
   readonly limiter: AuthLimiter;
   readonly #http: HttpServer;
   readonly #secure: boolean;
+  readonly #logger: Logger;
+  readonly #cancelGraceMs: number;
   #closing: Promise<void> | undefined;
 
   /**
-   * @throws TypeError/RangeError at once on a bad option or credential (see `resolveOptions`,
-   *   `TokenTable`, `McpDoor`).
+   * @param options see {@link ToolwireServerOptions}; defaults in `ServerDefaults`
+   * @param seams test seams only (internal; not part of the public API)
+   * @throws TypeError/RangeError at once on a bad option or credential (see `TokenTable`).
    */
-  constructor(options: ToolwireServerOptions = {}) {
-    const { toolControl, fallback, mcpMaxSessions, mcpMaxRequestBodyBytes, tls, ...serverOptions } = options;
-    this.options = resolveOptions(serverOptions);
-    const log = this.options.logger;
-    this.tokens = new TokenTable(this.options.hosts, this.options.callers);
-    this.router = new Router(this.options);
-    this.limiter = limiterFor(this.options);
-    this.hostEndpoint = new HostEndpoint({ options: this.options, tokens: this.tokens, router: this.router, limiter: this.limiter });
+  constructor(options: ToolwireServerOptions = {}, seams: ServerSeams = {}) {
+    const config = resolveServerConfig(options, seams);
+    const { tls, toolControl, fallback } = config;
+    const log = config.logger;
+    this.#logger = log;
+    this.#cancelGraceMs = config.cancelGraceMs;
+    this.tokens = new TokenTable(config.hosts, config.callers);
+    this.router = new Router(config.router);
+    this.limiter = new AuthLimiter(config.limiter);
+    this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter });
     this.executor = new Executor({
       injection: this.router,
-      options: this.options,
+      options: config.executor,
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
     });
-    this.mcp = new McpDoor({
-      executor: this.executor,
-      tools: this.router,
-      auth: this.tokens,
-      logger: log,
-      allowedOrigins: this.options.allowedOrigins,
-      limiter: this.limiter,
-      ...(mcpMaxSessions !== undefined && { maxSessions: mcpMaxSessions }),
-      ...(mcpMaxRequestBodyBytes !== undefined && { maxRequestBodyBytes: mcpMaxRequestBodyBytes }),
-    });
+    this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter });
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
     if (tls !== undefined) {
-      if (typeof tls !== 'object' || tls === null || !tls.cert || !tls.key) throw new TypeError('ToolwireServerOptions.tls needs cert and key (PEM)');
       this.#http = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
       // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
       this.#http.on('tlsClientError', (error, socket) => {
@@ -170,7 +147,7 @@ export class ToolwireServer {
     const isCurrent = (principal: { role: string; name: string }): boolean => this.tokens.isCurrent(principal as Principal);
     const closedHosts = this.hostEndpoint.revoke(isCurrent);
     const closedCallers = await this.mcp.revoke(isCurrent);
-    this.options.logger.info({ hosts: hosts.length, callers: callers.length, closedHosts, closedCallers }, 'credentials updated');
+    this.#logger.info({ hosts: hosts.length, callers: callers.length, closedHosts, closedCallers }, 'credentials updated');
     return { closedHosts, closedCallers };
   }
 
@@ -188,7 +165,7 @@ export class ToolwireServer {
   async #shutdown(): Promise<void> {
     const hostsClosed = this.hostEndpoint.close();
     this.executor.stop();
-    await pTimeout(this.executor.whenIdle(), { milliseconds: this.options.cancelGraceMs + STOP_MARGIN_MS, message: false });
+    await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
     await hostsClosed;
     if (this.#http.listening) {

@@ -7,10 +7,11 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocket } from 'ws';
+import { AuthLimiter } from '../src/auth/limiter.js';
 import { TokenTable } from '../src/auth/tokens.js';
 import { HostEndpoint } from '../src/endpoint/host-endpoint.js';
-import { type Logger, type ResolvedOptions, resolveOptions, type ServerOptions } from '../src/options.js';
-import { Router } from '../src/router/router.js';
+import { type Logger, type ServerConfig, resolveServerConfig, type ToolwireServerOptions } from '../src/options.js';
+import { Router, type RouterOptions } from '../src/router/router.js';
 import type { RoutedCall } from '../src/seam.js';
 
 export const ALPHA_TOKEN = 'alpha-token-0123456789abcdef';
@@ -47,7 +48,7 @@ export function recordingLogger(): { logger: Logger; entries: LogEntry[] } {
 
 export interface Harness {
   url: string;
-  options: ResolvedOptions;
+  options: ServerConfig;
   router: Router;
   endpoint: HostEndpoint;
   http: Server;
@@ -55,10 +56,10 @@ export interface Harness {
 
 /** Start an endpoint with hosts `alpha` and `beta` and caller `agent`, on 127.0.0.1:0. */
 export async function startEndpoint(
-  overrides: ServerOptions = {},
-  makeRouter: (options: ResolvedOptions) => Router = (options) => new Router(options),
+  overrides: ToolwireServerOptions = {},
+  makeRouter: (options: RouterOptions) => Router = (options) => new Router(options),
 ): Promise<Harness> {
-  const options = resolveOptions({
+  const options = resolveServerConfig({
     hosts: [
       { name: 'alpha', token: ALPHA_TOKEN },
       { name: 'beta', token: BETA_TOKEN },
@@ -67,8 +68,8 @@ export async function startEndpoint(
     ...overrides,
   });
   const tokens = new TokenTable(options.hosts, options.callers);
-  const router = makeRouter(options);
-  const endpoint = new HostEndpoint({ options, tokens, router });
+  const router = makeRouter(options.router);
+  const endpoint = new HostEndpoint({ options: options.endpoint, tokens, router, limiter: new AuthLimiter(options.limiter) });
   const http = createServer((_req, res) => {
     res.statusCode = 404;
     res.end();

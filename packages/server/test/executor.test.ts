@@ -21,7 +21,7 @@ import { Executor, type ExecuteResult, type CompletedResult } from '../src/execu
 import type { ToolControl } from '../src/executor/gates.js';
 import { project } from '../src/executor/projection.js';
 import { DiskRecord } from '../src/executor/record.js';
-import { type ServerOptions, resolveOptions, type Logger } from '../src/options.js';
+import { type ToolwireServerOptions, resolveServerConfig, type Logger } from '../src/options.js';
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection, type Handler } from './fake-injection.js';
 
@@ -53,8 +53,8 @@ function text(bytes: Uint8Array): string {
 let injection: FakeInjection;
 let dirs: string[] = [];
 
-function make(options: ServerOptions = {}, extra: { toolControl?: ToolControl; fallback?: Handler } = {}): Executor {
-  return new Executor({ injection, options: resolveOptions(options), ...extra });
+function make(options: ToolwireServerOptions = {}, extra: { toolControl?: ToolControl; fallback?: Handler } = {}): Executor {
+  return new Executor({ injection, options: resolveServerConfig(options).executor, ...extra });
 }
 
 async function tempDir(): Promise<string> {

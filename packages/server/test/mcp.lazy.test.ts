@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TokenTable } from '../src/auth/tokens.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { type McpSdk, sdkLoader } from '../src/mcp/sdk.js';
-import { resolveOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/options.js';
 
 const sdkFailures = vi.hoisted(() => ({ remaining: 0 }));
 
@@ -85,11 +85,11 @@ describe('McpDoor with a lazily loaded SDK', () => {
   });
 
   it('answers 500 when the SDK fails to load and opens the session on the next request', async () => {
-    const options = resolveOptions();
+    const options = resolveServerConfig();
     const tools = Object.assign(new EventEmitter(), { tools: () => [] });
     const tokens = new TokenTable([], [{ name: 'alice', token: 'alice-token-123' }]);
     const executor = { execute: () => Promise.reject(new Error('unused')) };
-    door = new McpDoor({ executor, tools, auth: tokens, logger: options.logger });
+    door = new McpDoor({ executor, tools, auth: tokens, options: options.mcp });
     const d = door;
     http = createServer((req, res) => void d.handle(req, res));
     await new Promise<void>((resolve) => http?.listen(0, '127.0.0.1', resolve));

@@ -9,7 +9,7 @@ import { TokenTable } from '../src/auth/tokens.js';
 import { Executor, type ExecuteRequest, type ExecuteResult } from '../src/executor/executor.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { OUTPUT_SCHEMA } from '../src/mcp/tool-result.js';
-import { resolveOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/options.js';
 import { FakeInjection } from './fake-injection.js';
 
 
@@ -39,8 +39,8 @@ beforeEach(async () => {
   router = new FakeInjection();
   router.list = [{ name: 'echo', description: 'Echo text', inputSchema: echoSchema }];
   router.handlers.set('echo', async (call) => capture(`${(call.input as { text: string }).text}\n`));
-  const options = resolveOptions();
-  const executor = new Executor({ injection: router, options });
+  const options = resolveServerConfig();
+  const executor = new Executor({ injection: router, options: options.executor });
   executions = [];
   const spy = {
     execute(req: ExecuteRequest): Promise<ExecuteResult> {
@@ -56,7 +56,7 @@ beforeEach(async () => {
       { name: 'limited', token: TOKENS.limited, grant: ['other'] },
     ],
   );
-  door = new McpDoor({ executor: spy, tools: router, auth: tokens, logger: options.logger });
+  door = new McpDoor({ executor: spy, tools: router, auth: tokens, options: options.mcp });
   http = createServer((req, res) => {
     if (req.url?.startsWith('/mcp')) void door.handle(req, res);
     else res.writeHead(404).end();
@@ -210,7 +210,7 @@ describe('session limit', () => {
 
   async function withLimit(maxSessions: number): Promise<void> {
     await door.close();
-    door = new McpDoor({ executor: new Executor({ injection: router, options: resolveOptions() }), tools: router, auth: new TokenTable([], [{ name: 'alice', token: TOKENS.alice }]), logger: resolveOptions().logger, maxSessions });
+    door = new McpDoor({ executor: new Executor({ injection: router, options: resolveServerConfig().executor }), tools: router, auth: new TokenTable([], [{ name: 'alice', token: TOKENS.alice }]), options: resolveServerConfig({ mcpMaxSessions: maxSessions }).mcp });
   }
 
   it('evicts the least recently active idle session at the limit', async () => {

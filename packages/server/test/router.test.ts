@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { failureCapture, utf8 } from '@toolwire/protocol';
-import { resolveOptions, type ServerOptions } from '../src/options.js';
+import { resolveServerConfig, type ToolwireServerOptions } from '../src/options.js';
 import type { HostLink } from '../src/router/host-link.js';
 import { Router } from '../src/router/router.js';
 import type { RoutedCall, RoutedCapture } from '../src/seam.js';
@@ -26,8 +26,8 @@ class FakeLink implements HostLink {
 
 const tool = (name: string, description?: string) => ({ name, inputSchema: { type: 'object' }, ...(description ? { description } : {}) });
 
-function setup(options: ServerOptions = {}) {
-  const router = new Router(resolveOptions(options));
+function setup(options: ToolwireServerOptions = {}) {
+  const router = new Router(resolveServerConfig(options).router);
   const changes = vi.fn();
   router.on('toolsChanged', changes);
   return { router, changes };
@@ -71,7 +71,7 @@ describe('Router.tools and toolsChanged', () => {
 
   it('a throwing toolsChanged listener is logged, not propagated', () => {
     const { logger, entries } = recordingLogger();
-    const router = new Router(resolveOptions({ logger }));
+    const router = new Router(resolveServerConfig({ logger }).router);
     router.on('toolsChanged', () => {
       throw new Error('listener bug');
     });

@@ -2,7 +2,8 @@
  * Shared by the security suites: a real ToolwireServer on 127.0.0.1:0 with hosts `alpha`/`beta` and
  * caller `agent`, and a cleanup list each suite drains in its `afterEach`.
  */
-import { ToolwireServer, type ToolwireServerOptions } from '../src/toolwire-server.js';
+import type { ToolwireServerOptions } from '../src/options.js';
+import { ToolwireServer } from '../src/toolwire-server.js';
 
 export const ALPHA = 'alpha-token-0123456789abcdef';
 export const BETA = 'beta-token-0123456789abcdef';

@@ -9,7 +9,7 @@ import { utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Executor } from '../src/executor/executor.js';
 import { DiskRecord } from '../src/executor/record.js';
-import { resolveOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/options.js';
 import type { ToolInjection } from '../src/seam.js';
 
 let sandbox: string;
@@ -60,13 +60,13 @@ const HOSTILE = [
 
 describe('disk record paths', () => {
   it.each(HOSTILE.map((v) => [JSON.stringify(v).slice(0, 40), v]))('refuses agent %s at once (TypeError) and writes nothing', async (_label, agent) => {
-    const executor = new Executor({ injection, options: resolveOptions({ recordDir: root }) });
+    const executor = new Executor({ injection, options: resolveServerConfig({ recordDir: root }).executor });
     expect(() => executor.execute({ name: 'echo', input: {}, agent })).toThrow(TypeError);
     expect(await tree(sandbox)).toEqual(['records']);
   });
 
   it.each(HOSTILE.map((v) => [JSON.stringify(v).slice(0, 40), v]))('refuses call id %s at once (TypeError) and writes nothing', async (_label, id) => {
-    const executor = new Executor({ injection, options: resolveOptions({ recordDir: root }) });
+    const executor = new Executor({ injection, options: resolveServerConfig({ recordDir: root }).executor });
     expect(() => executor.execute({ id, name: 'echo', input: {}, agent: 'agent' })).toThrow(TypeError);
     expect(await tree(sandbox)).toEqual(['records']);
   });
@@ -85,7 +85,7 @@ describe('disk record paths', () => {
   });
 
   it('writes the record of valid names inside the root only, whatever the tool name and input hold', async () => {
-    const executor = new Executor({ injection, options: resolveOptions({ recordDir: root }) });
+    const executor = new Executor({ injection, options: resolveServerConfig({ recordDir: root }).executor });
     const result = await executor.execute({ id: '...', name: 'echo', input: { path: '../../../../etc/passwd', '../x': '/abs' }, agent: 'x'.repeat(128) });
     expect(result.outcome).toBe('completed');
     expect(await tree(sandbox)).toEqual([

@@ -10,7 +10,7 @@ import {
   COMPILES_PER_GENERATION, MAX_CACHED_SCHEMAS, MAX_PATTERN_LENGTH, checkInput, compileInputSchema, schemaCacheStats,
 } from '../src/registry/schema-cache.js';
 
-const limits = { naming: 'qualified' as const, maxToolsPerHost: 256, maxSchemaBytes: Defaults.maxSchemaBytes, maxSchemaDepth: Defaults.maxSchemaDepth };
+const limits = { naming: 'qualified' as const, maxToolsPerHost: 256, maxSchemaBytes: Defaults.maxSchemaBytes, maxSchemaDepth: Defaults.maxSchemaDepth, maxDescriptionChars: Defaults.maxDescriptionChars };
 
 /** Advertise `schemas` (one tool each, named t0, t1, …) and return the `advertised` answer. */
 function advertise(schemas: unknown[], host = 'alpha', registry = new ToolRegistry(limits)) {

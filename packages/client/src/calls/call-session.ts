@@ -12,7 +12,7 @@ import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process
 import { encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 
 /** A registered tool as the call layer runs it. */
-export type RegisteredTool =
+export type RunnableTool =
   | { kind: 'handler'; name: string; handler: ToolHandler }
   | { kind: 'command'; name: string; command: CommandSpec };
 
@@ -72,7 +72,7 @@ function toolContext(call: CallMessage, deadlineMs: number, abort: CallAbort): T
  */
 export class CallSession {
   readonly #send: (frame: string) => boolean;
-  readonly #lookup: (name: string) => RegisteredTool | undefined;
+  readonly #lookup: (name: string) => RunnableTool | undefined;
   readonly #settings: CallSettings;
   readonly #maxPayload: number;
   readonly #capBytes: number;
@@ -86,7 +86,7 @@ export class CallSession {
   constructor(
     send: (frame: string) => boolean,
     maxPayload: number,
-    lookup: (name: string) => RegisteredTool | undefined,
+    lookup: (name: string) => RunnableTool | undefined,
     settings: CallSettings,
   ) {
     this.#send = send;
@@ -186,7 +186,7 @@ export class CallSession {
   }
 
   /** `pending`: what a handler tool's handler returned (a thenable; see `startHandler`). */
-  async #run(tool: RegisteredTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
+  async #run(tool: RunnableTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
     const { cancelGraceMs, drainMs, root, spawnHelper } = this.#settings;
     let capture: Capture;
     try {

@@ -20,7 +20,7 @@ import type { CommandSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import { SOFTWARE } from '../version.js';
 import { HostReplacedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
-import { ToolRegistry } from './registry.js';
+import { ToolSet } from './tool-set.js';
 
 /** Events of a {@link ToolHost} and their arguments. */
 export interface ToolHostEvents {
@@ -56,7 +56,7 @@ interface Deferred<T> {
  */
 export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #options: ResolvedHostOptions;
-  readonly #registry = new ToolRegistry();
+  readonly #tools = new ToolSet();
   readonly #draining = new Set<Promise<void>>();
   #supervisor: ConnectionSupervisor | undefined;
   #current: { socket: HostSocket; session: CallSession } | undefined;
@@ -74,7 +74,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
    * @throws TypeError on a bad name (`[A-Za-z0-9_-]{1,64}`), a duplicate, or a spec without an object `inputSchema`
    */
   tool(name: string, spec: InProcessToolSpec, handler: ToolHandler): this {
-    this.#registry.addHandler(name, spec, handler);
+    this.#tools.addHandler(name, spec, handler);
     this.#advertise();
     return this;
   }
@@ -85,7 +85,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
    * @throws TypeError/RangeError on a bad name, a duplicate, or a bad spec
    */
   command(name: string, spec: CommandSpec): this {
-    this.#registry.addCommand(name, spec);
+    this.#tools.addCommand(name, spec);
     this.#advertise();
     return this;
   }
@@ -138,7 +138,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   }
 
   #advertise(): void {
-    this.#current?.socket.send({ type: 'advertise', tools: this.#registry.specs() });
+    this.#current?.socket.send({ type: 'advertise', tools: this.#tools.specs() });
   }
 
   #onWelcome(socket: HostSocket, welcome: WelcomeMessage): void {
@@ -146,7 +146,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (welcome.protocol !== PROTOCOL_VERSION) {
       o.logger.warn({ server: welcome.protocol, ours: PROTOCOL_VERSION }, 'toolwire: server speaks another protocol version');
     }
-    const session = new CallSession((frame) => socket.sendFrame(frame), welcome.limits.maxPayload, (name) => this.#registry.get(name), {
+    const session = new CallSession((frame) => socket.sendFrame(frame), welcome.limits.maxPayload, (name) => this.#tools.get(name), {
       root: o.root,
       cancelGraceMs: o.cancelGraceMs,
       drainMs: o.drainMs,

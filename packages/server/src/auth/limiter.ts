@@ -12,13 +12,13 @@ import { isIPv6 } from 'node:net';
 
 /** Options of an {@link AuthLimiter}. Times in ms. */
 export interface AuthLimiterOptions {
-  /** Failures from one address within `windowMs` before it is blocked (ServerOptions.authMaxFailures, default 10). */
+  /** Failures from one address within `windowMs` before it is blocked (ToolwireServerOptions.authMaxFailures, default 10). */
   maxFailures: number;
-  /** Window in which failures are counted (ServerOptions.authFailureWindowMs, default 60000). */
+  /** Window in which failures are counted (ToolwireServerOptions.authFailureWindowMs, default 60000). */
   windowMs: number;
-  /** First block; each further failure while over the limit doubles it, up to `max(blockMs, windowMs)` (ServerOptions.authBlockMs, default 1000). */
+  /** First block; each further failure while over the limit doubles it, up to `max(blockMs, windowMs)` (ToolwireServerOptions.authBlockMs, default 1000). */
   blockMs: number;
-  /** Addresses remembered at most (ServerOptions.authMaxTrackedAddresses, default 10000). */
+  /** Addresses remembered at most (ToolwireServerOptions.authMaxTrackedAddresses, default 10000). */
   maxTracked: number;
   /** Clock, ms since the epoch. Default `Date.now`. */
   now?: () => number;

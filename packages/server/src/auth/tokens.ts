@@ -11,7 +11,7 @@ import { NAME_PATTERN, QUALIFIER } from '@toolwire/protocol';
 import type { CallerCredential, HostCredential } from '../options.js';
 
 /** Who a token speaks for: a tool host (WebSocket endpoint) or a caller (MCP door). */
-export type Role = 'host' | 'caller';
+export type PrincipalRole = 'host' | 'caller';
 
 /**
  * An authenticated identity.
@@ -19,7 +19,7 @@ export type Role = 'host' | 'caller';
  * - `role: 'caller'` — `name` is the agent id; `grant` lists callable tool names (default `["*"]`).
  */
 export interface Principal {
-  role: Role;
+  role: PrincipalRole;
   name: string;
   grant?: readonly string[];
 }
@@ -29,7 +29,7 @@ interface Entry {
   principal: Principal;
 }
 
-/** Default grant of a caller credential without one (ServerOptions.callers). */
+/** Default grant of a caller credential without one (ToolwireServerOptions.callers). */
 const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
 
 /** `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235 §2.1 / RFC 6750 §2.1). */
@@ -78,7 +78,7 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
   const entries: Entry[] = [];
   const names = { host: new Set<string>(), caller: new Set<string>() };
   const digests = new Set<string>();
-  const add = (role: Role, cred: HostCredential | CallerCredential, i: number): void => {
+  const add = (role: PrincipalRole, cred: HostCredential | CallerCredential, i: number): void => {
     const where = `${role === 'host' ? 'hosts' : 'callers'}[${i}]`;
     if (typeof cred !== 'object' || cred === null) throw new TypeError(`${where} must be an object`);
     const name = checkName(cred.name, where, role === 'host');
@@ -101,7 +101,7 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
 }
 
 /**
- * The server's token table: host tokens (ServerOptions.hosts) and caller tokens (ServerOptions.callers).
+ * The server's token table: host tokens (ToolwireServerOptions.hosts) and caller tokens (ToolwireServerOptions.callers).
  *
  * Rules (TypeError at construction or `update` on a violation):
  * - host names match `[A-Za-z0-9_-]{1,64}` and contain no `__` (DESIGN §2: qualified names
@@ -125,7 +125,7 @@ export class TokenTable {
    * @returns the principal, or `undefined` (→ HTTP 401) for a missing/malformed header, an unknown
    *   token, or a token of the wrong role
    */
-  authenticate(authorization: string | undefined, role: Role): Principal | undefined {
+  authenticate(authorization: string | undefined, role: PrincipalRole): Principal | undefined {
     if (typeof authorization !== 'string') return undefined;
     const match = BEARER.exec(authorization);
     if (!match) return undefined;

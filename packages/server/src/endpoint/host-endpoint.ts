@@ -7,35 +7,42 @@ import type { Duplex } from 'node:stream';
 import { SUBPROTOCOL } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { AuthLimiter } from '../auth/limiter.js';
+import type { AuthLimiter } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import type { Principal, TokenTable } from '../auth/tokens.js';
-import type { ResolvedOptions } from '../options.js';
+import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
-import { HostSession } from '../session/host-session.js';
+import { HostSession, type SessionOptions } from '../session/host-session.js';
 import { rejectUpgrade } from './http-reject.js';
 import { type UpgradeIdentity, identifyHost } from './upgrade-auth.js';
 
 /** Bound on the wait for sockets destroyed by `terminate()` to report 'close' during `close()`, ms. */
 const TERMINATE_WAIT_MS = 1_000;
 
-/** Dependencies of the endpoint. */
-export interface HostEndpointDeps {
-  options: ResolvedOptions;
-  tokens: TokenTable;
-  router: Router;
-  /** Failed-authentication limiter, shared with the MCP door. Default: one of its own, from `options`. */
-  limiter?: AuthLimiter;
+/** What the endpoint reads (the `ToolwireServerOptions` of the same names), and its sessions' slice. */
+export interface EndpointOptions {
+  /** Largest frame accepted, bytes (ws `maxPayload`). */
+  maxPayload: number;
+  perMessageDeflate: boolean;
+  /** Allowed browser origins, lower-case. */
+  allowedOrigins: readonly string[];
+  loopbackDev: boolean;
+  maxConnections: number;
+  maxConnectionsPerHost: number;
+  /** How long `close()` waits for peers to complete the close handshake before terminating them, ms (`cancelGraceMs`). */
+  closeWaitMs: number;
+  logger: Logger;
+  /** Handed to every {@link HostSession}. */
+  session: SessionOptions;
 }
 
-/** An {@link AuthLimiter} configured from the `auth*` server options. */
-export function limiterFor(options: ResolvedOptions): AuthLimiter {
-  return new AuthLimiter({
-    maxFailures: options.authMaxFailures,
-    windowMs: options.authFailureWindowMs,
-    blockMs: options.authBlockMs,
-    maxTracked: options.authMaxTrackedAddresses,
-  });
+/** Dependencies of the endpoint. */
+export interface HostEndpointDeps {
+  options: EndpointOptions;
+  tokens: TokenTable;
+  router: Router;
+  /** Failed-authentication limiter, shared with the MCP door. */
+  limiter: AuthLimiter;
 }
 
 /**
@@ -43,7 +50,7 @@ export function limiterFor(options: ResolvedOptions): AuthLimiter {
  * `server.on('upgrade', (req, socket, head) => endpoint.handleUpgrade(req, socket, head))`.
  */
 export class HostEndpoint {
-  readonly #options: ResolvedOptions;
+  readonly #options: EndpointOptions;
   readonly #tokens: TokenTable;
   readonly #router: Router;
   readonly #wss: WebSocketServer;
@@ -58,7 +65,7 @@ export class HostEndpoint {
     this.#options = deps.options;
     this.#tokens = deps.tokens;
     this.#router = deps.router;
-    this.#limiter = deps.limiter ?? limiterFor(deps.options);
+    this.#limiter = deps.limiter;
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: this.#options.maxPayload,
@@ -139,7 +146,7 @@ export class HostEndpoint {
 
   /**
    * Close every session with 1001 (GOING_AWAY); every pending call settles 69 at once and every
-   * session timer is cleared. Waits up to `cancelGraceMs` for peers to complete the close handshake,
+   * session timer is cleared. Waits up to `closeWaitMs` for peers to complete the close handshake,
    * then terminates the rest. Resolves when all sockets have closed (bounded). Idempotent.
    */
   close(): Promise<void> {
@@ -169,7 +176,7 @@ export class HostEndpoint {
       ws,
       socket, // the socket ws writes to: lets the session coalesce the frames of one tick
       identity: admitted.identity,
-      options: this.#options,
+      options: this.#options.session,
       router: this.#router,
       reserved: (name) => this.#tokens.hasHost(name),
     });
@@ -189,7 +196,7 @@ export class HostEndpoint {
     const sessions = [...this.#sessions.keys()];
     for (const session of sessions) session.shutdown();
     const all = Promise.all(sessions.map((s) => s.closed)).then(() => undefined);
-    await pTimeout(all, { milliseconds: this.#options.cancelGraceMs, message: false });
+    await pTimeout(all, { milliseconds: this.#options.closeWaitMs, message: false });
     for (const session of sessions) session.terminate();
     await pTimeout(all, { milliseconds: TERMINATE_WAIT_MS, message: false });
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));

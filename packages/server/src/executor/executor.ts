@@ -16,7 +16,7 @@
  */
 import { type Capture, failureCapture } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
-import type { ResolvedOptions } from '../options.js';
+import type { Logger } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { type Envelope, envelope } from './envelope.js';
@@ -27,12 +27,20 @@ import { DiskRecord, assertSegment } from './record.js';
 /** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
 export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
 
+/** What the executor reads (the `ToolwireServerOptions` of the same names). Sizes in bytes. */
+export interface ExecutorOptions {
+  /** Disk record root; `undefined`: no record. */
+  recordDir: string | undefined;
+  projectionHeadBytes: number;
+  projectionTailBytes: number;
+  logger: Logger;
+}
+
 /** What the executor needs. */
 export interface ExecutorDeps {
   /** Tools (for validation) and the router. */
   injection: ToolInjection;
-  /** Resolved server options: `recordDir`, `projectionHeadBytes`, `projectionTailBytes`, `logger`. */
-  options: ResolvedOptions;
+  options: ExecutorOptions;
   /** Optional policy hook, consulted after the grant gate. */
   toolControl?: ToolControl;
   /** Optional local tools, tried when the router answers "not mine". */
@@ -93,7 +101,7 @@ interface InFlight {
 /** Runs invocations through the gates, the router and the disk record. */
 export class Executor {
   readonly #injection: ToolInjection;
-  readonly #options: ResolvedOptions;
+  readonly #options: ExecutorOptions;
   readonly #toolControl: ToolControl | undefined;
   readonly #fallback: Fallback | undefined;
   readonly #record: DiskRecord | undefined;

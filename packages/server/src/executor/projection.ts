@@ -15,7 +15,7 @@ export interface Projection {
 
 /**
  * Project `capture` with `head`/`tail` bytes kept per stream (defaults come from
- * `ServerOptions.projectionHeadBytes`/`projectionTailBytes`, 16384 each). A stream of at most
+ * `ToolwireServerOptions.projectionHeadBytes`/`projectionTailBytes`, 16384 each). A stream of at most
  * `head + tail` bytes is kept whole. The full capture is untouched (the disk record keeps it).
  */
 export function project(capture: Capture, head: number, tail: number): Projection {

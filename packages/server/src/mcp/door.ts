@@ -39,27 +39,27 @@ export interface CallerAuthenticator {
   authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
 }
 
+/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
+export interface McpDoorOptions {
+  /** Open MCP sessions at most. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
+  maxSessions: number;
+  /** Largest POST body, bytes; more → HTTP 413. */
+  maxRequestBodyBytes: number;
+  /** Origins allowed to send requests with an `Origin` header (lower-case); `[]`: browsers refused. */
+  allowedOrigins: readonly string[];
+  logger: Logger;
+}
+
 /** What the door needs. */
 export interface McpDoorDeps {
   executor: McpServerDeps['executor'];
   /** The router: `tools()` and its `toolsChanged` event. */
   tools: ToolSource;
   auth: CallerAuthenticator;
-  logger: Logger;
-  /** Open MCP sessions at most; default 1024. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
-  maxSessions?: number;
-  /** Largest POST body, bytes; default 4 MiB; more → HTTP 413. */
-  maxRequestBodyBytes?: number;
-  /** Origins allowed to send requests with an `Origin` header (lower-case); default `[]` (browsers refused). */
-  allowedOrigins?: readonly string[];
+  options: McpDoorOptions;
   /** Failed-authentication limiter (shared with the host endpoint). Default: none. */
   limiter?: AuthLimiter;
 }
-
-/** Default of {@link McpDoorDeps.maxSessions}. */
-export const DEFAULT_MAX_SESSIONS = 1024;
-/** Default of {@link McpDoorDeps.maxRequestBodyBytes}: 4 MiB. */
-export const DEFAULT_MAX_REQUEST_BODY_BYTES = 4 * 1024 * 1024;
 
 interface Session {
   caller: string;
@@ -82,20 +82,14 @@ function replyError(res: ServerResponse, status: number, code: number, message: 
 /** The MCP Streamable HTTP endpoint. Hand it every request whose path is `/mcp`. */
 export class McpDoor {
   readonly #deps: McpDoorDeps;
-  readonly #maxSessions: number;
-  readonly #maxBody: number;
+  readonly #options: McpDoorOptions;
   readonly #sessions = new Map<string, Session>();
   #closed = false;
   readonly #onToolsChanged = (): void => this.#broadcastToolsChanged();
 
-  /** @throws RangeError when `maxSessions` or `maxRequestBodyBytes` is not a positive integer. */
   constructor(deps: McpDoorDeps) {
     this.#deps = deps;
-    this.#maxSessions = deps.maxSessions ?? DEFAULT_MAX_SESSIONS;
-    this.#maxBody = deps.maxRequestBodyBytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES;
-    for (const [key, v] of [['maxSessions', this.#maxSessions], ['maxRequestBodyBytes', this.#maxBody]] as const) {
-      if (!Number.isInteger(v) || v <= 0) throw new RangeError(`McpDoor: ${key} must be a positive integer, got ${v}`);
-    }
+    this.#options = deps.options;
     deps.tools.on('toolsChanged', this.#onToolsChanged);
   }
 
@@ -109,7 +103,7 @@ export class McpDoor {
     try {
       await this.#handle(req, res);
     } catch (error) {
-      this.#deps.logger.error({ err: error }, 'MCP request failed');
+      this.#options.logger.error({ err: error }, 'MCP request failed');
       if (!res.headersSent) replyError(res, 500, -32603, 'Internal server error');
       else res.destroy();
     }
@@ -133,7 +127,7 @@ export class McpDoor {
     const stale = [...this.#sessions].filter(([, s]) => !isCurrent(s.principal));
     for (const [id, s] of stale) {
       this.#sessions.delete(id);
-      this.#deps.logger.warn({ session: id, caller: s.caller }, 'caller token revoked: closing its MCP session');
+      this.#options.logger.warn({ session: id, caller: s.caller }, 'caller token revoked: closing its MCP session');
     }
     await Promise.allSettled(stale.map(([, s]) => s.server.close()));
     return stale.length;
@@ -141,8 +135,8 @@ export class McpDoor {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const remote = req.socket.remoteAddress;
-    if (!originAllowed(req, this.#deps.allowedOrigins ?? [])) {
-      this.#deps.logger.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'MCP request refused: origin not allowed');
+    if (!originAllowed(req, this.#options.allowedOrigins)) {
+      this.#options.logger.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'MCP request refused: origin not allowed');
       replyError(res, 403, -32000, 'Forbidden');
       return;
     }
@@ -182,7 +176,7 @@ export class McpDoor {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
     }
-    if (this.#sessions.size >= this.#maxSessions && !(await this.#evictIdle())) {
+    if (this.#sessions.size >= this.#options.maxSessions && !(await this.#evictIdle())) {
       replyError(res, 503, -32000, 'Too many open sessions');
       return;
     }
@@ -191,12 +185,12 @@ export class McpDoor {
 
   /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
   async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const log = this.#deps.logger;
+    const log = this.#options.logger;
     const server = sdk.createMcpServer({ executor: this.#deps.executor, tools: this.#deps.tools, caller: principal });
     let session: Session | undefined;
     const transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
-      maxRequestBodySize: this.#maxBody,
+      maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
         session = { caller: principal.name, principal, server, transport, open: 0, lastActive: Date.now() };
@@ -232,7 +226,7 @@ export class McpDoor {
     }
     if (victim === undefined) return false;
     this.#sessions.delete(victim[0]);
-    this.#deps.logger.info({ session: victim[0], caller: victim[1].caller }, 'MCP session evicted (idle, session limit reached)');
+    this.#options.logger.info({ session: victim[0], caller: victim[1].caller }, 'MCP session evicted (idle, session limit reached)');
     await victim[1].server.close();
     return true;
   }
@@ -240,13 +234,13 @@ export class McpDoor {
   #forget(id: string, server: Server): void {
     if (this.#sessions.get(id)?.server !== server) return;
     this.#sessions.delete(id);
-    this.#deps.logger.info({ session: id }, 'MCP session closed');
+    this.#options.logger.info({ session: id }, 'MCP session closed');
   }
 
   #broadcastToolsChanged(): void {
     for (const [id, session] of this.#sessions) {
       session.server.sendToolListChanged().catch((error: unknown) => {
-        this.#deps.logger.debug({ err: error, session: id }, 'tools/list_changed not delivered');
+        this.#options.logger.debug({ err: error, session: id }, 'tools/list_changed not delivered');
       });
     }
   }

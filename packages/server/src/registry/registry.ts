@@ -2,7 +2,7 @@
  * The tool registry: which host answers which exposed tool name (DESIGN §2, §6). Pure bookkeeping —
  * no sockets, no timers — so every naming and collision rule is testable on its own.
  */
-import { type AdvertisedMessage, Defaults, MAX_NAME_LENGTH, QUALIFIER, type ToolSpec } from '@toolwire/protocol';
+import { type AdvertisedMessage, MAX_NAME_LENGTH, QUALIFIER, type ToolSpec } from '@toolwire/protocol';
 import type { Naming } from '../options.js';
 import type { InjectedTool } from '../seam.js';
 import { reportedName, type ToolLimits, validateTool } from './validate-tool.js';
@@ -16,13 +16,11 @@ export interface RegisteredTool {
   spec: ToolSpec;
 }
 
-/** Registry limits: ServerOptions naming and tool limits. */
-export interface RegistryOptions extends Partial<Pick<ToolLimits, 'maxDescriptionChars'>> {
+/** Registry limits: the naming and tool limits of `ToolwireServerOptions` (defaults in `ServerDefaults`). */
+export interface RegistryOptions extends ToolLimits {
   naming: Naming;
-  /** Tools accepted per advertise (ServerOptions.maxToolsPerHost, default 256). */
+  /** Tools accepted per advertise (`maxToolsPerHost`). */
   maxToolsPerHost: number;
-  maxSchemaBytes: number;
-  maxSchemaDepth: number;
 }
 
 /** Outcome of {@link ToolRegistry.replace}: the `advertised` reply and whether `list()` changed. */
@@ -62,7 +60,7 @@ export class ToolRegistry {
     this.#limits = {
       maxSchemaBytes: options.maxSchemaBytes,
       maxSchemaDepth: options.maxSchemaDepth,
-      maxDescriptionChars: options.maxDescriptionChars ?? Defaults.maxDescriptionChars,
+      maxDescriptionChars: options.maxDescriptionChars,
     };
   }
 

@@ -7,7 +7,7 @@ import { compileInputSchema } from './schema-cache.js';
 
 /** Limits applied to one advertised tool. Sizes in bytes. */
 export interface ToolLimits {
-  /** Largest inputSchema, bytes of its JSON text (ServerOptions.maxSchemaBytes, default 65536). */
+  /** Largest inputSchema, bytes of its JSON text (ToolwireServerOptions.maxSchemaBytes, default 65536). */
   maxSchemaBytes: number;
   /** Deepest inputSchema nesting of objects/arrays, the schema itself being depth 1 (default 32). */
   maxSchemaDepth: number;

@@ -5,11 +5,16 @@
  */
 import { EventEmitter } from 'node:events';
 import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
-import type { Logger, ResolvedOptions } from '../options.js';
-import { ToolRegistry } from '../registry/registry.js';
+import type { Logger } from '../options.js';
+import { type RegistryOptions, ToolRegistry } from '../registry/registry.js';
 import { reportedName } from '../registry/validate-tool.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import type { HostLink } from './host-link.js';
+
+/** What the router reads: the registry's naming and tool limits, and the logger. */
+export interface RouterOptions extends RegistryOptions {
+  logger: Logger;
+}
 
 /** One connected host as `hosts()` reports it. `tools` are exposed names; `inFlight` counts pending calls. */
 export interface HostInfo {
@@ -37,17 +42,11 @@ export class Router extends EventEmitter implements ToolInjection {
   readonly #departed = new Map<string, string>();
   readonly #logger: Logger;
 
-  /** @param options resolved server options (naming, tool and schema limits, logger) */
-  constructor(options: ResolvedOptions) {
+  constructor(options: RouterOptions) {
     super();
-    this.#logger = options.logger;
-    this.#registry = new ToolRegistry({
-      naming: options.naming,
-      maxToolsPerHost: options.maxToolsPerHost,
-      maxSchemaBytes: options.maxSchemaBytes,
-      maxSchemaDepth: options.maxSchemaDepth,
-      maxDescriptionChars: options.maxDescriptionChars,
-    });
+    const { logger, ...registry } = options;
+    this.#logger = logger;
+    this.#registry = new ToolRegistry(registry);
   }
 
   /**
@@ -65,7 +64,7 @@ export class Router extends EventEmitter implements ToolInjection {
    * advertised again answers 69 (retry later). Otherwise always a capture:
    * the host's result, or synthetic — 130 when `call.signal` is already aborted (nothing sent), 69
    * host not connected, 75 overloaded, 76 protocol violation, 124 deadline
-   * (`call.deadlineMs ?? ServerOptions.deadlineMs`), 130 stop. Never rejects.
+   * (`call.deadlineMs ?? ToolwireServerOptions.deadlineMs`), 130 stop. Never rejects.
    */
   route(call: RoutedCall): Promise<RoutedCapture | undefined> {
     // Not an `async` function: the common path returns the session's promise as it is (no async

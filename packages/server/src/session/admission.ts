@@ -25,8 +25,8 @@ export interface Load {
 
 /**
  * `undefined` when a call may be sent; else a 75 (`overloaded`) capture: `inFlight` has reached
- * `maxInFlight` (ServerOptions.maxInFlightPerHost), or `buffered` exceeds `maxBuffered`
- * (ServerOptions.maxBufferedBytesPerHost).
+ * `maxInFlight` (ToolwireServerOptions.maxInFlightPerHost), or `buffered` exceeds `maxBuffered`
+ * (ToolwireServerOptions.maxBufferedBytesPerHost).
  */
 export function refuseOverload(load: Load): Capture | undefined {
   if (load.inFlight >= load.maxInFlight) {

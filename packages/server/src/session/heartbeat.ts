@@ -14,7 +14,7 @@ export class Heartbeat {
 
   /**
    * @param ws the host's socket (pongs are reported through {@link Heartbeat.pong})
-   * @param intervalMs ping interval, ms (ServerOptions.heartbeatMs, default 10000)
+   * @param intervalMs ping interval, ms (ToolwireServerOptions.heartbeatMs, default 10000)
    * @param onLost called once when a pong is missed; the heartbeat has stopped by then
    */
   constructor(ws: WebSocket, intervalMs: number, onLost: () => void) {

@@ -3,7 +3,6 @@
  * gets, and the `welcome` that announces it with the server's limits.
  */
 import { CloseCode, type HelloMessage, NAME_PATTERN, PROTOCOL_VERSION, QUALIFIER, type WelcomeMessage } from '@toolwire/protocol';
-import type { ResolvedOptions } from '../options.js';
 
 /**
  * Who the connection is, as decided at the upgrade: a token's host identity, or (loopback dev mode
@@ -44,8 +43,16 @@ export function acceptHello(hello: HelloMessage, identity: HostIdentity, reserve
   return { ok: true, host: name };
 }
 
+/** The server limits a `welcome` announces. Times in ms, sizes in bytes. */
+export interface WelcomeOptions {
+  heartbeatMs: number;
+  maxPayload: number;
+  maxInFlightPerHost: number;
+  maxToolsPerHost: number;
+}
+
 /** The `welcome` for host `host`: protocol version, identity, heartbeat interval (ms) and limits. */
-export function welcomeFor(host: string, options: ResolvedOptions): WelcomeMessage {
+export function welcomeFor(host: string, options: WelcomeOptions): WelcomeMessage {
   return {
     type: 'welcome',
     protocol: PROTOCOL_VERSION,

@@ -17,7 +17,7 @@ import {
   type WireError,
 } from '@toolwire/protocol';
 import { type RawData, WebSocket } from 'ws';
-import type { Logger, ResolvedOptions } from '../options.js';
+import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { Router } from '../router/router.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
@@ -26,15 +26,31 @@ import { closeReasonText, peerReasonText, wsErrorCloseCode } from './close-codes
 import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
-import { acceptHello, type HostIdentity, welcomeFor } from './hello.js';
+import { acceptHello, type HostIdentity, type WelcomeOptions, welcomeFor } from './hello.js';
 import { PendingCalls } from './pending-calls.js';
+
+/** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
+export interface SessionOptions extends WelcomeOptions {
+  /** Time from upgrade to `hello` (`helloTimeoutMs`). */
+  helloTimeoutMs: number;
+  /** How long a stopped call waits for partial output before settling 130 (`cancelGraceMs`). */
+  cancelGraceMs: number;
+  /** Deadline of a call that names none (`deadlineMs`). */
+  deadlineMs: number;
+  maxBufferedBytesPerHost: number;
+  /** Wrong-shape frames before close 1008. */
+  maxBadFrames: number;
+  /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
+  newCallId: () => string;
+  logger: Logger;
+}
 
 /** Dependencies of a {@link HostSession}. */
 export interface HostSessionDeps {
   /** The upgraded socket, OPEN. */
   ws: WebSocket;
   identity: HostIdentity;
-  options: ResolvedOptions;
+  options: SessionOptions;
   router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
   /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
   reserved?: (name: string) => boolean;
@@ -61,7 +77,7 @@ export class HostSession implements HostLink {
   readonly closed: Promise<void>;
   readonly #ws: WebSocket;
   readonly #identity: HostIdentity;
-  readonly #options: ResolvedOptions;
+  readonly #options: SessionOptions;
   readonly #router: HostSessionDeps['router'];
   readonly #reserved: (name: string) => boolean;
   readonly #logger: Logger;

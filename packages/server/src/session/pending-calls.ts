@@ -112,8 +112,8 @@ export class PendingCalls {
   /**
    * @param sendText sends one text frame to the host (a no-op when the socket is not open)
    * @param cancelGraceMs after a stop, how long to wait for the host's partial result before
-   *   settling 130 anyway, ms (ServerOptions.cancelGraceMs, default 2000)
-   * @param newId mints wire ids (ServerOptions.newCallId, a test seam; default {@link sequentialCallId})
+   *   settling 130 anyway, ms (ToolwireServerOptions.cancelGraceMs, default 2000)
+   * @param newId mints wire ids (ServerSeams.newCallId, a test seam; default {@link sequentialCallId})
    */
   constructor(sendText: (text: string) => void, cancelGraceMs: number, newId: () => string = sequentialCallId) {
     this.#sendText = sendText;

@@ -3,7 +3,7 @@
  * registered (caller misuse throws at once).
  */
 import { NAME_PATTERN, type ToolSpec } from '@toolwire/protocol';
-import type { RegisteredTool } from '../calls/call-session.js';
+import type { RunnableTool } from '../calls/call-session.js';
 import type { CommandSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -38,8 +38,8 @@ function checkCommand(name: string, spec: CommandSpec): void {
 }
 
 /** Tools by name, in registration order; names are unique. */
-export class ToolRegistry {
-  readonly #tools = new Map<string, { spec: ToolSpec; run: RegisteredTool }>();
+export class ToolSet {
+  readonly #tools = new Map<string, { spec: ToolSpec; run: RunnableTool }>();
 
   /** Register an in-process tool. @throws TypeError on a bad name, spec or handler, or a duplicate name. */
   addHandler(name: string, spec: InProcessToolSpec, handler: ToolHandler): void {
@@ -61,7 +61,7 @@ export class ToolRegistry {
   }
 
   /** The tool registered as `name`. */
-  get(name: string): RegisteredTool | undefined {
+  get(name: string): RunnableTool | undefined {
     return this.#tools.get(name)?.run;
   }
 
@@ -70,7 +70,7 @@ export class ToolRegistry {
     return [...this.#tools.values()].map((t) => t.spec);
   }
 
-  #add(name: string, face: InProcessToolSpec, run: RegisteredTool): void {
+  #add(name: string, face: InProcessToolSpec, run: RunnableTool): void {
     if (this.#tools.has(name)) throw new TypeError(`tool ${JSON.stringify(name)} is already registered`);
     const spec: ToolSpec = { name, inputSchema: face.inputSchema };
     if (face.description !== undefined) spec.description = face.description;

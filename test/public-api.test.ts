@@ -1,0 +1,89 @@
+/**
+ * The public surface of each package, pinned: the names its root exports. A new export (or a lost
+ * one) fails here, so widening or narrowing an API is a visible, deliberate change. Values are read
+ * from `import * as` of the package root; types too are read from the index's named re-exports
+ * (every index exports by name only, no `export *`).
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+import * as cli from '@toolwire/cli';
+import * as client from '@toolwire/client';
+import * as protocol from '@toolwire/protocol';
+import * as server from '@toolwire/server';
+import type { ToolwireServerOptions } from '@toolwire/server';
+import { repoRoot } from './helpers.js';
+
+/** Every name `packages/<pkg>/src/index.ts` exports, values and types, sorted. */
+function exportedNames(pkg: string): string[] {
+  const path = join(repoRoot, 'packages', pkg, 'src', 'index.ts');
+  const source = ts.createSourceFile(path, readFileSync(path, 'utf8'), ts.ScriptTarget.ES2022);
+  const names: string[] = [];
+  for (const statement of source.statements) {
+    if (!ts.isExportDeclaration(statement)) continue;
+    const clause = statement.exportClause;
+    if (clause === undefined || !ts.isNamedExports(clause)) throw new Error(`${pkg}: the index must export by name (no export *)`);
+    for (const element of clause.elements) names.push(element.name.text);
+  }
+  return names.sort();
+}
+
+const runtime = (module: object): string[] => Object.keys(module).sort();
+
+describe('public API: the names each package root exports', () => {
+  it('@toolwire/protocol', () => {
+    expect(runtime(protocol)).toEqual([
+      'CloseCode', 'Defaults', 'ExitCode', 'FailureKind', 'HeadTailBuffer', 'MAX_NAME_LENGTH', 'NAME_PATTERN',
+      'PROTOCOL_VERSION', 'QUALIFIER', 'SIGNAL_EXIT_BASE', 'SUBPROTOCOL', 'TickCoalescer', 'appendReason', 'checkToolSpec',
+      'closeCodeName', 'decodeHostMessage', 'decodeServerMessage', 'encodeMessage', 'failureCapture', 'formatAjvErrors',
+      'fromWire', 'headTail', 'hostMessageSchemas', 'serverMessageSchemas', 'toWire', 'toolSpecSchema', 'utf8',
+    ]);
+    expect(exportedNames('protocol')).toEqual([
+      'AdvertiseMessage', 'AdvertisedMessage', 'CallMessage', 'CancelMessage', 'Capture', 'CloseCode', 'CloseCodeValue',
+      'Corkable', 'Decoded', 'Defaults', 'ExitCode', 'ExitCodeValue', 'Failure', 'FailureKind', 'HeadTailBuffer',
+      'HelloMessage', 'HostMessage', 'MAX_NAME_LENGTH', 'NAME_PATTERN', 'PROTOCOL_VERSION', 'PartialOutput', 'QUALIFIER',
+      'ResultMessage', 'SIGNAL_EXIT_BASE', 'SUBPROTOCOL', 'ServerMessage', 'TickCoalescer', 'ToolSpec', 'WelcomeLimits',
+      'WelcomeMessage', 'WireBytes', 'WireError', 'appendReason', 'checkToolSpec', 'closeCodeName', 'decodeHostMessage',
+      'decodeServerMessage', 'encodeMessage', 'failureCapture', 'formatAjvErrors', 'fromWire', 'headTail',
+      'hostMessageSchemas', 'serverMessageSchemas', 'toWire', 'toolSpecSchema', 'utf8',
+    ]);
+  });
+
+  it('@toolwire/server', () => {
+    expect(runtime(server)).toEqual(['CloseCode', 'DEADLINE_META', 'ExitCode', 'ServerDefaults', 'ToolwireServer', 'WORKSPACE_META']);
+    expect(exportedNames('server')).toEqual([
+      'CallerCredential', 'CloseCode', 'CloseCodeValue', 'CompletedResult', 'CredentialsUpdate', 'DEADLINE_META', 'Envelope',
+      'ExecuteRequest', 'ExecuteResult', 'ExitCode', 'ExitCodeValue', 'Fallback', 'HostCredential', 'HostInfo', 'InjectedTool',
+      'ListenInfo', 'Logger', 'Naming', 'Projection', 'RoutedCall', 'RoutedCapture', 'ServerDefaults', 'ServerTls',
+      'ToolControl', 'ToolControlDecision', 'ToolControlRequest', 'ToolInjection', 'ToolwireServer', 'ToolwireServerOptions',
+      'WORKSPACE_META',
+    ]);
+  });
+
+  it('@toolwire/client', () => {
+    expect(runtime(client)).toEqual(['CallAborted', 'ExitCode', 'HostReplacedError', 'MAX_MANIFEST_BYTES', 'ManifestError', 'ToolHost', 'loadManifest']);
+    expect(exportedNames('client')).toEqual([
+      'AbortFailure', 'CallAborted', 'Capture', 'CommandSpec', 'CommandToolSpec', 'ExitCode', 'ExitCodeValue',
+      'HostReplacedError', 'InProcessToolSpec', 'Logger', 'MAX_MANIFEST_BYTES', 'ManifestError', 'ToolContext', 'ToolHandler',
+      'ToolHost', 'ToolHostEvents', 'ToolHostOptions', 'loadManifest',
+    ]);
+  });
+
+  it('@toolwire/cli', () => {
+    expect(runtime(cli)).toEqual([
+      'VERSION', 'callCommand', 'credentialsPath', 'hostCommand', 'processIO', 'readLocalCredentials', 'run', 'serveCommand',
+      'toolsCommand', 'toolwireHome',
+    ]);
+    expect(exportedNames('cli')).toEqual([
+      'CallCommandDeps', 'CliIO', 'HostCommandDeps', 'LocalCredentials', 'ServeIo', 'SignalSource', 'VERSION', 'callCommand',
+      'credentialsPath', 'hostCommand', 'processIO', 'readLocalCredentials', 'run', 'serveCommand', 'toolsCommand',
+      'toolwireHome',
+    ]);
+  });
+
+  it('test seams are not public options (checked by tsc: newCallId is not a ToolwireServerOptions key)', () => {
+    const noSeam: 'newCallId' extends keyof ToolwireServerOptions ? never : true = true;
+    expect(noSeam).toBe(true);
+  });
+});
