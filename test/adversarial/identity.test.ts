@@ -15,10 +15,10 @@ import { SLOW, drivenHost, killAll, pidsIn, recordingLogger, running, startHostP
 
 afterEach(cleanup);
 
-function route(started: Started, name: string, tag = name) {
+function route(started: Started, name: string, tag = name, input: Record<string, unknown> = {}) {
   const out = { count: 0, pending: undefined as unknown as Promise<RoutedCapture> };
   out.pending = started.server.router
-    .route({ id: tag, name, input: { tag }, workspace: '', agent: 'agent', signal: new AbortController().signal })
+    .route({ id: tag, name, input: { tag, ...input }, workspace: '', agent: 'agent', signal: new AbortController().signal })
     .then((c) => {
       out.count++;
       return c!;
@@ -42,7 +42,8 @@ describe('the same host connects again while the old socket is half-open', () =>
     const started = await startServer({ logger: log.logger });
     const piddir = await tempDir();
     const old = await startHostProcess(started, { env: { PIDDIR: piddir } });
-    const calls = [route(started, 'alpha__wait', 'w1'), route(started, 'alpha__late', 'l1'), route(started, 'alpha__tree', 't1')];
+    // `late` answers only after a minute: all three calls are surely in flight when the host stops, however slow the machine.
+    const calls = [route(started, 'alpha__wait', 'w1'), route(started, 'alpha__late', 'l1', { ms: 60_000 }), route(started, 'alpha__tree', 't1')];
     const pids = await pidsIn(join(piddir, 'pids'), 2);
     defer(() => killAll(pids));
     await waitFor(() => started.server.router.hosts()[0]?.inFlight === 3, 'three calls in flight');
