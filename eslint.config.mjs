@@ -30,6 +30,13 @@ export default defineConfig(
   },
   eslint.configs.recommended,
   {
+    rules: {
+      // A `let` read by a closure before its one assignment (a callback that may run while the value is still being
+      // made) must stay `let`: as a `const` that read would throw in the temporal dead zone.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
+    },
+  },
+  {
     files: ['**/*.ts'],
     extends: [tseslint.configs.recommendedTypeChecked],
     languageOptions: {

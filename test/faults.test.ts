@@ -17,7 +17,7 @@ afterEach(cleanup);
 const SLOW = { name: 'slow', description: 'answers only when told', inputSchema: { type: 'object' } };
 
 function call(started: Started, name: string, extra: Record<string, unknown> = {}): Promise<any> {
-  return started.server.executor.execute({ name, input: {}, agent: 'agent', ...extra } as never);
+  return started.server.executor.execute({ name, input: {}, agent: 'agent', ...extra });
 }
 
 async function rawWithCall(started: Started, extra: Record<string, unknown> = {}) {

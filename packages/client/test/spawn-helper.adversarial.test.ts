@@ -55,7 +55,7 @@ function runFixture(file: string, args: string[]): { child: ReturnType<typeof sp
   const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => {
     buf += d;
     const parts = buf.split('\n');
     buf = parts.pop()!;

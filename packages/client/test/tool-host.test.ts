@@ -14,9 +14,9 @@ const silent = pino({ level: 'silent' });
 const text = (r: ResultMessage, stream: 'stdout' | 'stderr') =>
   Buffer.from(fromWire(r[stream], stream === 'stdout' ? r.stdoutEncoding : r.stderrEncoding)).toString('utf8');
 
-let servers: FakeServer[] = [];
-let hosts: ToolHost[] = [];
-let pids: number[] = [];
+const servers: FakeServer[] = [];
+const hosts: ToolHost[] = [];
+const pids: number[] = [];
 let dir: string;
 
 beforeEach(async () => {

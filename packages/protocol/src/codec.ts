@@ -93,7 +93,7 @@ function decode<M>(validators: Map<string, ValidateFunction>, data: string | Buf
   }
   let valid: boolean;
   try {
-    valid = validate(value) as boolean;
+    valid = validate(value);
   } catch {
     // A validator should not throw; if one does (e.g. an engine limit on a pathological frame),
     // the frame is refused like garbage — the codec never throws.

@@ -161,7 +161,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
       (signal) => open.client.callTool({ name, arguments: input as Record<string, unknown>, _meta: meta }, undefined, { signal, timeout: waitMs }),
       controller.signal,
     );
-    return await printResult(result as Record<string, unknown>, io);
+    return await printResult(result, io);
   } catch (error) {
     if (controller.signal.aborted) {
       await write(io.stderr, 'toolwire: cancelled by stop\n');
