@@ -17,6 +17,9 @@ import { ResponseWatch } from './response-watch.js';
 /** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 
+/** JSON-RPC code of the SDK's request timeout, as the plain number `McpError.code` is compared with. */
+const REQUEST_TIMEOUT: number = ErrorCode.RequestTimeout;
+
 /**
  * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
  * `http(s)://h:p` or `http(s)://h:p/` → `…/mcp`; any other http(s) path is kept; `h:p` without a
@@ -147,7 +150,7 @@ export async function connectMcp(url: URL, token: string, options: ConnectOption
     await pTimeout(connecting, { milliseconds: connectTimeoutMs, message: noAnswer });
   } catch (error) {
     await close();
-    throw error instanceof McpError && error.code === ErrorCode.RequestTimeout && !options.signal?.aborted ? noAnswer : error;
+    throw error instanceof McpError && error.code === REQUEST_TIMEOUT && !options.signal?.aborted ? noAnswer : error;
   }
   return { client, lost: watch.lost, close };
 }
@@ -170,7 +173,7 @@ export async function boundedRequest<T>(
   } catch (error) {
     if (signal?.aborted) throw error;
     if (session.lost.aborted) throw new ServerLostError(session.lost.reason);
-    if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw new NoAnswerError('request', timeoutMs, bound);
+    if (error instanceof McpError && error.code === REQUEST_TIMEOUT) throw new NoAnswerError('request', timeoutMs, bound);
     throw error;
   }
 }
@@ -220,7 +223,7 @@ export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request
     return unavailable(`cannot reach server ${url.href}: ${error.message}`);
   }
   if (error instanceof McpError) {
-    if (error.code === ErrorCode.RequestTimeout) return unavailable(`no answer from ${url.href}: ${error.message}`);
+    if (error.code === REQUEST_TIMEOUT) return unavailable(`no answer from ${url.href}: ${error.message}`);
     return unavailable(`server error: ${error.message}`);
   }
   const cause = causeOf(error);
