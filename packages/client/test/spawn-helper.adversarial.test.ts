@@ -56,7 +56,7 @@ function runFixture(file: string, args: string[]): { child: ReturnType<typeof sp
   const lines: string[] = [];
   let buf = '';
   child.stdout.on('data', (d: Buffer) => {
-    buf += d;
+    buf += d.toString();
     const parts = buf.split('\n');
     buf = parts.pop()!;
     lines.push(...parts);
