@@ -18,7 +18,7 @@ export interface RunRecord {
   cli?: CliResult;
 }
 
-export function machine(): Record<string, unknown> {
+export function machine(): { cpu: string; cores: number; memGiB: number; kernel: string; node: string } {
   const cpu = cpus();
   return {
     cpu: cpu[0]?.model ?? 'unknown',

@@ -40,7 +40,7 @@ const { values } = parseArgs({
     'no-pin': { type: 'boolean', default: false },
   },
 });
-const quick = values.quick!;
+const quick = values.quick;
 // --scale X multiplies every call count (e.g. a long run to profile); --arms toolwire|raw runs one arm of s1–s4.
 const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1));
 const arms = (values.arms ?? 'toolwire,raw').split(',');
@@ -147,7 +147,7 @@ const heading =
   `toolwire bench${quick ? ' --quick' : ''}: ${runs} run${runs === 1 ? '' : 's'}; ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, ` +
   `Linux ${m.kernel}, Node ${m.node}; s7 records under ${recordRoot}; ` +
   (pinned === undefined ? 'processes not pinned' : `server-role processes pinned to CPU ${pinned}`);
-const text = `${heading}\n\n${render(records, values.markdown!)}\n`;
+const text = `${heading}\n\n${render(records, values.markdown)}\n`;
 process.stdout.write(text);
 await writeFile(join(resultsDir, quick ? 'latest-quick.md' : 'latest.md'), `${heading}\n\n${render(records, true)}\n`);
 log(`\nresults: ${resultsFile}\nwall time: ${((Date.now() - t0) / 1000).toFixed(1)} s`);

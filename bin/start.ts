@@ -17,6 +17,8 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'packages', 'cli', 'src', 'main.ts');
 const manifest = join(root, 'examples', 'tools.json');
 const children: ChildProcess[] = [];
+/** What a child's `exit` event carries: its exit code, or the signal that ended it. */
+type Exit = [code: number | null, signal: NodeJS.Signals | null];
 
 function toolwire(args: string[], stdio: 'pipe' | 'inherit'): ChildProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
@@ -40,17 +42,17 @@ process.on('SIGINT', () => stopAll('SIGINT'));
 process.on('SIGTERM', () => stopAll('SIGTERM'));
 
 const server = toolwire(['serve', ...process.argv.slice(2)], 'pipe');
-const serverExit = once(server, 'exit');
+const serverExit = once(server, 'exit') as Promise<Exit>;
 
 // Echo the server's stdout and start the host when it says it is listening.
 let hostStarted = false;
-let hostExit: Promise<unknown[]> | undefined;
+let hostExit: Promise<Exit> | undefined;
 createInterface({ input: server.stdout! }).on('line', (line) => {
   process.stdout.write(`${line}\n`);
   if (!hostStarted && /listening/i.test(line)) {
     hostStarted = true;
     const host = toolwire(['host', '--manifest', manifest, '--root', root], 'inherit');
-    hostExit = once(host, 'exit');
+    hostExit = once(host, 'exit') as Promise<Exit>;
     void hostExit.then(([code, signal]) => {
       if (stopping) return;
       // The host ended by itself (an error, or killed: `kill -9` gives no exit code): say so and stop

@@ -2,13 +2,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
-  CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor,
+  type Started, CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor,
 } from './helpers.js';
 
 afterEach(cleanup);
 
-const run = (started: { server: { executor: { execute: Function } } }, name: string, input: unknown = {}, extra: object = {}) =>
-  (started.server.executor.execute as (r: object) => Promise<any>)({ name, input, agent: 'agent', ...extra });
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the expects read each outcome's own fields (capture, envelope) directly
+const run = (started: Started, name: string, input: unknown = {}, extra: object = {}): Promise<any> =>
+  started.server.executor.execute({ name, input, agent: 'agent', ...extra });
 
 describe('end to end: server, a real tool-host process, the executor', () => {
   it('lists the host tools under qualified names and runs in-process and subprocess tools', async () => {

@@ -43,7 +43,7 @@ export async function waitFor<T>(check: () => T | Promise<T>, what: string, time
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value as NonNullable<T>;
+    if (value) return value;
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
@@ -81,8 +81,8 @@ export function spawnTs(args: string[], env: NodeJS.ProcessEnv = {}): ChildProce
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
-  child.stdout!.setEncoding('utf8');
-  child.stderr!.setEncoding('utf8');
+  child.stdout.setEncoding('utf8');
+  child.stderr.setEncoding('utf8');
   defer(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       try {

@@ -10,7 +10,7 @@ ws.on('error', (error) => {
   console.error('raw host:', error.message);
   process.exit(1);
 });
-ws.on('message', (data) => {
+ws.on('message', (data: Buffer) => {
   const call = JSON.parse(data.toString()) as { id: number; input: unknown };
   ws.send(JSON.stringify({ id: call.id, stdout: JSON.stringify(call.input), exitCode: 0 }));
 });

@@ -21,7 +21,7 @@ let nextId = 0;
 wss.on('connection', (ws) => {
   socket = ws;
   ws.on('error', () => {});
-  ws.on('message', (data) => {
+  ws.on('message', (data: Buffer) => {
     const reply = JSON.parse(data.toString()) as Reply;
     const resolve = pending.get(reply.id);
     if (resolve === undefined) return;

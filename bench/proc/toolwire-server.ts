@@ -64,7 +64,7 @@ serve(async (command) => {
       return { hosts: server.router.hosts().length, tools: server.router.tools().length };
     case 'load': {
       const input = makeInput(Number(command.bytes));
-      const call = makeCall(String(command.path ?? 'route'), String(command.name), input, JSON.stringify(input));
+      const call = makeCall(command.path === 'execute' ? 'execute' : 'route', String(command.name), input, JSON.stringify(input));
       return { segment: await runSegment(Number(command.concurrency), Number(command.count), call) };
     }
     case 'rss':

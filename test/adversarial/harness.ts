@@ -60,7 +60,7 @@ export interface LogEntry {
 }
 
 /** A logger that keeps every call; `errors()` lists error-level entries (a guard caught a throw). */
-export function recordingLogger(): { logger: Logger; entries: LogEntry[]; errors(): LogEntry[] } {
+export function recordingLogger(): { logger: Logger; entries: LogEntry[]; errors: () => LogEntry[] } {
   const entries: LogEntry[] = [];
   const at = (level: LogEntry['level']) => (obj: unknown, msg?: unknown) => void entries.push({ level, obj, msg });
   const logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger;

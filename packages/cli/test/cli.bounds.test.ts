@@ -24,9 +24,9 @@ const repoRoot = join(here, '..', '..', '..');
 const tools = [{ name: 'alpha__hang', inputSchema: { type: 'object' as const } }];
 
 let home: string;
-let doors: FakeDoor[] = [];
-let children: ChildProcess[] = [];
-let silentServers: { server: Server; sockets: Set<Socket> }[] = [];
+const doors: FakeDoor[] = [];
+const children: ChildProcess[] = [];
+const silentServers: { server: Server; sockets: Set<Socket> }[] = [];
 
 beforeEach(async () => {
   home = await mkdtemp(join(tmpdir(), 'toolwire-cli-bounds-'));
@@ -77,8 +77,8 @@ async function doorProcess(): Promise<{ child: ChildProcess; port: number; lines
   children.push(child);
   const lines: string[] = [];
   let buffered = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (chunk: string) => {
+  child.stdout.setEncoding('utf8');
+  child.stdout.on('data', (chunk: string) => {
     buffered += chunk;
     const parts = buffered.split('\n');
     buffered = parts.pop()!;

@@ -31,13 +31,13 @@ interface Entry {
 function recordingLogger(): { logger: Logger; entries: Entry[] } {
   const entries: Entry[] = [];
   const at = (level: Entry['level']) => (obj: unknown, msg?: unknown) => void entries.push({ level, obj, msg });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger, entries };
+  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, entries };
 }
 
 let server: ToolwireServer;
 let serverLog: ReturnType<typeof recordingLogger>;
 let url: string;
-let hosts: ToolHost[] = [];
+const hosts: ToolHost[] = [];
 let dir: string;
 
 /** Host sessions the server accepted (`hello` → `welcome`) so far. */

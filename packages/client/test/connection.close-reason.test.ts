@@ -17,11 +17,11 @@ function recordingLogger(): { logger: Logger; entries: Entry[] } {
   const entries: Entry[] = [];
   const at = (level: Entry['level']) => (obj: unknown, msg?: unknown) =>
     void entries.push({ level, obj: typeof obj === 'object' && obj !== null ? (obj as Record<string, unknown>) : {}, msg: msg ?? obj });
-  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') } as unknown as Logger, entries };
+  return { logger: { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') }, entries };
 }
 
-let servers: FakeServer[] = [];
-let hosts: ToolHost[] = [];
+const servers: FakeServer[] = [];
+const hosts: ToolHost[] = [];
 afterEach(async () => {
   await Promise.all(hosts.splice(0).map((h) => h.close()));
   await Promise.all(servers.splice(0).map((s) => s.close()));

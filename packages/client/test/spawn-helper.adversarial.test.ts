@@ -55,8 +55,8 @@ function runFixture(file: string, args: string[]): { child: ReturnType<typeof sp
   const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   let buf = '';
-  child.stdout!.on('data', (d: Buffer) => {
-    buf += d;
+  child.stdout.on('data', (d: Buffer) => {
+    buf += d.toString();
     const parts = buf.split('\n');
     buf = parts.pop()!;
     lines.push(...parts);

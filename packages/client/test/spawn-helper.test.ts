@@ -72,7 +72,7 @@ describe('the spawn helper', () => {
   it('never keeps the process alive: a script that ran a tool exits by itself', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'one-call.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     const [code] = (await once(child, 'exit')) as [number | null];
     clearTimeout(timer);

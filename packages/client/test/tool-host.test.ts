@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROTOCOL_VERSION, type ResultMessage, fromWire } from '@toolwire/protocol';
+import { PROTOCOL_VERSION, fromWire } from '@toolwire/protocol';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ToolHost, type ToolHostOptions } from '../src/index.js';
@@ -11,12 +11,10 @@ import { isGone, killQuietly, poll } from './helpers/process.js';
 
 const object = { type: 'object' } as const;
 const silent = pino({ level: 'silent' });
-const text = (r: ResultMessage, stream: 'stdout' | 'stderr') =>
-  Buffer.from(fromWire(r[stream], stream === 'stdout' ? r.stdoutEncoding : r.stderrEncoding)).toString('utf8');
 
-let servers: FakeServer[] = [];
-let hosts: ToolHost[] = [];
-let pids: number[] = [];
+const servers: FakeServer[] = [];
+const hosts: ToolHost[] = [];
+const pids: number[] = [];
 let dir: string;
 
 beforeEach(async () => {

@@ -94,21 +94,21 @@ function decode<M>(validators: Map<string, Validator>, data: string | Buffer, is
   const named = typeof record.id === 'string' && record.id.length > 0 ? record.id : undefined;
   const type = record.type;
   const validate = typeof type === 'string' ? validators.get(type) : undefined;
-  if (!validate) {
+  if (typeof type !== 'string' || !validate) {
     const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `unknown message type ${describeType(type)}` };
     if (named) error.id = named;
     return { ok: false, error };
   }
   let valid: boolean;
   try {
-    valid = validate(value) as boolean;
+    valid = validate(value);
   } catch {
     // A validator should not throw; if one does (e.g. an engine limit on a pathological frame),
     // the frame is refused like garbage — the codec never throws.
     return { ok: false, error: { fatal: true, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: frame could not be checked` } };
   }
   if (!valid) {
-    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}`, type: type as string };
+    const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `${type}: ${formatAjvErrors(validate.errors)}`, type };
     if (named) error.id = named;
     return { ok: false, error };
   }

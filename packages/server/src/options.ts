@@ -199,7 +199,7 @@ const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailByte
 
 /** Check `allowedOrigins` and lower-case it (origins compare case-insensitively). */
 function normalizeOrigins(origins: readonly string[]): readonly string[] {
-  if (!Array.isArray(origins) || !origins.every((o) => typeof o === 'string' && o.length > 0)) {
+  if (!Array.isArray(origins) || !origins.every((o): o is string => typeof o === 'string' && o.length > 0)) {
     throw new TypeError('ToolwireServerOptions.allowedOrigins must be an array of non-empty origin strings, e.g. ["https://app.example.com"]');
   }
   return Object.freeze(origins.map((o) => o.toLowerCase()));

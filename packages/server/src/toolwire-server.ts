@@ -87,12 +87,13 @@ export class ToolwireServer {
     this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter });
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
     if (tls !== undefined) {
-      this.#http = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
+      const https = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
       // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
-      this.#http.on('tlsClientError', (error, socket) => {
+      https.on('tlsClientError', (error, socket) => {
         log.debug({ err: error }, 'TLS handshake failed');
         socket.destroy();
       });
+      this.#http = https;
     } else {
       this.#http = createServer(onRequest);
     }

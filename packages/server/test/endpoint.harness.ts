@@ -149,7 +149,7 @@ export async function waitFor<T>(check: () => T, what: string, timeoutMs = 3_000
   const until = Date.now() + timeoutMs;
   for (;;) {
     const value = check();
-    if (value) return value as NonNullable<T>;
+    if (value) return value;
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }

@@ -262,7 +262,7 @@ describe('disk record', () => {
     const file = join(root, 'not-a-dir');
     await writeFile(file, '');
     const error = vi.fn();
-    const logger: Logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error } as unknown as Logger;
+    const logger: Logger = { debug: vi.fn(), info: vi.fn(), warn: vi.fn(), error };
     const result = completed(await make({ recordDir: file, logger }).execute({ name: 'echo', input: { text: 'ok' }, agent: 'a' }));
     expect(result.envelope.text).toBe('Exit code: 0\nok\n');
     expect(error).toHaveBeenCalledTimes(2);

@@ -28,7 +28,7 @@ async function startHost(): Promise<{ ws: WebSocket; calls: CallMessage[]; close
   const closed = new Promise<number>((resolve) => ws.on('close', (code) => resolve(code)));
   let advertisedOk!: () => void;
   const advertised = new Promise<void>((resolve) => (advertisedOk = resolve));
-  ws.on('message', (data) => {
+  ws.on('message', (data: Buffer) => {
     const msg = JSON.parse(String(data)) as ServerMessage;
     if (msg.type === 'welcome') {
       ws.send(JSON.stringify({

@@ -173,8 +173,8 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     tlsKey?: string;
   };
   const config: ServeConfig = {
-    hosts: resolveTokens(hosts, 'hosts', env, path) as HostCredential[],
-    callers: resolveTokens(callers, 'callers', env, path) as CallerCredential[],
+    hosts: resolveTokens(hosts, 'hosts', env, path),
+    callers: resolveTokens(callers, 'callers', env, path),
     writeCredentials: writeCredentials ?? false,
     options,
   };

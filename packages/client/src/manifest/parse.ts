@@ -125,7 +125,7 @@ function parseCommand(value: unknown, path: string, env: NodeJS.ProcessEnv): str
   if (!Array.isArray(value) || value.length === 0 || !value.every((a) => typeof a === 'string')) {
     throw new ManifestError(path, 'must be a non-empty array of strings');
   }
-  const argv = (value as string[]).map((arg, i) => expandVars(arg, env, `${path}[${i}]`));
+  const argv = value.map((arg, i) => expandVars(arg, env, `${path}[${i}]`));
   if (argv[0] === '') throw new ManifestError(`${path}[0]`, 'must name a program (it is empty)');
   return argv;
 }

@@ -28,7 +28,7 @@ export class FakeConnection {
   ) {
     ws.on('error', () => {});
     this.closed = once(ws, 'close').then(([code, reason]) => ({ code: code as number, reason: String(reason) }));
-    ws.on('message', (data) => {
+    ws.on('message', (data: Buffer) => {
       const message = JSON.parse(String(data)) as HostMessage;
       this.frames.push(message);
       this.#wake();

@@ -10,7 +10,7 @@ export async function poll<T>(check: () => T | Promise<T>, timeoutMs = 5000, wha
   const end = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
-    if (value) return value as NonNullable<Awaited<T>>;
+    if (value) return value;
     if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }

@@ -95,8 +95,8 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
         : { role, name, grant: checkGrant((cred as CallerCredential).grant, where) };
     entries.push({ digest, principal: Object.freeze(principal) });
   };
-  hosts.forEach((cred, i) => add('host', cred, i));
-  callers.forEach((cred, i) => add('caller', cred, i));
+  hosts.forEach((cred: HostCredential, i) => add('host', cred, i));
+  callers.forEach((cred: CallerCredential, i) => add('caller', cred, i));
   return entries;
 }
 

@@ -47,7 +47,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
 
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const caller = principalOf(extra.authInfo, deps.caller);
-    const meta = request.params._meta as Record<string, unknown> | undefined;
+    const meta = request.params._meta;
     const deadlineMs = meta?.[DEADLINE_META];
     if (deadlineMs !== undefined && (typeof deadlineMs !== 'number' || !Number.isInteger(deadlineMs) || deadlineMs <= 0)) {
       throw new McpError(ErrorCode.InvalidParams, `_meta["${DEADLINE_META}"] must be a positive integer (ms)`);

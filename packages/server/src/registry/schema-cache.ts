@@ -46,7 +46,7 @@ function safeRegExp(pattern: string, _flags: string): { test(s: string): boolean
   try {
     re = RE2JS.compile(RE2JS.translateRegExp(pattern));
   } catch (error) {
-    throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 80))} is not supported by the linear-time regex engine (RE2 syntax: no look-around or back-references): ${error instanceof Error ? error.message : String(error)}`);
+    throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 80))} is not supported by the linear-time regex engine (RE2 syntax: no look-around or back-references): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   // ajv de-duplicates patterns by `toString()`: it must be unique per pattern.
   return { test: (s: string) => re.test(s), toString: () => `re2:${pattern}` };
