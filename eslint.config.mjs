@@ -23,7 +23,7 @@ function layering(forbidden, message) {
 }
 
 export default defineConfig(
-  { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', 'bench/results/**', '.toolwire/**'] },
+  { ignores: ['**/node_modules/**', '**/dist/**', 'coverage/**', 'bench/results/**', '.toolwire/**', '**/*.generated.ts'] },
   {
     linterOptions: { reportUnusedDisableDirectives: 'error' },
     languageOptions: { globals: globals.node },

@@ -24,7 +24,6 @@ import { repoRoot } from './helpers.js';
 const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
 const ECHO_HOST = join(repoRoot, 'bench', 'proc', 'cli-echo-host.mjs');
 const MANIFEST = join(repoRoot, 'examples', 'tools.json');
-const MiB = 1024 * 1024;
 
 /** Results of one `cli` scenario run. Times in ms, memory in MiB. */
 export interface CliResult {
@@ -92,7 +91,7 @@ function started(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, children
   children.push(child);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`node ${args.join(' ')}: not ready within 20 s`)), 20_000);
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       if (!ready.test(line)) return;
       clearTimeout(timer);
       resolve({ child, line });
@@ -201,7 +200,7 @@ export async function cliScenario(runs: number): Promise<CliResult> {
     };
   } finally {
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-    await Promise.all(children.map((c) => (c.exitCode === null && c.signalCode === null ? new Promise((r) => c.once('exit', r)) : undefined)));
+    await Promise.all(children.filter((c) => c.exitCode === null && c.signalCode === null).map((c) => new Promise((resolve) => c.once('exit', resolve))));
     await rm(home, { recursive: true, force: true });
   }
 }

@@ -65,8 +65,8 @@ function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildPr
   children.push(child);
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
   return { child, done };
 }

@@ -123,7 +123,7 @@ export interface ToolwireServerOptions {
  * off; `logger`: a silent pino logger).
  */
 export const ServerDefaults = Object.freeze({
-  naming: 'qualified' as Naming,
+  naming: 'qualified',
   maxPayload: Defaults.maxPayload,
   heartbeatMs: Defaults.heartbeatMs,
   deadlineMs: Defaults.deadlineMs,
@@ -141,7 +141,7 @@ export const ServerDefaults = Object.freeze({
   maxDescriptionChars: Defaults.maxDescriptionChars,
   maxConnections: 1024,
   maxConnectionsPerHost: 4,
-  allowedOrigins: Object.freeze([]) as readonly string[],
+  allowedOrigins: Object.freeze([]),
   perMessageDeflate: false,
   authMaxFailures: 10,
   authFailureWindowMs: 60_000,

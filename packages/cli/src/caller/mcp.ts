@@ -133,7 +133,12 @@ function describe(error?: unknown): string {
   const code = (error as { code?: unknown } | undefined)?.code;
   if (error === undefined || code === 'ECONNRESET' || (error instanceof Error && error.message === 'aborted')) return 'the connection was closed';
   if (typeof code === 'string') return code;
-  return error instanceof Error ? error.message : String(error);
+  return error instanceof Error ? error.message : typeof error === 'string' ? error : 'the connection failed';
+}
+
+/** `error` as an Error (a rejection reason is always one). */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(typeof error === 'string' ? error : 'unknown failure');
 }
 
 /** Read `res` as UTF-8, at most {@link MAX_BODY_BYTES} (the rest is dropped). */
@@ -288,7 +293,7 @@ export class McpSession {
         outcome();
       };
       const onAbort = (): void => {
-        settle(() => reject(signal!.reason));
+        settle(() => reject(asError(signal!.reason)));
         req.destroy();
       };
       const req = this.#request(this.#url, { method, headers, agent: this.#agent });
@@ -302,7 +307,7 @@ export class McpSession {
         if (status < 200 || status > 299) {
           readText(res).then(
             (text) => settle(() => reject(new HttpStatusError(status, errorDetail(text)))),
-            (error: unknown) => settle(() => reject(error)),
+            (error: unknown) => settle(() => reject(asError(error))),
           );
           return;
         }
@@ -318,7 +323,7 @@ export class McpSession {
               const answer = answerOf(parseJson(text), id);
               settle(() => (answer ? resolve({ answer, sessionId }) : reject(new RpcError(undefined, `HTTP ${status} without the answer to ${id}`))));
             },
-            (error: unknown) => settle(() => reject(error)),
+            (error: unknown) => settle(() => reject(asError(error))),
           );
           return;
         }
@@ -368,7 +373,7 @@ function resultOf(answer: RpcMessage | undefined): unknown {
 export async function connectMcp(url: URL, token: string, options: ConnectOptions = {}): Promise<McpSession> {
   const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   const http = url.protocol === 'https:' ? await import('node:https') : { Agent: HttpAgent, request: httpRequest };
-  const session = new McpSession(url, token, http as { Agent: typeof HttpAgent; request: typeof httpRequest });
+  const session = new McpSession(url, token, http);
   const timer = new AbortController();
   const timeout = setTimeout(() => timer.abort(new NoAnswerError('connect', connectTimeoutMs, 'connect timeout, --connect-timeout')), connectTimeoutMs);
   try {
