@@ -31,7 +31,7 @@ export function generateValidators(): string {
   // ajv's ESM output still calls `require` for its runtime helpers: import the one it uses instead.
   // CommonJS default export: the function itself under tsx, `exports.default` under vitest.
   type Standalone = typeof standaloneModule.default;
-  const standalone: Standalone = typeof standaloneModule === 'function' ? (standaloneModule) : standaloneModule.default;
+  const standalone: Standalone = typeof standaloneModule === 'function' ? standaloneModule : standaloneModule.default;
   const code = standalone(ajv, refs).replaceAll('require("ajv/dist/runtime/ucs2length").default', 'ucs2length');
   if (/\brequire\(/.test(code)) throw new Error('the generated validators need a runtime helper other than ucs2length');
   return [

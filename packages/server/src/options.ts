@@ -141,7 +141,7 @@ export const ServerDefaults = Object.freeze({
   maxDescriptionChars: Defaults.maxDescriptionChars,
   maxConnections: 1024,
   maxConnectionsPerHost: 4,
-  allowedOrigins: Object.freeze([]),
+  allowedOrigins: Object.freeze<string[]>([]),
   perMessageDeflate: false,
   authMaxFailures: 10,
   authFailureWindowMs: 60_000,
