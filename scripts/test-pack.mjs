@@ -29,13 +29,20 @@ import { parseArgs } from 'node:util';
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const PACKAGES = ['protocol', 'server', 'client', 'cli'];
 
-const { values: flags } = parseArgs({
-  options: {
-    node: { type: 'string' },
-    'no-build': { type: 'boolean', default: false },
-    keep: { type: 'boolean', default: false },
-  },
-});
+const USAGE = 'usage: node scripts/test-pack.mjs [--node PATH] [--no-build] [--keep]\n';
+let flags;
+try {
+  ({ values: flags } = parseArgs({
+    options: {
+      node: { type: 'string' },
+      'no-build': { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+    },
+  }));
+} catch (error) {
+  process.stderr.write(`test:pack: ${error.message}\n${USAGE}`);
+  process.exit(64);
+}
 
 /** Thrown for a failed check; main prints its message and exits 1. */
 class CheckFailed extends Error {}
@@ -117,6 +124,7 @@ function describe(result) {
 }
 
 async function main() {
+  expect(flags.node === undefined || existsSync(flags.node), `--node ${flags.node}: no such file`);
   const nodeBin = realpathSync(flags.node ?? process.execPath);
   const nodeVersion = await run(nodeBin, ['--version'], { timeoutMs: 10_000 });
   expect(nodeVersion.code === 0, `${nodeBin} --version: ${describe(nodeVersion)}`);
