@@ -1,12 +1,13 @@
 /**
  * The orchestrator side of the bench control channel: start a helper process
- * (`node --expose-gc --import tsx bench/proc/<name>.ts`) with an IPC channel, send it commands and
+ * (`node --expose-gc --conditions=@toolwire/source --import tsx bench/proc/<name>.ts`) with an IPC channel, send it commands and
  * await its replies, and stop it. Every helper started here is stopped by {@link stopAll}.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SOURCE_NODE_ARGS } from '../test/source-node.js';
 
 export const benchDir = dirname(fileURLToPath(import.meta.url));
 export const repoRoot = join(benchDir, '..');
@@ -46,7 +47,7 @@ export class Helper {
     this.name = name;
     // BENCH_NODE_ARGS adds node flags to every helper, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
     const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
-    const nodeArgs = ['--expose-gc', ...extra, '--import', 'tsx', join(benchDir, 'proc', `${name}.ts`)];
+    const nodeArgs = ['--expose-gc', ...extra, ...SOURCE_NODE_ARGS, join(benchDir, 'proc', `${name}.ts`)];
     const cpu = name.endsWith('-server') ? serverCpu : undefined;
     this.#child = spawn(cpu === undefined ? process.execPath : 'taskset', cpu === undefined ? nodeArgs : ['-c', cpu, process.execPath, ...nodeArgs], {
       cwd: repoRoot,

@@ -12,6 +12,7 @@ import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
+import { SOURCE_NODE_ARGS } from '../test/source-node.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const cli = join(root, 'packages', 'cli', 'src', 'main.ts');
@@ -21,7 +22,7 @@ const children: ChildProcess[] = [];
 type Exit = [code: number | null, signal: NodeJS.Signals | null];
 
 function toolwire(args: string[], stdio: 'pipe' | 'inherit'): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', cli, ...args], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, cli, ...args], {
     cwd: root,
     stdio: ['ignore', stdio, 'inherit'],
   });

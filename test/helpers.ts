@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { ToolwireServer, type ToolwireServerOptions } from '@toolwire/server';
 import type { ServerSeams } from '../packages/server/src/options.js';
+import { SOURCE_NODE_ARGS } from './source-node.js';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');
 export const cliPath = join(repoRoot, 'packages', 'cli', 'src', 'main.ts');
@@ -73,9 +74,9 @@ export async function startServer(options: ToolwireServerOptions = {}, seams: Se
   return { server, url: address.url, mcpUrl: address.mcpUrl };
 }
 
-/** Spawn a `node --import tsx` process with tracked teardown (SIGKILL to its group if still alive). */
+/** Spawn a node process running TypeScript from src (`SOURCE_NODE_ARGS`) with tracked teardown (SIGKILL to its group if still alive). */
 export function spawnTs(args: string[], env: NodeJS.ProcessEnv = {}): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['pipe', 'pipe', 'pipe'],

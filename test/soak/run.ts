@@ -18,6 +18,7 @@ import { parseArgs } from 'node:util';
 import { ToolwireServer } from '@toolwire/server';
 import { GarbageHost, rawJunk } from './garbage.js';
 import { killProcesses, markedProcesses } from './procs.js';
+import { SOURCE_NODE_ARGS } from '../source-node.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -86,7 +87,7 @@ let running = true;
 
 function spawnHost(host: Host): void {
   if (!running) return;
-  const child = spawn(process.execPath, ['--import', 'tsx', FIXTURE_HOST], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, FIXTURE_HOST], {
     cwd: repoRoot,
     env: {
       ...process.env,

@@ -17,6 +17,7 @@ import { toolsCommand } from '../src/commands/tools.js';
 import { testIO } from './helpers/cli-io.js';
 import { FakeDoor } from './helpers/fake-door.js';
 import { poll } from '../../client/test/helpers/process.js';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const TOKEN = 'caller-token';
 const here = dirname(fileURLToPath(import.meta.url));
@@ -70,7 +71,7 @@ async function silentServer(): Promise<number> {
 
 /** A door that never answers a call, in its own process (so it can be killed with SIGKILL). */
 async function doorProcess(): Promise<{ child: ChildProcess; port: number; lines: string[] }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'helpers', 'door-process.ts'), TOKEN], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, join(here, 'helpers', 'door-process.ts'), TOKEN], {
     cwd: repoRoot,
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -19,6 +19,7 @@ import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
 import { isGone, killQuietly, poll, useScratch } from './helpers/process.js';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -52,7 +53,7 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | 'timeout'> {
   return Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]).finally(() => clearTimeout(timer));
 }
 function runFixture(file: string, args: string[]): { child: ReturnType<typeof spawn>; lines: string[]; line: (re: RegExp) => Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, join(here, 'fixtures', file), ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   let buf = '';
   child.stdout.on('data', (d: Buffer) => {

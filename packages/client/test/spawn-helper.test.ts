@@ -13,6 +13,7 @@ import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
 import type { CommandSpec, ToolContext } from '../src/types.js';
 import { isGone, poll, useScratch } from './helpers/process.js';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
@@ -70,7 +71,7 @@ describe('the spawn helper', () => {
   });
 
   it('never keeps the process alive: a script that ran a tool exits by itself', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(here, 'fixtures', 'one-call.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, join(here, 'fixtures', 'one-call.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

@@ -9,6 +9,7 @@ import { TokenTable } from '../src/auth/tokens.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { type McpSdk, sdkLoader } from '../src/mcp/sdk.js';
 import { resolveServerConfig } from '../src/options.js';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const sdkFailures = vi.hoisted(() => ({ remaining: 0 }));
 
@@ -57,7 +58,7 @@ describe('importing @toolwire/server', () => {
     const registrar = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`)}`;
     const url = new URL(module, import.meta.url).href;
     const script = `const m = await import(${JSON.stringify(url)}); ${then}; console.log('loaded');`;
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', 'tsx', '--import', registrar, '--input-type=module', '-e', script], {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, '--import', registrar, '--input-type=module', '-e', script], {
       cwd: fileURLToPath(new URL('..', import.meta.url)),
       timeout: 30_000,
     });

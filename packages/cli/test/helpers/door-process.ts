@@ -1,7 +1,7 @@
 /**
  * A {@link FakeDoor} in its own process, for tests that kill the server with SIGKILL: prints its port
  * on the first stdout line, then `called <name>` for every tools/call, which it never answers.
- * Usage: `node --import tsx door-process.ts TOKEN`.
+ * Usage: `node --conditions=@toolwire/source --import tsx door-process.ts TOKEN`.
  */
 import { FakeDoor } from './fake-door.js';
 
