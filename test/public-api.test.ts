@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import * as cli from '@toolwire/cli';
 import * as client from '@toolwire/client';
 import * as protocol from '@toolwire/protocol';
+import * as protocolConstants from '@toolwire/protocol/constants';
 import * as server from '@toolwire/server';
 import type { ToolwireServerOptions } from '@toolwire/server';
 import { repoRoot } from './helpers.js';
@@ -48,6 +49,11 @@ describe('public API: the names each package root exports', () => {
       'decodeServerMessage', 'encodeMessage', 'failureCapture', 'formatAjvErrors', 'fromWire', 'headTail',
       'hostMessageSchemas', 'serverMessageSchemas', 'toWire', 'toolSpecSchema', 'utf8',
     ]);
+  });
+
+  it('@toolwire/protocol/constants: the tables alone, a subset of the root', () => {
+    expect(runtime(protocolConstants)).toEqual(['CloseCode', 'Defaults', 'ExitCode', 'FailureKind', 'MAX_NAME_LENGTH', 'NAME_PATTERN', 'QUALIFIER', 'SIGNAL_EXIT_BASE', 'closeCodeName']);
+    for (const [name, value] of Object.entries(protocolConstants)) expect(protocol[name as keyof typeof protocol]).toBe(value);
   });
 
   it('@toolwire/server', () => {

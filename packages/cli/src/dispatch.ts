@@ -3,7 +3,7 @@
  * pays for nothing it does not use (`--version` loads nothing; `tools` and `call` load no server,
  * tool host, logger or schema code).
  */
-import { ExitCode } from './codes.js';
+import { ExitCode } from '@toolwire/protocol/constants';
 import { nearest } from './suggest.js';
 import { VERSION } from './version.js';
 

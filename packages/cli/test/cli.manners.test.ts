@@ -14,11 +14,10 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
-import { ExitCode as ProtocolExitCode, Defaults as ProtocolDefaults } from '@toolwire/protocol';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Defaults, ExitCode } from '../src/codes.js';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 import { callCommand, callUsage, suggestTools } from '../src/commands/call.js';
 import { hostCommand, hostUsage } from '../src/commands/host.js';
 import { isLoopback, serveCommand, serveUsage } from '../src/commands/serve.js';
@@ -57,7 +56,7 @@ const io = (env: NodeJS.ProcessEnv = {}) => testIO({ TOOLWIRE_HOME: home, ...env
 
 /** `toolwire ARGS…` as its own process (under tsx); resolves with its exit status and output. */
 function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', main, ...args], {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, main, ...args], {
     cwd: repoRoot,
     env: { ...process.env, TOOLWIRE_HOME: home, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,13 +69,6 @@ function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildPr
   const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
   return { child, done };
 }
-
-describe('the CLI exit codes and defaults are the protocol package’s', () => {
-  it('codes.ts repeats ExitCode and Defaults values exactly', () => {
-    for (const [key, value] of Object.entries(ExitCode)) expect(ProtocolExitCode[key as keyof typeof ProtocolExitCode]).toBe(value);
-    for (const [key, value] of Object.entries(Defaults)) expect(ProtocolDefaults[key as keyof typeof ProtocolDefaults]).toBe(value);
-  });
-});
 
 describe('nearest word', () => {
   it('counts insertions, deletions, substitutions and adjacent transpositions as one edit', () => {

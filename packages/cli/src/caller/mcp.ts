@@ -18,7 +18,7 @@ import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from 'node
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import pTimeout from 'p-timeout';
-import { ExitCode } from '../codes.js';
+import { ExitCode } from '@toolwire/protocol/constants';
 import { withDefaultScheme } from '../endpoint.js';
 import { VERSION } from '../version.js';
 

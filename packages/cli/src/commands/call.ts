@@ -2,7 +2,7 @@
  * `toolwire call` — call one tool through the server's MCP door and exit with its exit code.
  */
 import { parseArgs } from 'node:util';
-import { Defaults, ExitCode } from '../codes.js';
+import { Defaults, ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, readAll, waitForSignal, write } from '../io.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, RpcError, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';

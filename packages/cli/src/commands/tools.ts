@@ -2,7 +2,7 @@
  * `toolwire tools` — list the tools the server offers, through its MCP door.
  */
 import { parseArgs } from 'node:util';
-import { ExitCode } from '../codes.js';
+import { ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, RpcError, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
