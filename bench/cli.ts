@@ -221,9 +221,24 @@ export function renderCli(results: CliResult[]): string {
       (callMs / nodeMs).toFixed(2),
       `≤ 250 ms and ≤ 3 × node: ${ok(callMs <= 250 && callMs <= 3 * nodeMs)}`,
     ],
-    ['`toolwire host` idle RSS (private)', `${med((r) => r.hostRssMiB).toFixed(1)} MiB (${med((r) => r.hostPrivateMiB).toFixed(1)})`, '', `≤ 60 MiB: ${ok(med((r) => r.hostRssMiB) <= 60)}`],
-    ['its spawn helper idle RSS (private)', `${med((r) => r.helperRssMiB).toFixed(1)} MiB (${med((r) => r.helperPrivateMiB).toFixed(1)})`, '', `≤ 40 MiB: ${ok(med((r) => r.helperRssMiB) <= 40)}`],
-    ['`toolwire serve` + 1 host idle RSS (private)', `${med((r) => r.serveRssMiB).toFixed(1)} MiB (${med((r) => r.servePrivateMiB).toFixed(1)})`, '', `≤ 80 MiB: ${ok(med((r) => r.serveRssMiB) <= 80)}`],
+    [
+      '`toolwire host` idle RSS (private)',
+      `${med((r) => r.hostRssMiB).toFixed(1)} MiB (${med((r) => r.hostPrivateMiB).toFixed(1)})`,
+      '',
+      `≤ 60 MiB: ${ok(med((r) => r.hostRssMiB) <= 60)}`,
+    ],
+    [
+      'its spawn helper idle RSS (private)',
+      `${med((r) => r.helperRssMiB).toFixed(1)} MiB (${med((r) => r.helperPrivateMiB).toFixed(1)})`,
+      '',
+      `≤ 40 MiB: ${ok(med((r) => r.helperRssMiB) <= 40)}`,
+    ],
+    [
+      '`toolwire serve` + 1 host idle RSS (private)',
+      `${med((r) => r.serveRssMiB).toFixed(1)} MiB (${med((r) => r.servePrivateMiB).toFixed(1)})`,
+      '',
+      `≤ 80 MiB: ${ok(med((r) => r.serveRssMiB) <= 80)}`,
+    ],
     ['`toolwire serve` RSS after the calls', `${med((r) => r.serveAfterCallsRssMiB).toFixed(1)} MiB`, '', '—'],
   ];
   const header = `cli: median of ${results.length} run(s) × ${results[0]?.runs ?? 0} timed runs each; built dist on plain node`;

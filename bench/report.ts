@@ -78,11 +78,21 @@ function rows(records: RunRecord[]): Row[] {
     out.push(row);
   };
   for (const id of ['s1', 's2', 's3', 's4'] as const) {
-    add(id, 'toolwire', (r) => r.pairs[id]?.toolwire, (r) => r.pairs[id]?.raw);
+    add(
+      id,
+      'toolwire',
+      (r) => r.pairs[id]?.toolwire,
+      (r) => r.pairs[id]?.raw,
+    );
     add(id, 'raw ws', (r) => r.pairs[id]?.raw);
   }
   for (let k = 0; k < 2; k++) {
-    add('s5', 'toolwire cat', (r) => r.s5?.toolwire[k], (r) => r.s5?.floor[k]);
+    add(
+      's5',
+      'toolwire cat',
+      (r) => r.s5?.toolwire[k],
+      (r) => r.s5?.floor[k],
+    );
     add('s5', 'spawn floor', (r) => r.s5?.floor[k]);
   }
   add('s7', 'toolwire execute+record', (r) => r.s7);
@@ -164,7 +174,8 @@ function table(header: string[], body: string[][], markdown: boolean): string {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
-const yesNo = (b: { server: boolean; host?: boolean }): string => (b.host === undefined ? (b.server ? 'yes' : 'no') : `${b.server ? 'yes' : 'no'}/${b.host ? 'yes' : 'no'}`);
+const yesNo = (b: { server: boolean; host?: boolean }): string =>
+  b.host === undefined ? (b.server ? 'yes' : 'no') : `${b.server ? 'yes' : 'no'}/${b.host ? 'yes' : 'no'}`;
 
 /** The measurement table (medians over runs), the s6 table and the targets. */
 export function render(records: RunRecord[], markdown: boolean): string {
@@ -185,10 +196,11 @@ export function render(records: RunRecord[], markdown: boolean): string {
     ];
   });
   const parts: string[] = [];
-  if (body.length > 0) parts.push(
-    `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process; the host's CPU includes its spawn helper's, which runs s5's tools):`,
-    table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
-  );
+  if (body.length > 0)
+    parts.push(
+      `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process; the host's CPU includes its spawn helper's, which runs s5's tools):`,
+      table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
+    );
   const s6 = records.map((r) => r.s6).filter((x): x is ManyHostsResult => x !== undefined);
   if (s6.length > 0) {
     const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
@@ -215,20 +227,21 @@ export function render(records: RunRecord[], markdown: boolean): string {
   const cli = records.map((r) => r.cli).filter((x): x is CliResult => x !== undefined);
   if (cli.length > 0) parts.push('', renderCli(cli));
   const judged = judge(records);
-  if (judged.length > 0) parts.push(
-    '',
-    `Targets (median of the per-run values):`,
-    table(
-      ['target', 'runs', 'median', 'limit', 'holds'],
-      judged.map((j) => [
-        j.name,
-        j.values.map((v) => fmt(v, j.limit >= 100 ? 0 : 2)).join(' '),
-        `${fmt(j.median, j.limit >= 100 ? 0 : 2)} ${j.unit}`,
-        `${j.op} ${fmt(j.limit, j.limit >= 100 ? 0 : 2)}`,
-        j.holds ? 'yes' : 'NO',
-      ]),
-      markdown,
-    ),
-  );
+  if (judged.length > 0)
+    parts.push(
+      '',
+      `Targets (median of the per-run values):`,
+      table(
+        ['target', 'runs', 'median', 'limit', 'holds'],
+        judged.map((j) => [
+          j.name,
+          j.values.map((v) => fmt(v, j.limit >= 100 ? 0 : 2)).join(' '),
+          `${fmt(j.median, j.limit >= 100 ? 0 : 2)} ${j.unit}`,
+          `${j.op} ${fmt(j.limit, j.limit >= 100 ? 0 : 2)}`,
+          j.holds ? 'yes' : 'NO',
+        ]),
+        markdown,
+      ),
+    );
   return parts.join('\n');
 }

@@ -64,18 +64,20 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
       stopAll('SIGTERM');
     });
     // The banner arrives in one write; print the how-to after all of its lines.
-    setImmediate(() => process.stdout.write(
-      [
-        '',
-        'toolwire is up: one server and one local tool host ("local") with examples/tools.json.',
-        'From another terminal in this folder:',
-        '  pnpm toolwire tools',
-        `  pnpm toolwire call local__read_file '{"path":"README.md"}'`,
-        `  pnpm toolwire call local__sleep '{"seconds":30}' --timeout 500`,
-        'Ctrl-C here stops both.',
-        '',
-      ].join('\n'),
-    ));
+    setImmediate(() =>
+      process.stdout.write(
+        [
+          '',
+          'toolwire is up: one server and one local tool host ("local") with examples/tools.json.',
+          'From another terminal in this folder:',
+          '  pnpm toolwire tools',
+          `  pnpm toolwire call local__read_file '{"path":"README.md"}'`,
+          `  pnpm toolwire call local__sleep '{"seconds":30}' --timeout 500`,
+          'Ctrl-C here stops both.',
+          '',
+        ].join('\n'),
+      ),
+    );
   }
 });
 

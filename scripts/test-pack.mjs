@@ -150,7 +150,9 @@ async function main() {
     const packed = await run('pnpm', ['pack', '--pack-destination', tarballs], { cwd: dir, env: repoEnv, timeoutMs: 60_000 });
     expect(packed.code === 0, `pnpm pack in packages/${name}: ${describe(packed)}`);
   }
-  const tgz = readdirSync(tarballs).filter((f) => f.endsWith('.tgz')).map((f) => join(tarballs, f));
+  const tgz = readdirSync(tarballs)
+    .filter((f) => f.endsWith('.tgz'))
+    .map((f) => join(tarballs, f));
   expect(tgz.length === PACKAGES.length, `expected ${PACKAGES.length} tarballs, got: ${tgz.join(', ')}`);
   log(`packed ${tgz.map((f) => f.slice(tarballs.length + 1)).join(', ')}`);
 
@@ -189,8 +191,14 @@ async function main() {
   expect(existsSync(join(home, 'credentials.json')), `toolwire serve did not write ${join(home, 'credentials.json')}`);
   log(`toolwire serve listening on ${listening[1]}:${listening[2]}`);
 
-  writeFileSync(join(tools, 'echo.mjs'), "let s = ''; process.stdin.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => process.stdout.write(`${JSON.parse(s).text}\\n`));\n");
-  writeFileSync(join(tools, 'sleep.mjs'), "let s = ''; process.stdin.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => setTimeout(() => {}, JSON.parse(s).seconds * 1000));\n");
+  writeFileSync(
+    join(tools, 'echo.mjs'),
+    "let s = ''; process.stdin.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => process.stdout.write(`${JSON.parse(s).text}\\n`));\n",
+  );
+  writeFileSync(
+    join(tools, 'sleep.mjs'),
+    "let s = ''; process.stdin.setEncoding('utf8').on('data', (d) => (s += d)).on('end', () => setTimeout(() => {}, JSON.parse(s).seconds * 1000));\n",
+  );
   const manifest = {
     schema: 1,
     tools: {
@@ -210,13 +218,18 @@ async function main() {
   const host = start(bin, ['host', '--manifest', join(tools, 'tools.json'), '--root', tools], { cwd: prefix, env });
 
   let listed;
-  await waitFor('toolwire tools listing local__echo and local__sleep', 20_000, async () => {
-    if (host.child.exitCode !== null || host.child.signalCode !== null) {
-      throw new CheckFailed(`toolwire host exited early (${host.child.exitCode ?? host.child.signalCode}); stderr:\n${host.stderr}`);
-    }
-    listed = await toolwire(['tools']);
-    return listed.code === 0 && listed.stdout.includes('local__echo') && listed.stdout.includes('local__sleep');
-  }, 200);
+  await waitFor(
+    'toolwire tools listing local__echo and local__sleep',
+    20_000,
+    async () => {
+      if (host.child.exitCode !== null || host.child.signalCode !== null) {
+        throw new CheckFailed(`toolwire host exited early (${host.child.exitCode ?? host.child.signalCode}); stderr:\n${host.stderr}`);
+      }
+      listed = await toolwire(['tools']);
+      return listed.code === 0 && listed.stdout.includes('local__echo') && listed.stdout.includes('local__sleep');
+    },
+    200,
+  );
   log(`toolwire tools: exit 0, lists ${listed.stdout.trim().split('\n').length} tools (${listed.ms} ms)`);
 
   const text = 'hello from the pack test';
@@ -237,7 +250,9 @@ async function main() {
 
   // The libraries, from a plain .mjs file next to the installed node_modules.
   const script = join(prefix, 'use-libraries.mjs');
-  writeFileSync(script, `
+  writeFileSync(
+    script,
+    `
 const { ToolwireServer } = await import('@toolwire/server');
 const { ToolHost } = await import('@toolwire/client');
 const hostToken = 'h'.repeat(32);
@@ -254,7 +269,8 @@ try {
   await host.close();
   await server.close();
 }
-`);
+`,
+  );
   const lib = await run('node', [script], { cwd: prefix, env, timeoutMs: 30_000, what: 'node use-libraries.mjs' });
   expect(lib.code === 0 && lib.stdout.trim() === 'libraries ok', `node use-libraries.mjs: ${describe(lib)}`);
   log(`import('@toolwire/server'), import('@toolwire/client'): one call through ToolwireServer and ToolHost, closed (${lib.ms} ms)`);

@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import {
-  type Started, CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor,
-} from './helpers.js';
+import { type Started, CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor } from './helpers.js';
 
 afterEach(cleanup);
 

@@ -7,10 +7,7 @@ import { once } from 'node:events';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import {
-  HOST_TOKEN, alive, cleanup, nextFrame, rawAdvertise, rawHost, startFixtureHost, startServer, tempDir, text, waitFor,
-  type Started,
-} from './helpers.js';
+import { HOST_TOKEN, alive, cleanup, nextFrame, rawAdvertise, rawHost, startFixtureHost, startServer, tempDir, text, waitFor, type Started } from './helpers.js';
 
 afterEach(cleanup);
 

@@ -61,14 +61,17 @@ export interface Started {
  * `agent`; `seams` are the server's internal test seams.
  */
 export async function startServer(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): Promise<Started> {
-  const server = new ToolwireServer({
-    hosts: [
-      { name: 'alpha', token: HOST_TOKEN },
-      { name: 'beta', token: HOST2_TOKEN },
-    ],
-    callers: [{ name: 'agent', token: CALLER_TOKEN }],
-    ...options,
-  }, seams);
+  const server = new ToolwireServer(
+    {
+      hosts: [
+        { name: 'alpha', token: HOST_TOKEN },
+        { name: 'beta', token: HOST2_TOKEN },
+      ],
+      callers: [{ name: 'agent', token: CALLER_TOKEN }],
+      ...options,
+    },
+    seams,
+  );
   const address = await server.listen(0, '127.0.0.1');
   defer(() => server.close());
   return { server, url: address.url, mcpUrl: address.mcpUrl };
@@ -127,11 +130,7 @@ export async function startFixtureHost(
   });
   let log = '';
   child.stderr!.on('data', (d: string) => (log += d));
-  await waitFor(
-    () => started.server.router.tools().some((t) => t.name === `${name}__echo`) || child.exitCode !== null,
-    `host ${name} to advertise`,
-    15_000,
-  );
+  await waitFor(() => started.server.router.tools().some((t) => t.name === `${name}__echo`) || child.exitCode !== null, `host ${name} to advertise`, 15_000);
   if (child.exitCode !== null) throw new Error(`fixture host exited ${child.exitCode}: ${log}`);
   return child;
 }

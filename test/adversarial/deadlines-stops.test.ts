@@ -98,10 +98,13 @@ describe('deadlines of many lengths', () => {
     await new Promise<void>((resolve) => {
       let left = ids.length;
       ids.forEach((id, i) =>
-        setTimeout(() => {
-          host.answer(id, 'ok');
-          if (--left === 0) resolve();
-        }, (i % 10) + DEADLINE - 8),
+        setTimeout(
+          () => {
+            host.answer(id, 'ok');
+            if (--left === 0) resolve();
+          },
+          (i % 10) + DEADLINE - 8,
+        ),
       );
     });
     const settled = await Promise.all(results);
@@ -125,7 +128,7 @@ describe('deadlines of many lengths', () => {
 describe('no timer outlives the server', () => {
   const refTimers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
-  it('after close, no ref\'d timer is left from emptied lengths, pending deadlines, stopped calls in grace or a 2^31 − 1 deadline', async () => {
+  it("after close, no ref'd timer is left from emptied lengths, pending deadlines, stopped calls in grace or a 2^31 − 1 deadline", async () => {
     const before = refTimers();
     const started = await startServer({ maxInFlightPerHost: 10_000, cancelGraceMs: 60_000, heartbeatMs: 60_000 });
     const host = await drivenHost(started);
@@ -227,9 +230,7 @@ describe('stops through the shared abort listener', () => {
     };
     const agentRun = new AbortController(); // one long-lived stop signal for a whole agent run
     for (let batch = 0; batch < 10; batch++) {
-      const all = Array.from({ length: 100 }, () =>
-        started.server.executor.execute({ name: 'alpha__slow', input: {}, agent: 'agent', signal: agentRun.signal }),
-      );
+      const all = Array.from({ length: 100 }, () => started.server.executor.execute({ name: 'alpha__slow', input: {}, agent: 'agent', signal: agentRun.signal }));
       for (const result of await Promise.all(all)) expect(result.outcome).toBe('completed');
     }
     expect(refs.length).toBe(1000);
@@ -260,7 +261,11 @@ describe('route() never throws or rejects', () => {
       get name(): string {
         throw new Error('bad name');
       },
-      id: 'x', input: {}, workspace: '', agent: 'agent', signal: new AbortController().signal,
+      id: 'x',
+      input: {},
+      workspace: '',
+      agent: 'agent',
+      signal: new AbortController().signal,
     } as RoutedCall;
     let result: Promise<unknown> | undefined;
     expect(() => (result = started.server.router.route(call))).not.toThrow();

@@ -39,7 +39,15 @@ beforeAll(async () => {
 afterAll(cleanup);
 
 function route(name: string, tag: string, extra: { signal?: AbortSignal; deadlineMs?: number } = {}) {
-  return started.server.router.route({ id: tag, name, input: { tag }, workspace: '', agent: 'agent', signal: extra.signal ?? new AbortController().signal, ...(extra.deadlineMs && { deadlineMs: extra.deadlineMs }) });
+  return started.server.router.route({
+    id: tag,
+    name,
+    input: { tag },
+    workspace: '',
+    agent: 'agent',
+    signal: extra.signal ?? new AbortController().signal,
+    ...(extra.deadlineMs && { deadlineMs: extra.deadlineMs }),
+  });
 }
 
 /** A JSON frame; `{id: k}` placeholders (k < CALLS_PER_RUN) become the k-th pending call's real id. */
@@ -169,7 +177,10 @@ describe('a live session under random frames', () => {
             rsv: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 7 })),
             fin: fc.boolean(),
             mask: fc.oneof(fc.constant(true), fc.boolean()),
-            payload: fc.oneof(fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)), fc.jsonValue().map((v) => Buffer.from(JSON.stringify(v) ?? 'null'))),
+            payload: fc.oneof(
+              fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)),
+              fc.jsonValue().map((v) => Buffer.from(JSON.stringify(v) ?? 'null')),
+            ),
           })
           .map((f) => buildFrame(f)),
         weight: 6,
@@ -186,7 +197,10 @@ describe('a live session under random frames', () => {
         const alpha = await rawSocketHost(started.url, HOST_TOKEN);
         await rawSocketAdvertise(alpha, [SLOW]);
         const calls = issueCalls();
-        await waitFor(() => alpha.frames.filter((f) => f.opcode === 1 && f.payload.includes('"call"')).length === CALLS_PER_RUN || alpha.socket.destroyed, 'the call frames');
+        await waitFor(
+          () => alpha.frames.filter((f) => f.opcode === 1 && f.payload.includes('"call"')).length === CALLS_PER_RUN || alpha.socket.destroyed,
+          'the call frames',
+        );
         for (const b of bufs) {
           if (alpha.socket.destroyed) break;
           frames++;

@@ -10,9 +10,7 @@ import { once } from 'node:events';
 import { WebSocket } from 'ws';
 import type { RoutedCapture } from '@toolwire/server';
 import { HOST2_TOKEN, cleanup, rawAdvertise, startServer, text, type Started } from '../helpers.js';
-import {
-  Opcode, SLOW, buildFrame, drivenHost, rawSocketAdvertise, rawSocketHost, recordingLogger, waitFor, type DrivenHost,
-} from './harness.js';
+import { Opcode, SLOW, buildFrame, drivenHost, rawSocketAdvertise, rawSocketHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
 afterEach(cleanup);
 

@@ -123,10 +123,7 @@ export const FIXTURE_HOST = join(repoRoot, 'test', 'adversarial', 'fixtures', 'h
  * Start the fixture host process as `name` (token `token`) and wait until `<name>__echo` is listed.
  * `env` adds FIXTURE_GRACE_MS, FIXTURE_DRAIN_MS, PIDDIR…
  */
-export function startHostProcess(
-  started: Started,
-  opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {},
-): Promise<ChildProcess> {
+export function startHostProcess(started: Started, opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildProcess> {
   return startFixtureHost(started, { ...opts, script: FIXTURE_HOST });
 }
 

@@ -28,7 +28,12 @@ function route(started: Started, name: string, tag = name, input: Record<string,
 
 /** The new session is bound: alpha__slow answers from `fresh`, and nothing else of alpha is listed. */
 async function expectNewSessionServes(started: Started, fresh: DrivenHost, tag: string): Promise<void> {
-  expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__')).map((t) => t.name)).toEqual(['alpha__slow']);
+  expect(
+    started.server.router
+      .tools()
+      .filter((t) => t.name.startsWith('alpha__'))
+      .map((t) => t.name),
+  ).toEqual(['alpha__slow']);
   const frame = fresh.nextCall(tag);
   const call = route(started, 'alpha__slow', tag);
   fresh.answer((await frame).id as string, `new ${tag}`);

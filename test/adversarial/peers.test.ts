@@ -34,12 +34,7 @@ describe('peer death', () => {
     const piddir = await tempDir();
     const alpha = await startHostProcess(started, { env: { PIDDIR: piddir } });
     const beta = await startHostProcess(started, { token: HOST2_TOKEN, name: 'beta' });
-    const calls = [
-      timed(started, 'alpha__wait'),
-      timed(started, 'alpha__wait'),
-      timed(started, 'alpha__late', { ms: 60_000 }),
-      timed(started, 'alpha__tree'),
-    ];
+    const calls = [timed(started, 'alpha__wait'), timed(started, 'alpha__wait'), timed(started, 'alpha__late', { ms: 60_000 }), timed(started, 'alpha__tree')];
     const betaCall = timed(started, 'beta__wait');
     const pids = await pidsIn(join(piddir, 'pids'), 2);
     defer(() => killAll(pids));

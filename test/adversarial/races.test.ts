@@ -166,7 +166,12 @@ describe('duplicate, unknown and foreign results', () => {
     const beta = await drivenHost(r.started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
     const betaFrame = beta.nextCall();
     const betaCall = r.started.server.router.route({
-      id: 'b', name: 'beta__other', input: {}, workspace: '', agent: 'agent', signal: new AbortController().signal,
+      id: 'b',
+      name: 'beta__other',
+      input: {},
+      workspace: '',
+      agent: 'agent',
+      signal: new AbortController().signal,
     });
     const betaId = (await betaFrame).id as string;
     const runs: { settled: { count: number } }[] = [];

@@ -73,11 +73,7 @@ export interface RawSocketHost {
  * `extensions`), and return a frame-level client. Rejects when the upgrade is not 101. The response
  * headers are available as `headers`.
  */
-export async function rawSocketHost(
-  url: string,
-  token = HOST_TOKEN,
-  extensions?: string,
-): Promise<RawSocketHost & { headers: string }> {
+export async function rawSocketHost(url: string, token = HOST_TOKEN, extensions?: string): Promise<RawSocketHost & { headers: string }> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   socket.on('error', () => {});

@@ -90,7 +90,12 @@ describe('a host re-advertises without a tool while a call to it is in flight', 
 describe('two hosts advertising the same name', () => {
   it('qualified naming (default): both are exposed under their own host prefix', async () => {
     const { started } = await twoHosts('qualified');
-    expect(started.server.router.tools().map((t) => t.name).sort()).toEqual(['alpha__keep', 'alpha__shared', 'beta__shared']);
+    expect(
+      started.server.router
+        .tools()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(['alpha__keep', 'alpha__shared', 'beta__shared']);
   });
 
   it('bare naming: the first host keeps the name, the later one gets it in advertised.rejected; it is not handed over when the first leaves', async () => {
@@ -115,7 +120,12 @@ describe('two hosts advertising the same name', () => {
     expect(Buffer.from(away.capture.stderr).toString()).toMatch(/host alpha is not connected/);
     const taken = await readvertise(beta, [tool('shared'), tool('mine')]);
     expect(taken.rejected).toEqual([]);
-    expect(started.server.router.tools().map((t) => t.name).sort()).toEqual(['mine', 'shared']);
+    expect(
+      started.server.router
+        .tools()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(['mine', 'shared']);
   });
 
   it('qualified naming: host names that collide through "_" (a_ + __ + b = a + __ + _b) follow the same first-keeps rule', async () => {

@@ -11,7 +11,8 @@ import { CALLER_TOKEN, HOST_TOKEN, cleanup, defer, nextFrame, text, waitFor } fr
 
 afterEach(cleanup);
 
-const HOSTILE_INPUT = '{"__proto__":{"polluted":"input"},"constructor":{"prototype":{"polluted":"input"}},"prototype":{"polluted":"input"},"nested":{"__proto__":{"polluted":"nested"},"a":1}}';
+const HOSTILE_INPUT =
+  '{"__proto__":{"polluted":"input"},"constructor":{"prototype":{"polluted":"input"}},"prototype":{"polluted":"input"},"nested":{"__proto__":{"polluted":"nested"},"a":1}}';
 
 function prototypeIsClean(): void {
   expect(({} as Record<string, unknown>).polluted).toBeUndefined();
@@ -130,12 +131,24 @@ describe('prototype pollution', () => {
     const advertised = nextFrame(ws, 'advertised');
     ws.send(JSON.stringify({ type: 'advertise', tools: [{ name: 'echo', inputSchema: { type: 'object' } }] }));
     await advertised;
-    const init = await mcpPost(s.mcpUrl, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }));
+    const init = await mcpPost(
+      s.mcpUrl,
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
+    );
     const session = init.session!;
     await mcpPost(s.mcpUrl, JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }), session);
     // Raw request text: the hostile keys are own keys of the parsed arguments, at every level.
     // Such keys on the JSON-RPC envelope itself: the SDK refuses the message; nothing is polluted.
-    const envelope = await mcpPost(s.mcpUrl, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{},"__proto__":{"polluted":"params"}},"__proto__":{"polluted":"rpc"}}`, session);
+    const envelope = await mcpPost(
+      s.mcpUrl,
+      `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{},"__proto__":{"polluted":"params"}},"__proto__":{"polluted":"rpc"}}`,
+      session,
+    );
     expect(envelope.message.error).toBeDefined();
     prototypeIsClean();
     const called = await mcpPost(s.mcpUrl, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":${HOSTILE_INPUT}}}`, session);

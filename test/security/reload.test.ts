@@ -47,7 +47,10 @@ describe('SIGHUP reloads the credentials of toolwire serve', () => {
     const dir = await tempDir();
     const config = join(dir, 'config.json');
     const write = (hosts: unknown[]): Promise<void> => writeFile(config, JSON.stringify({ hosts, callers: [{ name: 'agent', token: CALLER_TOKEN }] }));
-    await write([{ name: 'alpha', token: HOST_TOKEN }, { name: 'beta', token: HOST2_TOKEN }]);
+    await write([
+      { name: 'alpha', token: HOST_TOKEN },
+      { name: 'beta', token: HOST2_TOKEN },
+    ]);
     const { serve, url } = await serveWith(config, dir);
 
     const alpha = await rawHost(url, HOST_TOKEN);

@@ -38,7 +38,23 @@ async function makePki(dir: string): Promise<Pki> {
   await run('openssl', ['req', '-x509', ...ec, '-keyout', p('other.key'), '-out', p('other.pem'), '-days', '1', '-subj', '/CN=unrelated CA']);
   await run('openssl', ['req', ...ec, '-keyout', p('server.key'), '-out', p('server.csr'), '-subj', '/CN=127.0.0.1']);
   await writeFile(p('ext.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nkeyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\n');
-  await run('openssl', ['x509', '-req', '-in', p('server.csr'), '-CA', p('ca.pem'), '-CAkey', p('ca.key'), '-CAcreateserial', '-out', p('server.pem'), '-days', '1', '-extfile', p('ext.cnf')]);
+  await run('openssl', [
+    'x509',
+    '-req',
+    '-in',
+    p('server.csr'),
+    '-CA',
+    p('ca.pem'),
+    '-CAkey',
+    p('ca.key'),
+    '-CAcreateserial',
+    '-out',
+    p('server.pem'),
+    '-days',
+    '1',
+    '-extfile',
+    p('ext.cnf'),
+  ]);
   return { dir, ca: p('ca.pem'), cert: p('server.pem'), key: p('server.key'), otherCa: p('other.pem') };
 }
 
@@ -91,16 +107,25 @@ describe.skipIf(!hasOpenssl)('TLS (certificates made with the openssl CLI)', () 
     const config = join(dir, 'config.json');
     await writeFile(config, JSON.stringify({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] }));
     const home = { TOOLWIRE_HOME: dir };
-    const serve = spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--tls-cert', files.cert, '--tls-key', files.key, '--log-level', 'warn'], home);
+    const serve = spawnTs(
+      [cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--tls-cert', files.cert, '--tls-key', files.key, '--log-level', 'warn'],
+      home,
+    );
     const [, wss] = await waitForOutput(serve, /tool hosts connect to\s+(wss:\/\/127\.0\.0\.1:\d+)/);
     const base = wss!.replace('wss://', 'https://');
     const ca = await readFile(files.ca);
 
-    spawnTs([cliPath, 'host', '--server', wss!, '--token', HOST_TOKEN, '--ca', files.ca, '--manifest', join(repoRoot, 'examples', 'tools.json'), '--root', repoRoot], home);
+    spawnTs(
+      [cliPath, 'host', '--server', wss!, '--token', HOST_TOKEN, '--ca', files.ca, '--manifest', join(repoRoot, 'examples', 'tools.json'), '--root', repoRoot],
+      home,
+    );
     await waitFor(async () => JSON.parse((await httpsGet(`${base}/healthz`, ca)).body).tools > 0, 'the host to advertise over wss', 15_000);
 
     const call = await finish(
-      spawnTs([cliPath, 'call', 'alpha__read_file', '{"path":"README.md"}', '--server', `${base}/mcp`, '--token', CALLER_TOKEN], { ...home, NODE_EXTRA_CA_CERTS: files.ca }),
+      spawnTs([cliPath, 'call', 'alpha__read_file', '{"path":"README.md"}', '--server', `${base}/mcp`, '--token', CALLER_TOKEN], {
+        ...home,
+        NODE_EXTRA_CA_CERTS: files.ca,
+      }),
     );
     expect(call.stderr).toBe('');
     expect(call.code).toBe(0);

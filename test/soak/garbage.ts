@@ -71,8 +71,19 @@ export class GarbageHost {
   #misbehave(ws: WebSocket, id: string): void {
     const result = (stdout: string) => JSON.stringify({ type: 'result', id, stdout, stderr: '', exitCode: Math.floor(this.random() * 4) });
     const behaviour = this.pick([
-      'answer', 'answer', 'answer', 'twice', 'wrong-shape', 'unknown-id', 'ignore', 'ignore',
-      'garbage', 'binary', 'oversize', 'silent', 'drop',
+      'answer',
+      'answer',
+      'answer',
+      'twice',
+      'wrong-shape',
+      'unknown-id',
+      'ignore',
+      'ignore',
+      'garbage',
+      'binary',
+      'oversize',
+      'silent',
+      'drop',
     ] as const);
     this.#note(behaviour);
     const delay = this.random() < 0.5 ? 0 : this.random() * 300;

@@ -130,7 +130,15 @@ for (const g of garbage) g.start();
 // ---- callers ------------------------------------------------------------------------------------
 
 const TOOLS: readonly (readonly [string, number])[] = [
-  ['echo', 30], ['late', 18], ['wait', 8], ['tree', 6], ['stubborn', 3], ['leaver', 4], ['junk', 12], ['missing', 3], ['bad-input', 3],
+  ['echo', 30],
+  ['late', 18],
+  ['wait', 8],
+  ['tree', 6],
+  ['stubborn', 3],
+  ['leaver', 4],
+  ['junk', 12],
+  ['missing', 3],
+  ['bad-input', 3],
 ];
 const totalWeight = TOOLS.reduce((n, [, w]) => n + w, 0);
 function pickTool(): string {
@@ -211,11 +219,14 @@ function chaosStep(): void {
         note('host SIGSTOP/SIGCONT');
         host.stopped = true;
         const stoppedChild = host.child;
-        setTimeout(() => {
-          if (host.child !== stoppedChild || !host.stopped) return;
-          host.stopped = false;
-          signal(host, 'SIGCONT');
-        }, 200 + random() * 2_500);
+        setTimeout(
+          () => {
+            if (host.child !== stoppedChild || !host.stopped) return;
+            host.stopped = false;
+            signal(host, 'SIGCONT');
+          },
+          200 + random() * 2_500,
+        );
       }
       return;
     case 'term':
@@ -304,7 +315,9 @@ console.log(`toolwire soak summary (${((Date.now() - startedAt) / 1000).toFixed(
 console.log(`  calls issued:            ${issued}`);
 console.log(`  settled by exit code:    ${settled.map(([k, v]) => `${k}: ${v}`).join(', ')}`);
 console.log(`  unsettled:               ${unsettled}`);
-console.log(`  leaked child processes:  ${leaked.length}${leaked.length ? ` (${leaked.map((p) => `pid ${p.pid} ppid ${p.ppid} pgid ${p.pgid}: ${p.cmd}`).join('; ')})` : ''}`);
+console.log(
+  `  leaked child processes:  ${leaked.length}${leaked.length ? ` (${leaked.map((p) => `pid ${p.pid} ppid ${p.ppid} pgid ${p.pgid}: ${p.cmd}`).join('; ')})` : ''}`,
+);
 console.log(`  server RSS:              start ${mb(rssStart)}, end ${mb(rssEnd)}, peak ${mb(rssPeak)}`);
 console.log(`  chaos:                   ${[...chaos.entries()].map(([k, v]) => `${k} ×${v}`).join(', ')}`);
 console.log(`  garbage host behaviours: ${[...garbageActions.entries()].map(([k, v]) => `${k} ×${v}`).join(', ')}`);

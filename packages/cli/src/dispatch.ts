@@ -53,7 +53,9 @@ export async function run(argv: string[]): Promise<number> {
     default: {
       const option = command.startsWith('-');
       const near = nearest(command, option ? ['--help', '--version'] : WORDS);
-      const problem = option ? `unknown option ${command}${near !== undefined ? `; did you mean ${near}?` : ''}` : `unknown command "${command}"${near !== undefined ? `; did you mean "${near}"?` : ''}`;
+      const problem = option
+        ? `unknown option ${command}${near !== undefined ? `; did you mean ${near}?` : ''}`
+        : `unknown command "${command}"${near !== undefined ? `; did you mean "${near}"?` : ''}`;
       process.stderr.write(`toolwire: ${problem}\nusage: toolwire <command> [options]\nRun "toolwire --help" for the commands.\n`);
       return ExitCode.USAGE;
     }

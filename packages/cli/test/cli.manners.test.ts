@@ -131,7 +131,9 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
     expect(call.err().split('\n')[0]).toBe('toolwire call: unknown option --timout; did you mean --timeout?');
     const tools = io();
     expect(await toolsCommand(['--jsno'], tools)).toBe(64);
-    expect(tools.err()).toBe('toolwire tools: unknown option --jsno; did you mean --json?\nusage: toolwire tools [options]\nRun "toolwire tools --help" for the options.\n');
+    expect(tools.err()).toBe(
+      'toolwire tools: unknown option --jsno; did you mean --json?\nusage: toolwire tools [options]\nRun "toolwire tools --help" for the options.\n',
+    );
     const host = io();
     expect(await hostCommand(['--manfest', 'm.json'], host)).toBe(64);
     expect(host.err().split('\n')[0]).toBe('toolwire host: unknown option --manfest; did you mean --manifest?');
@@ -153,7 +155,9 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
   it('serve with an unknown flag (a real process): the nearest flag, the usage line, exit 64', async () => {
     const { code, stderr } = await toolwire(['serve', '--lisen', '127.0.0.1:0']).done;
     expect(code).toBe(64);
-    expect(stderr).toBe('toolwire serve: unknown option --lisen; did you mean --listen?\nusage: toolwire serve [options]\nRun "toolwire serve --help" for the options.\n');
+    expect(stderr).toBe(
+      'toolwire serve: unknown option --lisen; did you mean --listen?\nusage: toolwire serve [options]\nRun "toolwire serve --help" for the options.\n',
+    );
   });
 
   it('an unknown command suggests the nearest command (a real process)', async () => {
@@ -208,7 +212,12 @@ describe('toolwire call on the wire', () => {
     cleanups.push(() => door.close());
     expect(await callCommand(['alpha__x', '--server', `127.0.0.1:${door.port}`, '--token', TOKEN], io())).toBe(0);
     expect(door.requests[0]).toEqual({ http: 'POST', rpc: ['initialize'] });
-    expect(door.requests.slice(1, 3).map((r) => r.rpc[0]).sort()).toEqual(['notifications/initialized', 'tools/call']);
+    expect(
+      door.requests
+        .slice(1, 3)
+        .map((r) => r.rpc[0])
+        .sort(),
+    ).toEqual(['notifications/initialized', 'tools/call']);
     expect(door.requests.slice(3)).toEqual([{ http: 'DELETE', rpc: [] }]);
     expect(door.openSessions).toBe(0);
   });

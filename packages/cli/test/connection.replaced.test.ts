@@ -56,11 +56,7 @@ afterEach(async () => {
 });
 
 function host(answer: string, logger: Logger = silent): ToolHost {
-  const h = new ToolHost({ server: url, token: TOKEN, logger, reconnect: FAST }).tool(
-    'who',
-    { inputSchema: { type: 'object' } },
-    () => answer,
-  );
+  const h = new ToolHost({ server: url, token: TOKEN, logger, reconnect: FAST }).tool('who', { inputSchema: { type: 'object' } }, () => answer);
   hosts.push(h);
   return h;
 }

@@ -59,9 +59,15 @@ describe('parseManifest', () => {
     expect(() => parseManifest(tool({ description: 5 }), base)).toThrow('tools.read_file.description must be a string');
     expect(() => parseManifest({ schema: 2, tools: {} }, base)).toThrow('schema must be 1');
     expect(() => parseManifest({ schema: 1, tools: { 'bad name': { input_schema: schema, command: ['x'] } } }, base)).toThrow(/invalid tool name/);
-    expect(() => parseManifest([{ name: 'a', input_schema: schema, command: ['x'] }, { name: 'a', input_schema: schema, command: ['y'] }], base)).toThrow(
-      /appears more than once/,
-    );
+    expect(() =>
+      parseManifest(
+        [
+          { name: 'a', input_schema: schema, command: ['x'] },
+          { name: 'a', input_schema: schema, command: ['y'] },
+        ],
+        base,
+      ),
+    ).toThrow(/appears more than once/);
     expect(() => parseManifest('nope', base)).toThrow(ManifestError);
   });
 
@@ -94,7 +100,9 @@ describe('parseManifest', () => {
   });
 
   it('rejects an unset ${VAR} and unsupported expansion syntax, naming the element', () => {
-    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x', '${NOPE}'] }], base)).toThrow(/^\[0\]\.command\[1\] uses \$\{NOPE\} but NOPE is not set/);
+    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x', '${NOPE}'] }], base)).toThrow(
+      /^\[0\]\.command\[1\] uses \$\{NOPE\} but NOPE is not set/,
+    );
     expect(() => expandVars('${1}', {}, 'p')).toThrow(/unsupported expansion/);
     expect(() => expandVars('${A:=b}', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);
     expect(() => expandVars('${A', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);

@@ -28,7 +28,11 @@ afterEach(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-const exists = (path: string): Promise<boolean> => access(path).then(() => true, () => false);
+const exists = (path: string): Promise<boolean> =>
+  access(path).then(
+    () => true,
+    () => false,
+  );
 
 function ctx() {
   return { id: 'c1', agent: 'agent', workspace: '', deadlineMs: 10_000, signal: new AbortController().signal };
@@ -56,9 +60,19 @@ describe('manifest commands run without a shell', () => {
         argv: {
           input_schema: object,
           command: [
-            'node', '${TOOLWIRE_MANIFEST_DIR}/argv.mjs',
-            '; touch pwned1', '$(touch pwned2)', '`touch pwned3`', '| tee pwned4', '&& touch pwned5', '> pwned6', '*',
-            '${EVIL}', '--opt=${EVIL}', '${UNSET_VAR:-x y z}', '${EMPTY:-}',
+            'node',
+            '${TOOLWIRE_MANIFEST_DIR}/argv.mjs',
+            '; touch pwned1',
+            '$(touch pwned2)',
+            '`touch pwned3`',
+            '| tee pwned4',
+            '&& touch pwned5',
+            '> pwned6',
+            '*',
+            '${EVIL}',
+            '--opt=${EVIL}',
+            '${UNSET_VAR:-x y z}',
+            '${EMPTY:-}',
           ],
           cwd: '.',
         },
@@ -69,8 +83,17 @@ describe('manifest commands run without a shell', () => {
     const capture = await runCommandTool(tool!, {}, ctx(), { root: dir });
     expect(capture.exitCode).toBe(0);
     expect(JSON.parse(Buffer.from(capture.stdout).toString('utf8'))).toEqual([
-      '; touch pwned1', '$(touch pwned2)', '`touch pwned3`', '| tee pwned4', '&& touch pwned5', '> pwned6', '*',
-      evil, `--opt=${evil}`, 'x y z', '',
+      '; touch pwned1',
+      '$(touch pwned2)',
+      '`touch pwned3`',
+      '| tee pwned4',
+      '&& touch pwned5',
+      '> pwned6',
+      '*',
+      evil,
+      `--opt=${evil}`,
+      'x y z',
+      '',
     ]);
     // Nothing was interpreted: no file was created, the value's own ${HOME} was not expanded again.
     expect((await readdir(dir)).sort()).toEqual(['argv.mjs', 'tools.json']);
@@ -98,8 +121,25 @@ describe('the host runs only its own tools', () => {
       host.tool('echo', { inputSchema: object }, () => 'echo');
     });
     const names = [
-      '__proto__', 'constructor', 'toString', 'hasOwnProperty', 'valueOf', 'prototype',
-      'node', 'sh', '/bin/sh', '../run', './run', 'run ', ' run', 'RUN', 'Run', 'test-host__run', 'run\u0000', 'sh -c id', 'echo;run',
+      '__proto__',
+      'constructor',
+      'toString',
+      'hasOwnProperty',
+      'valueOf',
+      'prototype',
+      'node',
+      'sh',
+      '/bin/sh',
+      '../run',
+      './run',
+      'run ',
+      ' run',
+      'RUN',
+      'Run',
+      'test-host__run',
+      'run\u0000',
+      'sh -c id',
+      'echo;run',
     ];
     const results = new Map<string, ResultMessage>();
     for (const [i, tool] of names.entries()) {

@@ -185,7 +185,12 @@ describe('spawn helper, adversarial: guarantees that hold', () => {
     const { child, line } = runFixture('host-killed-20.ts', ['helper', tag]);
     await line(/^ready$/);
     await poll(() => tagged(`${tag}-`).length >= 25, 5000, 'the tools to run');
-    const helper = Number(readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(' ').find((p) => readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('spawn-helper')));
+    const helper = Number(
+      readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8')
+        .trim()
+        .split(' ')
+        .find((p) => readFileSync(`/proc/${p}/cmdline`, 'latin1').includes('spawn-helper')),
+    );
     child.kill('SIGKILL');
     await once(child, 'exit');
     try {

@@ -105,7 +105,9 @@ describe('ToolHost against a fake server', () => {
 
   it('answers an unknown tool with 127 and runs nothing', async () => {
     const s = await server();
-    await host({ server: s.url }).tool('echo', { inputSchema: object }, () => 'x').start();
+    await host({ server: s.url })
+      .tool('echo', { inputSchema: object }, () => 'x')
+      .start();
     s.connections[0]!.send(call('c1', 'rm'));
     const result = await s.connections[0]!.next('result');
     expect(result).toEqual({ type: 'result', id: 'c1', stdout: '', stderr: 'toolwire: no such tool "rm" on this host\n', exitCode: 127, failure: 'not_found' });
@@ -146,8 +148,10 @@ describe('ToolHost against a fake server', () => {
 
   it('on cancel aborts an in-process handler and keeps what it returns, with 130', async () => {
     const s = await server();
-    const h = host({ server: s.url }).tool('wait', { inputSchema: object }, (_input, ctx) =>
-      new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('partial\n'), { once: true })),
+    const h = host({ server: s.url }).tool(
+      'wait',
+      { inputSchema: object },
+      (_input, ctx) => new Promise((resolve) => ctx.signal.addEventListener('abort', () => resolve('partial\n'), { once: true })),
     );
     await h.start();
     const conn = s.connections[0]!;

@@ -72,13 +72,7 @@ export function headTail(bytes: Uint8Array, head: number, tail: number, label: s
 }
 
 /** Join a kept head and tail with the truncation marker line (see {@link headTail}). */
-export function joinHeadTail(
-  headBytes: Uint8Array,
-  tailBytes: Uint8Array,
-  label: string,
-  totalBytes: number,
-  totalLines: number,
-): Uint8Array {
+export function joinHeadTail(headBytes: Uint8Array, tailBytes: Uint8Array, label: string, totalBytes: number, totalLines: number): Uint8Array {
   const lead = headBytes.length > 0 && headBytes[headBytes.length - 1] !== NEWLINE ? '\n' : '';
   const marker = utf8(
     `${lead}[... ${label} truncated: ${totalBytes} bytes / ${totalLines} lines total; ` +

@@ -21,22 +21,7 @@ export type {
   ServerMessage,
 } from './messages.js';
 export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';
-export {
-  type WireError,
-  type Decoded,
-  decodeHostMessage,
-  decodeServerMessage,
-  encodeMessage,
-  checkToolSpec,
-  formatAjvErrors,
-} from './codec.js';
+export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, encodeMessage, checkToolSpec, formatAjvErrors } from './codec.js';
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer } from './coalesce.js';
-export {
-  type Capture,
-  type PartialOutput,
-  failureCapture,
-  appendReason,
-  headTail,
-  HeadTailBuffer,
-} from './capture.js';
+export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';

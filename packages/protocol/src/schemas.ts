@@ -52,19 +52,21 @@ export const hostMessageSchemas = {
   hello: message('hello', { protocol: { type: 'integer' }, software: shortText, name: shortText }, ['protocol']),
   // Items are checked one by one against toolSpecSchema by the registry.
   advertise: message('advertise', { tools: { type: 'array', items: { type: 'object' } } }, ['tools']),
-  result: withBase64Checks(message(
-    'result',
-    {
-      id,
-      stdout: { type: 'string' },
-      stderr: { type: 'string' },
-      stdoutEncoding: { const: 'base64' },
-      stderrEncoding: { const: 'base64' },
-      exitCode: { type: 'integer', minimum: 0, maximum: 255 },
-      failure: { enum: Object.keys(FailureKind) },
-    },
-    ['id', 'stdout', 'stderr', 'exitCode'],
-  )),
+  result: withBase64Checks(
+    message(
+      'result',
+      {
+        id,
+        stdout: { type: 'string' },
+        stderr: { type: 'string' },
+        stdoutEncoding: { const: 'base64' },
+        stderrEncoding: { const: 'base64' },
+        exitCode: { type: 'integer', minimum: 0, maximum: 255 },
+        failure: { enum: Object.keys(FailureKind) },
+      },
+      ['id', 'stdout', 'stderr', 'exitCode'],
+    ),
+  ),
 } as const;
 
 /** Schemas of server → host messages, keyed by `type`. */

@@ -33,9 +33,7 @@ describe('headTail', () => {
     const line = 'abcdefghi\n'; // 10 bytes
     const bytes = utf8(line.repeat(2000)); // 20000 bytes, 2000 lines
     const out = text(headTail(bytes, 30, 20, 'stdout'));
-    expect(out).toBe(
-      `${line.repeat(3)}[... stdout truncated: 20000 bytes / 2000 lines total; showing the first 30 and last 20 bytes ...]\n${line.repeat(2)}`,
-    );
+    expect(out).toBe(`${line.repeat(3)}[... stdout truncated: 20000 bytes / 2000 lines total; showing the first 30 and last 20 bytes ...]\n${line.repeat(2)}`);
   });
 
   it('returns short streams unchanged', () => {

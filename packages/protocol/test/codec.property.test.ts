@@ -19,18 +19,21 @@ const deep = fc
 
 /** Messages that are almost right: each field replaced by any JSON value, or dropped, or one added. */
 const nearMiss = fc
-  .record({
-    type: fc.oneof(fc.constantFrom('hello', 'advertise', 'result', 'welcome', 'advertised', 'call', 'cancel', '__proto__', 'constructor'), fc.jsonValue()),
-    id: fc.oneof(fc.constantFrom('0', '', 'x'.repeat(129), '__proto__'), fc.string(), fc.jsonValue()),
-    stdout: fc.oneof(fc.string(), fc.jsonValue()),
-    stderr: fc.oneof(fc.string(), fc.jsonValue()),
-    exitCode: fc.oneof(fc.integer({ min: -1, max: 256 }), fc.double(), fc.jsonValue()),
-    protocol: fc.oneof(fc.integer(), fc.jsonValue()),
-    tools: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 4 }), fc.jsonValue()),
-    stdoutEncoding: fc.oneof(fc.constant('base64'), fc.jsonValue()),
-    failure: fc.oneof(fc.constantFrom('deadline', 'protocol', 'nope'), fc.jsonValue()),
-    extra: fc.jsonValue(),
-  }, { requiredKeys: [] })
+  .record(
+    {
+      type: fc.oneof(fc.constantFrom('hello', 'advertise', 'result', 'welcome', 'advertised', 'call', 'cancel', '__proto__', 'constructor'), fc.jsonValue()),
+      id: fc.oneof(fc.constantFrom('0', '', 'x'.repeat(129), '__proto__'), fc.string(), fc.jsonValue()),
+      stdout: fc.oneof(fc.string(), fc.jsonValue()),
+      stderr: fc.oneof(fc.string(), fc.jsonValue()),
+      exitCode: fc.oneof(fc.integer({ min: -1, max: 256 }), fc.double(), fc.jsonValue()),
+      protocol: fc.oneof(fc.integer(), fc.jsonValue()),
+      tools: fc.oneof(fc.array(fc.jsonValue(), { maxLength: 4 }), fc.jsonValue()),
+      stdoutEncoding: fc.oneof(fc.constant('base64'), fc.jsonValue()),
+      failure: fc.oneof(fc.constantFrom('deadline', 'protocol', 'nope'), fc.jsonValue()),
+      extra: fc.jsonValue(),
+    },
+    { requiredKeys: [] },
+  )
   .map((m) => JSON.stringify(m));
 
 const frame = fc.oneof(

@@ -190,10 +190,25 @@ export interface ServerConfig {
 }
 
 const positive = [
-  'maxPayload', 'heartbeatMs', 'deadlineMs', 'maxToolsPerHost', 'maxSchemaBytes', 'maxSchemaDepth',
-  'maxInFlightPerHost', 'maxBufferedBytesPerHost', 'helloTimeoutMs', 'maxBadFrames', 'maxDescriptionChars',
-  'maxConnections', 'maxConnectionsPerHost', 'authMaxFailures', 'authFailureWindowMs', 'authBlockMs', 'authMaxTrackedAddresses',
-  'mcpMaxSessions', 'mcpMaxRequestBodyBytes',
+  'maxPayload',
+  'heartbeatMs',
+  'deadlineMs',
+  'maxToolsPerHost',
+  'maxSchemaBytes',
+  'maxSchemaDepth',
+  'maxInFlightPerHost',
+  'maxBufferedBytesPerHost',
+  'helloTimeoutMs',
+  'maxBadFrames',
+  'maxDescriptionChars',
+  'maxConnections',
+  'maxConnectionsPerHost',
+  'authMaxFailures',
+  'authFailureWindowMs',
+  'authBlockMs',
+  'authMaxTrackedAddresses',
+  'mcpMaxSessions',
+  'mcpMaxRequestBodyBytes',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
 

@@ -16,14 +16,7 @@ import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
-import {
-  type CallerCredential,
-  type HostCredential,
-  type Logger,
-  type ServerSeams,
-  type ToolwireServerOptions,
-  resolveServerConfig,
-} from './options.js';
+import { type CallerCredential, type HostCredential, type Logger, type ServerSeams, type ToolwireServerOptions, resolveServerConfig } from './options.js';
 import { Router } from './router/router.js';
 
 /** What {@link ToolwireServer.updateCredentials} closed. */

@@ -76,8 +76,22 @@ describe('TokenTable construction', () => {
     ['an empty host name', [{ name: '', token: 't' }], []],
     ['an empty token', [{ name: 'alpha', token: '' }], []],
     ['a token with whitespace', [{ name: 'alpha', token: 'a b' }], []],
-    ['a duplicate host name', [{ name: 'alpha', token: 't1' }, { name: 'alpha', token: 't2' }], []],
-    ['a duplicate caller name', [], [{ name: 'agent', token: 't1' }, { name: 'agent', token: 't2' }]],
+    [
+      'a duplicate host name',
+      [
+        { name: 'alpha', token: 't1' },
+        { name: 'alpha', token: 't2' },
+      ],
+      [],
+    ],
+    [
+      'a duplicate caller name',
+      [],
+      [
+        { name: 'agent', token: 't1' },
+        { name: 'agent', token: 't2' },
+      ],
+    ],
     ['a token used by two identities', [{ name: 'alpha', token: 'same' }], [{ name: 'agent', token: 'same' }]],
     ['a caller grant that is not a string array', [], [{ name: 'agent', token: 't', grant: 'alpha' }]],
   ])('throws TypeError on %s', (_label, h, c) => {

@@ -4,8 +4,18 @@ import type { IncomingMessage } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import {
-  ALPHA_TOKEN, CALLER_TOKEN, SLOW, closeCode, helloAndAdvertise, hostWithCall, rawHost, routedCall, startEndpoint, teardown,
-  text, waitFor,
+  ALPHA_TOKEN,
+  CALLER_TOKEN,
+  SLOW,
+  closeCode,
+  helloAndAdvertise,
+  hostWithCall,
+  rawHost,
+  routedCall,
+  startEndpoint,
+  teardown,
+  text,
+  waitFor,
 } from './endpoint.harness.js';
 
 afterEach(teardown);
@@ -71,7 +81,12 @@ describe('loopback dev mode', () => {
     expect((await helloAndAdvertise(named, [SLOW], { name: 'laptop' })).welcome.host).toBe('laptop');
     const unnamed = await rawHost(h.url, null);
     expect((await helloAndAdvertise(unnamed, [SLOW])).welcome.host).toBe('local');
-    expect(h.router.tools().map((t) => t.name).sort()).toEqual(['laptop__slow', 'local__slow']);
+    expect(
+      h.router
+        .tools()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(['laptop__slow', 'local__slow']);
   });
 
   it('still refuses a wrong token in dev mode', async () => {

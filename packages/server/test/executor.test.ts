@@ -25,7 +25,6 @@ import { type ToolwireServerOptions, resolveServerConfig, type Logger } from '..
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection, type Handler } from './fake-injection.js';
 
-
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false };
 
 function capture(stdout: string, stderr = '', exitCode = 0): Capture {
@@ -172,9 +171,7 @@ describe('projection and envelope', () => {
   it('keeps head and tail of a long stream with one exact marker line', () => {
     const stdout = utf8('line1\nline2\nline3\nline4\nline5\n'); // 30 bytes, 5 lines
     const p = project({ stdout, stderr: new Uint8Array(0), exitCode: 0 }, 8, 6);
-    expect(text(p.stdout)).toBe(
-      'line1\nli\n[... stdout truncated: 30 bytes / 5 lines total; showing the first 8 and last 6 bytes ...]\nline5\n',
-    );
+    expect(text(p.stdout)).toBe('line1\nli\n[... stdout truncated: 30 bytes / 5 lines total; showing the first 8 and last 6 bytes ...]\nline5\n');
   });
 
   it('caps stdout and stderr separately at 16384 + 16384 bytes by default', async () => {
@@ -182,8 +179,7 @@ describe('projection and envelope', () => {
     injection.handlers.set('echo', async () => capture(long, long, 1));
     const result = completed(await make().execute({ name: 'echo', input: { text: 'x' }, agent: 'a' }));
     expect(result.capture.stdout.length).toBe(40000);
-    const marker = (label: string): string =>
-      `\n[... ${label} truncated: 40000 bytes / 400 lines total; showing the first 16384 and last 16384 bytes ...]\n`;
+    const marker = (label: string): string => `\n[... ${label} truncated: 40000 bytes / 400 lines total; showing the first 16384 and last 16384 bytes ...]\n`;
     const expected = (label: string): string => long.slice(0, 16384) + marker(label) + long.slice(40000 - 16384);
     expect(text(result.projection.stdout)).toBe(expected('stdout'));
     expect(text(result.projection.stderr)).toBe(expected('stderr'));
@@ -274,10 +270,13 @@ describe('stop', () => {
     const entered: string[] = [];
     let bothIn!: () => void;
     const ready = new Promise<void>((r) => (bothIn = r));
-    injection.handlers.set('echo', holdUntilStopped((call) => {
-      entered.push(call.agent);
-      if (entered.length === 2) bothIn();
-    }));
+    injection.handlers.set(
+      'echo',
+      holdUntilStopped((call) => {
+        entered.push(call.agent);
+        if (entered.length === 2) bothIn();
+      }),
+    );
     const ex = make();
     const a = ex.execute({ name: 'echo', input: { text: 'a' }, agent: 'alice' });
     const b = ex.execute({ name: 'echo', input: { text: 'b' }, agent: 'bob' });
@@ -319,7 +318,10 @@ describe('stop', () => {
   it('aborts the routed signal when the request signal aborts', async () => {
     let entered!: () => void;
     const routed = new Promise<void>((r) => (entered = r));
-    injection.handlers.set('echo', holdUntilStopped(() => entered()));
+    injection.handlers.set(
+      'echo',
+      holdUntilStopped(() => entered()),
+    );
     const ac = new AbortController();
     const call = make().execute({ name: 'echo', input: { text: 'a' }, agent: 'a', signal: ac.signal });
     await routed;

@@ -54,7 +54,8 @@ describe('importing @toolwire/server', () => {
   /** SDK modules resolved while a fresh node process (tsx) imports `module` and runs `then`. */
   async function sdkModulesLoadedBy(module: string, then: string): Promise<string[]> {
     // A resolve hook that prints every SDK module resolved, registered from an --import module.
-    const hook = "export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.includes('@modelcontextprotocol')) console.error('SDK ' + r.url); return r; }";
+    const hook =
+      "export async function resolve(s, c, next) { const r = await next(s, c); if (r.url.includes('@modelcontextprotocol')) console.error('SDK ' + r.url); return r; }";
     const registrar = `data:text/javascript,${encodeURIComponent(`import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)});`)}`;
     const url = new URL(module, import.meta.url).href;
     const script = `const m = await import(${JSON.stringify(url)}); ${then}; console.log('loaded');`;
@@ -99,7 +100,12 @@ describe('McpDoor with a lazily loaded SDK', () => {
       fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: 'Bearer alice-token-123' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+        }),
       });
 
     sdkFailures.remaining = 1;

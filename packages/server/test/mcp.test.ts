@@ -12,7 +12,6 @@ import { OUTPUT_SCHEMA } from '../src/mcp/tool-result.js';
 import { resolveServerConfig } from '../src/options.js';
 import { FakeInjection } from './fake-injection.js';
 
-
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };
 const TOKENS = { alice: 'alice-token-123', limited: 'limited-token-456', host: 'host-token-789' };
 
@@ -78,7 +77,12 @@ describe('authentication', () => {
     return fetch(url, {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
   }
 
@@ -192,7 +196,12 @@ describe('session limit', () => {
     const res = await fetch(url, {
       method: 'POST',
       headers: headers(),
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      }),
     });
     await res.text();
     return res.headers.get('mcp-session-id') ?? res.status;
@@ -210,7 +219,12 @@ describe('session limit', () => {
 
   async function withLimit(maxSessions: number): Promise<void> {
     await door.close();
-    door = new McpDoor({ executor: new Executor({ injection: router, options: resolveServerConfig().executor }), tools: router, auth: new TokenTable([], [{ name: 'alice', token: TOKENS.alice }]), options: resolveServerConfig({ mcpMaxSessions: maxSessions }).mcp });
+    door = new McpDoor({
+      executor: new Executor({ injection: router, options: resolveServerConfig().executor }),
+      tools: router,
+      auth: new TokenTable([], [{ name: 'alice', token: TOKENS.alice }]),
+      options: resolveServerConfig({ mcpMaxSessions: maxSessions }).mcp,
+    });
   }
 
   it('evicts the least recently active idle session at the limit', async () => {

@@ -7,7 +7,14 @@ const limits = { maxSchemaBytes: 1024, maxSchemaDepth: 8, maxDescriptionChars: 1
 const tool = (name: string, extra: Record<string, unknown> = {}) => ({ name, inputSchema: { type: 'object' }, ...extra });
 
 function registry(overrides: Partial<RegistryOptions> = {}): ToolRegistry {
-  return new ToolRegistry({ naming: 'qualified', maxToolsPerHost: 4, maxSchemaBytes: 1024, maxSchemaDepth: 8, maxDescriptionChars: Defaults.maxDescriptionChars, ...overrides });
+  return new ToolRegistry({
+    naming: 'qualified',
+    maxToolsPerHost: 4,
+    maxSchemaBytes: 1024,
+    maxSchemaDepth: 8,
+    maxDescriptionChars: Defaults.maxDescriptionChars,
+    ...overrides,
+  });
 }
 
 function nested(depth: number): Record<string, unknown> {

@@ -83,7 +83,7 @@ describe('Router.tools and toolsChanged', () => {
 });
 
 describe('Router.bind / unbind (replacement)', () => {
-  it('replaces an older link of the same identity; the old link\'s late unbind keeps the new one', () => {
+  it("replaces an older link of the same identity; the old link's late unbind keeps the new one", () => {
     const { router, changes } = setup();
     const old = new FakeLink('alpha');
     router.bind(old);

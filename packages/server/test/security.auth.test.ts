@@ -49,7 +49,12 @@ function mcpInit(mcpUrl: string, headers: Record<string, string>): Promise<Respo
   return fetch(mcpUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    }),
   });
 }
 
@@ -143,10 +148,14 @@ describe('repeated failures from one address are slowed', () => {
     expect(blocked.response!.headers['content-length']).toBe('0');
     // The MCP door shares the limiter: the same address is refused there too, token unchecked.
     expect((await mcpInit(s.mcpUrl, bearer(CALLER))).status).toBe(429);
-    const ok = await poll(async () => {
-      const attempt = await upgrade(s.url, bearer(ALPHA));
-      return attempt.ws ? attempt : undefined;
-    }, 'the block to pass', 5_000);
+    const ok = await poll(
+      async () => {
+        const attempt = await upgrade(s.url, bearer(ALPHA));
+        return attempt.ws ? attempt : undefined;
+      },
+      'the block to pass',
+      5_000,
+    );
     expect(Date.now() - began).toBeGreaterThanOrEqual(250);
     expect(ok.ws!.readyState).toBe(WebSocket.OPEN);
   });
@@ -191,14 +200,22 @@ describe('token rotation (updateCredentials, as a config reload does)', () => {
     const closed = closeCode(alpha);
     const rotated = 'alpha-token-rotated-000000000';
     await s.server.updateCredentials(
-      [{ name: 'alpha', token: rotated }, { name: 'beta', token: BETA }],
+      [
+        { name: 'alpha', token: rotated },
+        { name: 'beta', token: BETA },
+      ],
       [{ name: 'agent', token: CALLER }],
     );
     expect(await closed).toBe(1008);
     expect(beta.readyState).toBe(WebSocket.OPEN);
     const again = await connectedHost(s.url, rotated);
     expect(again.readyState).toBe(WebSocket.OPEN);
-    expect(s.server.router.tools().map((t) => t.name).sort()).toEqual(['alpha__slow', 'beta__slow']);
+    expect(
+      s.server.router
+        .tools()
+        .map((t) => t.name)
+        .sort(),
+    ).toEqual(['alpha__slow', 'beta__slow']);
   });
 
   it('an invalid update changes nothing and closes nothing', async () => {

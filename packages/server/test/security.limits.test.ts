@@ -36,7 +36,12 @@ function mcpInit(mcpUrl: string, headers: Record<string, string>): Promise<Respo
   return fetch(mcpUrl, {
     method: 'POST',
     headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${CALLER}`, ...headers },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    }),
   });
 }
 
@@ -136,7 +141,10 @@ describe('frame and advertise limits', () => {
     const { ws } = await dial(s.url, ALPHA);
     const tool = (name: string, description = 'short') => ({ name, description, inputSchema: { type: 'object' } });
     const { advertised } = await helloAndAdvertise(ws!, [tool('a'), tool('b', 'd'.repeat(11)), tool('c'), tool('d')]);
-    expect(advertised.accepted).toEqual([{ name: 'a', as: 'alpha__a' }, { name: 'c', as: 'alpha__c' }]);
+    expect(advertised.accepted).toEqual([
+      { name: 'a', as: 'alpha__a' },
+      { name: 'c', as: 'alpha__c' },
+    ]);
     expect(advertised.rejected).toEqual([
       { name: 'b', reason: 'description is longer than 10 characters' },
       { name: 'd', reason: 'too many tools: at most 2 per host' },

@@ -6,15 +6,22 @@
 import { Defaults } from '@toolwire/protocol';
 import { describe, expect, it } from 'vitest';
 import { ToolRegistry } from '../src/registry/registry.js';
-import {
-  COMPILES_PER_GENERATION, MAX_CACHED_SCHEMAS, MAX_PATTERN_LENGTH, checkInput, compileInputSchema, schemaCacheStats,
-} from '../src/registry/schema-cache.js';
+import { COMPILES_PER_GENERATION, MAX_CACHED_SCHEMAS, MAX_PATTERN_LENGTH, checkInput, compileInputSchema, schemaCacheStats } from '../src/registry/schema-cache.js';
 
-const limits = { naming: 'qualified' as const, maxToolsPerHost: 256, maxSchemaBytes: Defaults.maxSchemaBytes, maxSchemaDepth: Defaults.maxSchemaDepth, maxDescriptionChars: Defaults.maxDescriptionChars };
+const limits = {
+  naming: 'qualified' as const,
+  maxToolsPerHost: 256,
+  maxSchemaBytes: Defaults.maxSchemaBytes,
+  maxSchemaDepth: Defaults.maxSchemaDepth,
+  maxDescriptionChars: Defaults.maxDescriptionChars,
+};
 
 /** Advertise `schemas` (one tool each, named t0, t1, …) and return the `advertised` answer. */
 function advertise(schemas: unknown[], host = 'alpha', registry = new ToolRegistry(limits)) {
-  return registry.replace(host, schemas.map((inputSchema, i) => ({ name: `t${i}`, inputSchema }))).advertised;
+  return registry.replace(
+    host,
+    schemas.map((inputSchema, i) => ({ name: `t${i}`, inputSchema })),
+  ).advertised;
 }
 
 function reasonOf(schema: unknown): string | undefined {
@@ -48,7 +55,9 @@ describe('strict ajv', () => {
     expect(advertise([schema]).rejected).toEqual([]);
     const compiled = compileInputSchema(schema);
     if (!compiled.ok) throw new Error(compiled.reason);
-    expect(checkInput(compiled.validate, { url: 'https://example.com/x', homepage: 'https://example.com', slug: 'a-b', when: '2024-01-02T03:04:05Z' })).toBeUndefined();
+    expect(
+      checkInput(compiled.validate, { url: 'https://example.com/x', homepage: 'https://example.com', slug: 'a-b', when: '2024-01-02T03:04:05Z' }),
+    ).toBeUndefined();
     expect(checkInput(compiled.validate, { url: 'not a uri' })).toMatch(/must match format "uri"/);
     expect(checkInput(compiled.validate, { url: 'x:y', homepage: 'javascript:alert(1)' })).toMatch(/format "url"/);
     expect(checkInput(compiled.validate, { url: 'x:y', slug: 'Not A Slug' })).toMatch(/must match pattern/);
@@ -155,7 +164,10 @@ describe('compiling is bounded', () => {
     definitions.d40 = { type: 'string', pattern: '^(a|b|c)+$' };
     const chain = { type: 'object', definitions, properties: { x: { $ref: '#/definitions/d0' } } };
     // Many patterns, each as large as allowed, filling the size limit.
-    const many = { type: 'object', properties: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`p${i}`, { type: 'string', pattern: `(${'(a|b)'.repeat(180)})${i}` }])) };
+    const many = {
+      type: 'object',
+      properties: Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`p${i}`, { type: 'string', pattern: `(${'(a|b)'.repeat(180)})${i}` }])),
+    };
     // Wide allOf of enums near the byte limit.
     const wide = { type: 'object', allOf: Array.from({ length: 900 }, (_, i) => ({ properties: { [`k${i}`]: { enum: [i, `${i}`, null] } } })) };
     for (const schema of [chain, many, wide]) {

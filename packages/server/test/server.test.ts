@@ -31,13 +31,15 @@ async function startHost(): Promise<{ ws: WebSocket; calls: CallMessage[]; close
   ws.on('message', (data: Buffer) => {
     const msg = JSON.parse(String(data)) as ServerMessage;
     if (msg.type === 'welcome') {
-      ws.send(JSON.stringify({
-        type: 'advertise',
-        tools: [
-          { name: 'echo', description: 'Echo text', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
-          { name: 'hang', inputSchema: { type: 'object' } },
-        ],
-      }));
+      ws.send(
+        JSON.stringify({
+          type: 'advertise',
+          tools: [
+            { name: 'echo', description: 'Echo text', inputSchema: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } },
+            { name: 'hang', inputSchema: { type: 'object' } },
+          ],
+        }),
+      );
     } else if (msg.type === 'advertised') {
       advertisedOk();
     } else if (msg.type === 'call') {

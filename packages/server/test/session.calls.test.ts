@@ -5,8 +5,20 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocket } from 'ws';
 import {
-  BETA_TOKEN, SLOW, closeCode, helloAndAdvertise, hostWithCall, nextFrame, rawHost, recordingLogger, routedCall, send, startEndpoint,
-  teardown, text, waitFor,
+  BETA_TOKEN,
+  SLOW,
+  closeCode,
+  helloAndAdvertise,
+  hostWithCall,
+  nextFrame,
+  rawHost,
+  recordingLogger,
+  routedCall,
+  send,
+  startEndpoint,
+  teardown,
+  text,
+  waitFor,
 } from './endpoint.harness.js';
 
 afterEach(teardown);
@@ -190,7 +202,7 @@ describe('results that match no pending call', () => {
     expect(ws.readyState).toBe(WebSocket.OPEN);
   });
 
-  it('drops a result for another session\'s call id', async () => {
+  it("drops a result for another session's call id", async () => {
     const h = await startEndpoint();
     const { pending, id } = await hostWithCall(h);
     const beta = await rawHost(h.url, BETA_TOKEN);

@@ -24,7 +24,10 @@ describe('Deadlines under re-entrant and mixed use', () => {
   it('a call of the same length added from inside an expiry expires at its own deadline', () => {
     const log: string[] = [];
     const d = new Deadlines<Expiring>();
-    d.add(item(log, 'a', () => d.add(item(log, 'b'), 100)), 100);
+    d.add(
+      item(log, 'a', () => d.add(item(log, 'b'), 100)),
+      100,
+    );
     vi.advanceTimersByTime(250);
     expect(log).toEqual(['a@100', 'b@200']);
     expect(vi.getTimerCount()).toBe(0);
@@ -51,7 +54,10 @@ describe('Deadlines under re-entrant and mixed use', () => {
   it('clear() from inside an expiry leaves no timer armed', () => {
     const log: string[] = [];
     const d = new Deadlines<Expiring>();
-    d.add(item(log, 'a', () => d.clear()), 100);
+    d.add(
+      item(log, 'a', () => d.clear()),
+      100,
+    );
     vi.advanceTimersByTime(10);
     d.add(item(log, 'b'), 100);
     vi.advanceTimersByTime(90);

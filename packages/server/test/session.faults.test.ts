@@ -6,7 +6,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { Router } from '../src/router/router.js';
 import {
-  SLOW, closeCode, helloAndAdvertise, hostWithCall, nextFrame, rawHost, routedCall, send, startEndpoint, teardown, text,
+  SLOW,
+  closeCode,
+  helloAndAdvertise,
+  hostWithCall,
+  nextFrame,
+  rawHost,
+  routedCall,
+  send,
+  startEndpoint,
+  teardown,
+  text,
   waitFor,
 } from './endpoint.harness.js';
 

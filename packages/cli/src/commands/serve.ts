@@ -101,7 +101,10 @@ function watchReload(configPath: string, server: ToolwireServer, logger: pino.Lo
       const { closedHosts, closedCallers } = await server.updateCredentials(config.hosts, config.callers);
       logger.info({ config: configPath, hosts: config.hosts.length, callers: config.callers.length, closedHosts, closedCallers }, 'config reloaded');
     } catch (error) {
-      logger.error({ config: configPath, err: error instanceof Error ? error.message : String(error) }, 'config reload failed; the previous credentials stay in force');
+      logger.error(
+        { config: configPath, err: error instanceof Error ? error.message : String(error) },
+        'config reload failed; the previous credentials stay in force',
+      );
     }
   };
   const onHup = (): void => {

@@ -76,7 +76,10 @@ export class FakeDoor {
     await new Promise<void>((resolve) => this.http.close(() => resolve()));
   }
 
-  async #handle(req: Parameters<StreamableHTTPServerTransport['handleRequest']>[0], res: Parameters<StreamableHTTPServerTransport['handleRequest']>[1]): Promise<void> {
+  async #handle(
+    req: Parameters<StreamableHTTPServerTransport['handleRequest']>[0],
+    res: Parameters<StreamableHTTPServerTransport['handleRequest']>[1],
+  ): Promise<void> {
     if (req.url !== '/mcp') {
       res.writeHead(404).end();
       return;

@@ -25,9 +25,7 @@ export class CallAborted extends Error {
 
 /** The reason text of a `cancel` frame: `stop` → `cancelled by stop`, `deadline` → `cancelled: deadline reached on the server`. */
 export function cancelAbort(reason: 'stop' | 'deadline'): CallAborted {
-  return reason === 'stop'
-    ? new CallAborted('cancelled', 'cancelled by stop')
-    : new CallAborted('deadline', 'deadline reached on the server');
+  return reason === 'stop' ? new CallAborted('cancelled', 'cancelled by stop') : new CallAborted('deadline', 'deadline reached on the server');
 }
 
 /** The deadline abort: `deadline of <ms> ms exceeded` (failure `deadline`, 124). */

@@ -12,9 +12,7 @@ import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process
 import { encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 
 /** A registered tool as the call layer runs it. */
-export type RunnableTool =
-  | { kind: 'handler'; name: string; handler: ToolHandler }
-  | { kind: 'command'; name: string; command: CommandSpec };
+export type RunnableTool = { kind: 'handler'; name: string; handler: ToolHandler } | { kind: 'command'; name: string; command: CommandSpec };
 
 /** Host-wide settings a session runs calls with. Times in ms, sizes in bytes. */
 export interface CallSettings {
@@ -83,12 +81,7 @@ export class CallSession {
    * @param send sends one encoded `result` frame (its JSON text) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    */
-  constructor(
-    send: (frame: string) => boolean,
-    maxPayload: number,
-    lookup: (name: string) => RunnableTool | undefined,
-    settings: CallSettings,
-  ) {
+  constructor(send: (frame: string) => boolean, maxPayload: number, lookup: (name: string) => RunnableTool | undefined, settings: CallSettings) {
     this.#send = send;
     this.#maxPayload = maxPayload;
     this.#lookup = lookup;

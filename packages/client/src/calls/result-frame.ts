@@ -69,7 +69,6 @@ export function encodeResultFrame(id: string, capture: Capture, maxPayload: numb
   const base64 = encodeMessage(build(id, capture, true));
   if (Buffer.byteLength(base64) <= maxPayload) return base64;
   const reason =
-    `result of ${capture.stdout.length} stdout + ${capture.stderr.length} stderr bytes ` +
-    `does not fit the server's maxPayload of ${maxPayload} bytes`;
+    `result of ${capture.stdout.length} stdout + ${capture.stderr.length} stderr bytes ` + `does not fit the server's maxPayload of ${maxPayload} bytes`;
   return encodeMessage(build(id, failureCapture('host_error', reason), false));
 }

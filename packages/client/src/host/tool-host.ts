@@ -4,14 +4,7 @@
  * `CallSession`.
  */
 import { EventEmitter } from 'node:events';
-import {
-  type AdvertisedMessage,
-  CloseCode,
-  PROTOCOL_VERSION,
-  type HelloMessage,
-  type WelcomeMessage,
-  closeCodeName,
-} from '@toolwire/protocol';
+import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
 import { CallSession } from '../calls/call-session.js';
 import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
@@ -106,7 +99,16 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (o.name !== undefined) hello.name = o.name;
     this.#supervisor = new ConnectionSupervisor(
       {
-        socket: { url: o.server, token: o.token, ca: o.ca, hello, maxPayload: o.maxPayload, welcomeTimeoutMs: o.welcomeTimeoutMs, closeWaitMs: 1000, logger: o.logger },
+        socket: {
+          url: o.server,
+          token: o.token,
+          ca: o.ca,
+          hello,
+          maxPayload: o.maxPayload,
+          welcomeTimeoutMs: o.welcomeTimeoutMs,
+          closeWaitMs: 1000,
+          logger: o.logger,
+        },
         reconnect: o.reconnect,
         logger: o.logger,
       },
@@ -146,14 +148,19 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (welcome.protocol !== PROTOCOL_VERSION) {
       o.logger.warn({ server: welcome.protocol, ours: PROTOCOL_VERSION }, 'toolwire: server speaks another protocol version');
     }
-    const session = new CallSession((frame) => socket.sendFrame(frame), welcome.limits.maxPayload, (name) => this.#tools.get(name), {
-      root: o.root,
-      cancelGraceMs: o.cancelGraceMs,
-      drainMs: o.drainMs,
-      maxCaptureBytes: o.maxCaptureBytes,
-      spawnHelper: o.spawnHelper,
-      logger: o.logger,
-    });
+    const session = new CallSession(
+      (frame) => socket.sendFrame(frame),
+      welcome.limits.maxPayload,
+      (name) => this.#tools.get(name),
+      {
+        root: o.root,
+        cancelGraceMs: o.cancelGraceMs,
+        drainMs: o.drainMs,
+        maxCaptureBytes: o.maxCaptureBytes,
+        spawnHelper: o.spawnHelper,
+        logger: o.logger,
+      },
+    );
     this.#current = { socket, session };
     o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
     this.emit('connected', welcome);

@@ -29,10 +29,10 @@ const SCRIPT = [
   'set=" "; ids=" "',
   'while IFS= read -r line; do',
   '  case "$line" in',
-  "    '?'*) ids=\"$ids${line#?} \" ;;",
+  '    \'?\'*) ids="$ids${line#?} " ;;',
   '    +*) r="${line#+}"; p="${r%% *}"; i="${r#* }"; set="$set$p "',
   '        case "$ids" in *" $i "*) ids="${ids%% $i *} ${ids#* $i }" ;; esac ;;',
-  "    '!'*) i=\"${line#?}\"; case \"$ids\" in *\" $i \"*) ids=\"${ids%% $i *} ${ids#* $i }\" ;; esac ;;",
+  '    \'!\'*) i="${line#?}"; case "$ids" in *" $i "*) ids="${ids%% $i *} ${ids#* $i }" ;; esac ;;',
   '    -*) p="${line#-}"; case "$set" in *" $p "*) set="${set%% $p *} ${set#* $p }" ;; esac ;;',
   '  esac',
   'done',
@@ -116,7 +116,8 @@ export function toolStarting(callId: string): (pid: number | undefined) => void 
       return;
     }
     groups.add(pid);
-    if (reaper === undefined) start(); // replays `groups`, this one included
+    if (reaper === undefined)
+      start(); // replays `groups`, this one included
     else write(`+${pid} ${id ?? '_'}\n`);
   };
 }

@@ -79,12 +79,7 @@ async function isDirectory(path: string): Promise<boolean> {
  * Every timer is cleared and the whole process group is sent SIGKILL before the promise resolves,
  * so nothing outlives the call.
  */
-export async function runCommandTool(
-  spec: CommandSpec,
-  input: unknown,
-  ctx: ToolContext,
-  options: RunCommandOptions = {},
-): Promise<Capture> {
+export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: ToolContext, options: RunCommandOptions = {}): Promise<Capture> {
   const argv0 = spec.command[0];
   if (argv0 === undefined) return failureCapture('host_error', 'tool has an empty command');
   const root = options.root ?? process.cwd();
@@ -186,7 +181,8 @@ function supervise(launch: ToolLaunch, signal: AbortSignal, t: Settings): Promis
       lost: (reason) => finish({ lost: reason }),
     };
     proc = launchTool(launch, events, t.spawnHelper);
-    if (done) proc.release(); // it failed while launching, before `proc` was set
+    if (done)
+      proc.release(); // it failed while launching, before `proc` was set
     else signal.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -126,7 +126,10 @@ function start({ id, file, args, cwd, env, input, umask }) {
     tools.delete(id);
     killGroup(entry.pid, 'SIGKILL');
   };
-  for (const [fd, stream] of [[1, child.stdout], [2, child.stderr]]) {
+  for (const [fd, stream] of [
+    [1, child.stdout],
+    [2, child.stderr],
+  ]) {
     if (paused) stream.pause();
     stream.on('data', (chunk) => live() && send({ ev: 'data', id, fd, chunk }, chunk.length));
     stream.on('error', () => {});

@@ -78,7 +78,10 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
   if (proc.pid === undefined) return control; // 'error' follows
   pid = proc.pid;
   started(pid); // killed by the reaper if this process dies before the call ends
-  const streams = [[1, proc.stdout], [2, proc.stderr]] as const;
+  const streams = [
+    [1, proc.stdout],
+    [2, proc.stderr],
+  ] as const;
   let open = streams.length;
   for (const [fd, stream] of streams) {
     stream.on('data', (chunk: Buffer) => released || events.data(fd, chunk));

@@ -57,7 +57,9 @@ export function addressKey(remote: string | undefined): string {
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(address);
   if (mapped) return mapped[1]!;
   if (!isIPv6(address)) return address;
-  const prefix = hextets(address).slice(0, 4).map((h) => h.replace(/^0+(?=.)/, ''));
+  const prefix = hextets(address)
+    .slice(0, 4)
+    .map((h) => h.replace(/^0+(?=.)/, ''));
   return `${prefix.join(':')}::/64`;
 }
 

@@ -89,10 +89,7 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
     const hex = digest.toString('hex');
     if (digests.has(hex)) throw new TypeError(`${where}.token is already used by another credential`);
     digests.add(hex);
-    const principal: Principal =
-      role === 'host'
-        ? { role, name }
-        : { role, name, grant: checkGrant((cred as CallerCredential).grant, where) };
+    const principal: Principal = role === 'host' ? { role, name } : { role, name, grant: checkGrant((cred as CallerCredential).grant, where) };
     entries.push({ digest, principal: Object.freeze(principal) });
   };
   hosts.forEach((cred: HostCredential, i) => add('host', cred, i));

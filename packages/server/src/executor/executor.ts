@@ -88,10 +88,7 @@ export interface CompletedResult {
  * The result of {@link Executor.execute}. `declined` (grant gate) and `refused` (tool control) carry
  * no capture and write no disk record.
  */
-export type ExecuteResult =
-  | { outcome: 'declined'; id: string; reason: string }
-  | { outcome: 'refused'; id: string; reason: string }
-  | CompletedResult;
+export type ExecuteResult = { outcome: 'declined'; id: string; reason: string } | { outcome: 'refused'; id: string; reason: string } | CompletedResult;
 
 interface InFlight {
   agent: string;
@@ -285,10 +282,7 @@ function toolIndex(tools: readonly InjectedTool[]): Map<string, InjectedTool> {
 
 function isCapture(value: unknown): value is Capture {
   const c = value as Partial<Capture> | null;
-  return (
-    typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array &&
-    Number.isInteger(c.exitCode)
-  );
+  return typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array && Number.isInteger(c.exitCode);
 }
 
 /** A name for a reason line: JSON-quoted, at most 80 characters of it. */

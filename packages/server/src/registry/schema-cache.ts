@@ -36,8 +36,7 @@ export type Compiled = { ok: true; validate: ValidateFunction } | { ok: false; r
 
 // ajv-formats is CommonJS: its plugin arrives as `module.exports` or as its `.default`.
 type FormatsPlugin = typeof addFormatsPlugin.default;
-const addFormats: FormatsPlugin =
-  (addFormatsPlugin as unknown as { default?: FormatsPlugin }).default ?? (addFormatsPlugin as unknown as FormatsPlugin);
+const addFormats: FormatsPlugin = (addFormatsPlugin as unknown as { default?: FormatsPlugin }).default ?? (addFormatsPlugin as unknown as FormatsPlugin);
 
 /** ajv's `code.regExp` engine: RE2JS behind the `{test}` face ajv needs. */
 function safeRegExp(pattern: string, _flags: string): { test(s: string): boolean; toString(): string } {
@@ -46,7 +45,10 @@ function safeRegExp(pattern: string, _flags: string): { test(s: string): boolean
   try {
     re = RE2JS.compile(RE2JS.translateRegExp(pattern));
   } catch (error) {
-    throw new Error(`pattern ${JSON.stringify(pattern.slice(0, 80))} is not supported by the linear-time regex engine (RE2 syntax: no look-around or back-references): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new Error(
+      `pattern ${JSON.stringify(pattern.slice(0, 80))} is not supported by the linear-time regex engine (RE2 syntax: no look-around or back-references): ${error instanceof Error ? error.message : String(error)}`,
+      { cause: error },
+    );
   }
   // ajv de-duplicates patterns by `toString()`: it must be unique per pattern.
   return { test: (s: string) => re.test(s), toString: () => `re2:${pattern}` };

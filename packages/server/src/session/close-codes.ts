@@ -45,6 +45,11 @@ export function closeReasonText(text: string): string {
 
 /** A peer-supplied close reason made safe for one log/stderr line: control characters removed, bounded. */
 export function peerReasonText(reason: Buffer): string {
-  // eslint-disable-next-line no-control-regex -- matching control characters is the point: they are replaced by spaces
-  return reason.toString('utf8').replace(/[\u0000-\u001f\u007f]/g, ' ').slice(0, MAX_CLOSE_REASON_BYTES);
+  return (
+    reason
+      .toString('utf8')
+      // eslint-disable-next-line no-control-regex -- matching control characters is the point: they are replaced by spaces
+      .replace(/[\u0000-\u001f\u007f]/g, ' ')
+      .slice(0, MAX_CLOSE_REASON_BYTES)
+  );
 }

@@ -100,9 +100,7 @@ export class HostSession implements HostLink {
     this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
     this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
-    this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () =>
-      this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))),
-    );
+    this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () => this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))));
     let onClosed!: () => void;
     this.closed = new Promise<void>((resolve) => (onClosed = resolve));
     // Listeners attached synchronously, before any event can fire. A bug of ours while handling a
@@ -117,10 +115,7 @@ export class HostSession implements HostLink {
         onClosed();
       }
     });
-    this.#helloTimer = setTimeout(
-      () => this.#guard(() => this.#end(endings.helloTimeout(options.helloTimeoutMs))),
-      options.helloTimeoutMs,
-    );
+    this.#helloTimer = setTimeout(() => this.#guard(() => this.#end(endings.helloTimeout(options.helloTimeoutMs))), options.helloTimeoutMs);
     this.#heartbeat.start();
   }
 
@@ -210,9 +205,7 @@ export class HostSession implements HostLink {
     if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason);
     if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
     this.#badFrames += 1;
-    const named =
-      error.id !== undefined &&
-      this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
+    const named = error.id !== undefined && this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
     this.#logger.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
     if (this.#badFrames > this.#options.maxBadFrames) {
       this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);

@@ -5,15 +5,7 @@
  * settles first wins: the host's result, the deadline, the stop grace, a wrong-shape frame naming
  * it, or the session ending.
  */
-import {
-  type Capture,
-  encodeMessage,
-  type Failure,
-  failureCapture,
-  FailureKind,
-  fromWire,
-  type ResultMessage,
-} from '@toolwire/protocol';
+import { type Capture, encodeMessage, type Failure, failureCapture, FailureKind, fromWire, type ResultMessage } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { RoutedCall } from '../seam.js';
 import { Deadlines, type Expiring } from './deadlines.js';
@@ -245,8 +237,7 @@ export class PendingCalls {
     this.#deadlines.remove(entry, entry.deadlineMs);
     this.#cancel(entry.id, 'stop');
     const grace = this.#cancelGraceMs;
-    const late = (): void =>
-      entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`));
+    const late = (): void => entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`));
     if (grace === 0) late();
     else entry.timer = setTimeout(late, grace);
   }
