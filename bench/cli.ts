@@ -1,6 +1,6 @@
 /**
  * The `cli` scenario (`pnpm bench --only cli`): start-up time and idle memory of the installed form
- * of toolwire — the built `packages/cli/dist/main.js` on plain `node`, no TypeScript loader.
+ * of toolwire — the built `packages/cli/dist/toolwire.cjs` (the installed binary) on plain `node`, no TypeScript loader.
  *
  * - wall time of `node -e 0`, `toolwire --version`, and `toolwire call` of a trivial in-process
  *   tool against a running server (medians over `runs` runs each, interleaved so a slow phase of
@@ -11,17 +11,17 @@
  *   of the host's spawn helper after the host ran a subprocess call (the helper starts then); the
  *   server's RSS after the timed calls is reported too (its MCP door is loaded on first use).
  *
- * Builds the packages first (`pnpm build`) when `packages/cli/dist/main.js` is missing.
+ * Builds the packages first (`pnpm build`).
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { repoRoot } from './helpers.js';
 
-const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'main.js');
+const CLI = join(repoRoot, 'packages', 'cli', 'dist', 'toolwire.cjs');
 const ECHO_HOST = join(repoRoot, 'bench', 'proc', 'cli-echo-host.mjs');
 const MANIFEST = join(repoRoot, 'examples', 'tools.json');
 
@@ -129,7 +129,8 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 
 /** Run the `cli` scenario once with `runs` timed runs per command. */
 export async function cliScenario(runs: number): Promise<CliResult> {
-  if (!existsSync(CLI)) execFileSync('pnpm', ['build'], { cwd: repoRoot, stdio: 'inherit' });
+  // Always build: a `dist/` left from an earlier checkout would measure old code.
+  execFileSync('pnpm', ['build'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] });
   const home = await mkdtemp(join(tmpdir(), 'toolwire-bench-cli-'));
   const children: ChildProcess[] = [];
   try {

@@ -12,8 +12,12 @@
  */
 import { run } from './dispatch.js';
 
-const code = await run(process.argv.slice(2));
-// Let stdout/stderr drain before exiting so a large capture is not cut short.
-await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
-await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
-process.exit(code);
+/** Let stdout/stderr drain before exiting so a large capture is not cut short. */
+async function exit(code: number): Promise<never> {
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
+  await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
+  process.exit(code);
+}
+
+// No top-level await: the installed binary is this file bundled as CommonJS (scripts/bundle.mjs).
+void run(process.argv.slice(2)).then(exit);
