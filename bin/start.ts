@@ -41,6 +41,8 @@ function stopAll(signal: NodeJS.Signals): void {
 }
 process.on('SIGINT', () => stopAll('SIGINT'));
 process.on('SIGTERM', () => stopAll('SIGTERM'));
+// A closed terminal (SIGHUP) stops both too, rather than leave them running without their parent.
+process.on('SIGHUP', () => stopAll('SIGTERM'));
 
 const server = toolwire(['serve', ...process.argv.slice(2)], 'pipe');
 const serverExit = once(server, 'exit') as Promise<Exit>;

@@ -46,8 +46,8 @@ export async function run(argv: string[]): Promise<number> {
     case '-h':
     case '--help':
     case 'help':
-      // `toolwire help call` is `toolwire call --help`.
-      if (command === 'help' && rest[0] !== undefined && (COMMANDS as readonly string[]).includes(rest[0])) return run([rest[0], '--help']);
+      // `toolwire help call` is `toolwire call --help`; `toolwire help hots` is an unknown command.
+      if (command === 'help' && rest[0] !== undefined) return (COMMANDS as readonly string[]).includes(rest[0]) ? run([rest[0], '--help']) : run([rest[0]]);
       process.stdout.write(usage);
       return command === undefined ? ExitCode.USAGE : ExitCode.OK;
     default: {

@@ -30,7 +30,7 @@ export type FlagSpec = Record<string, { type: 'string' | 'boolean'; short?: stri
  * you mean --timeout?`, `option --timeout needs a value`, `unexpected argument "extra"`. Anything
  * else keeps its own message.
  */
-export function argvProblem(error: unknown, flags: FlagSpec): string {
+export function argvProblem(error: unknown, flags: FlagSpec, argv: readonly string[] = []): string {
   const code = (error as { code?: unknown } | undefined)?.code;
   const message = error instanceof Error ? error.message : String(error);
   const quoted = /'([^']*)'/.exec(message)?.[1];
@@ -42,7 +42,11 @@ export function argvProblem(error: unknown, flags: FlagSpec): string {
   }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && quoted !== undefined) {
     const flag = quoted.split(' ')[0]!;
-    return /does not take an argument/.test(message) ? `option ${flag} takes no value` : `option ${flag} needs a value`;
+    if (/does not take an argument/.test(message)) return `option ${flag} takes no value`;
+    // `--timeout -5`: parseArgs reads `-5` as a flag, not as the value.
+    const next = argv[argv.indexOf(flag) + 1];
+    if (argv.includes(flag) && next !== undefined && /^-\d/.test(next)) return `option ${flag} must be a positive number, got ${JSON.stringify(next)}`;
+    return `option ${flag} needs a value`;
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument ${JSON.stringify(quoted)}`;
   return message;

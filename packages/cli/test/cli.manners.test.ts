@@ -152,6 +152,33 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
     expect(extra.err().split('\n')).toHaveLength(4); // three lines and the final newline
   });
 
+  it('a negative number as a value is named as a bad value, not a missing one', async () => {
+    const t = io();
+    expect(await callCommand(['x', '--timeout', '-5'], t)).toBe(64);
+    expect(t.err().split('\n')[0]).toBe('toolwire call: option --timeout must be a positive number, got "-5"');
+  });
+
+  it('input on stdin over the 16 MiB bound: "input too large", exit 64, nothing sent', async () => {
+    const t = testIO({ TOOLWIRE_HOME: home }, Buffer.alloc(16 * 1024 * 1024 + 1, 0x20));
+    expect(await callCommand(['x', '-', '--server', 'http://127.0.0.1:9', '--token', 't'], t)).toBe(64);
+    expect(t.err()).toBe('toolwire: input too large: standard input is longer than 16777216 bytes\n');
+  });
+
+  it('host with an http:// server names the flag, not the library option', async () => {
+    const manifest = join(home, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: {} }));
+    const t = io();
+    expect(await hostCommand(['--manifest', manifest, '--server', 'http://127.0.0.1:9', '--token', 't'], t)).toBe(64);
+    expect(t.err().split('\n')[0]).toMatch(/^toolwire host: --server must be a ws:\/\/ or wss:\/\/ URL/);
+    expect(t.err()).not.toContain('ToolHostOptions');
+  });
+
+  it('help with an unknown command is an unknown command', async () => {
+    const { code, stderr } = await toolwire(['help', 'hots']).done;
+    expect(code).toBe(64);
+    expect(stderr.split('\n')[0]).toBe('toolwire: unknown command "hots"; did you mean "host"?');
+  });
+
   it('serve with an unknown flag (a real process): the nearest flag, the usage line, exit 64', async () => {
     const { code, stderr } = await toolwire(['serve', '--lisen', '127.0.0.1:0']).done;
     expect(code).toBe(64);
@@ -288,6 +315,43 @@ describe('toolwire serve', () => {
       if (warned) expect(stderr).toMatch(/^toolwire serve: warning: listening on 0\.0\.0\.0 without TLS: tokens and tool output travel in the clear; /);
       else expect(stderr).toBe('');
     }
+  });
+
+  it('without --config, SIGHUP is logged and ignored: the server keeps serving', async () => {
+    const out = new PassThrough();
+    const err = new PassThrough();
+    let stdout = '';
+    let stderr = '';
+    out.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    err.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const stop = new AbortController();
+    const exit = serveCommand(['--listen', '127.0.0.1:0', '--log-level', 'warn'], { stdout: out, stderr: err, env: { TOOLWIRE_HOME: home }, signal: stop.signal });
+    await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');
+    process.emit('SIGHUP', 'SIGHUP');
+    await poll(() => stderr.includes('SIGHUP ignored: nothing to reload without --config') || undefined, 5_000, 'the SIGHUP log line');
+    const health = /health\s+(\S+)/.exec(stdout)?.[1];
+    expect((await fetch(health!)).status).toBe(200);
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(process.listenerCount('SIGHUP')).toBe(0);
+  });
+
+  it('a wildcard bind names "<this machine>" and the loopback URL in the banner, not 0.0.0.0', async () => {
+    const out = new PassThrough();
+    let stdout = '';
+    out.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    const stop = new AbortController();
+    const exit = serveCommand(['--listen', '0.0.0.0:0', '--log-level', 'silent'], {
+      stdout: out,
+      stderr: new PassThrough(),
+      env: { TOOLWIRE_HOME: home },
+      signal: stop.signal,
+    });
+    await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(stdout).toMatch(/tool hosts connect to {2}ws:\/\/<this machine>:\d+ \(here: ws:\/\/127\.0\.0\.1:\d+\)/);
+    expect(stdout).not.toContain('//0.0.0.0');
   });
 
   it('loopback is 127.0.0.0/8, ::1 and localhost; anything else is not', () => {

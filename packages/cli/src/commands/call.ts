@@ -152,7 +152,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   try {
     ({ values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true, strict: true }));
   } catch (error) {
-    return usageError(io, argvProblem(error, flags));
+    return usageError(io, argvProblem(error, flags, argv));
   }
   if (values.help) {
     await write(io.stdout, callUsage);
@@ -167,9 +167,19 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   if (connectTimeoutMs === undefined) {
     return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
   }
+  let text = inputText;
+  if (inputText === '-') {
+    try {
+      text = await readAll(io.stdin, MAX_INPUT_BYTES);
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+      await write(io.stderr, `toolwire: input too large: standard input is longer than ${MAX_INPUT_BYTES} bytes\n`);
+      return ExitCode.USAGE;
+    }
+  }
   let input: unknown;
   try {
-    input = JSON.parse(inputText === '-' ? await readAll(io.stdin, MAX_INPUT_BYTES) : inputText);
+    input = JSON.parse(text);
   } catch (error) {
     return usageError(io, `INPUT_JSON is not valid JSON: ${(error as Error).message}`);
   }

@@ -68,7 +68,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   try {
     ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
-    return usageError(argvProblem(error, flags));
+    return usageError(argvProblem(error, flags, argv));
   }
   if (values.help) {
     await write(io.stdout, hostUsage);
@@ -112,8 +112,9 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     });
     for (const tool of tools) host.command(tool.name, tool);
   } catch (error) {
-    await write(io.stderr, `toolwire host: ${(error as Error).message}\n`);
-    return ExitCode.USAGE;
+    // The library names its own option (`ToolHostOptions.server …`); the user gave a flag.
+    const message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
+    return usageError(message);
   }
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));

@@ -45,6 +45,10 @@ export const serveUsage = `usage: toolwire serve [options]
   --tls-key FILE       PEM private key of --tls-cert
   --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
   -h, --help           show this help
+
+Without --config, SIGHUP is ignored (nothing to reload).
+exit status: 0 after SIGINT/SIGTERM, 64 bad usage or a bad config file or credential,
+69 the address cannot be bound (e.g. the port is in use).
 `;
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -87,6 +91,16 @@ function reachable(info: ListenInfo): { server: string; mcp: string } {
   const host = info.host === '0.0.0.0' ? '127.0.0.1' : info.host === '::' ? '[::1]' : info.host.includes(':') ? `[${info.host}]` : info.host;
   const s = info.url.startsWith('wss:') ? 's' : '';
   return { server: `ws${s}://${host}:${info.port}`, mcp: `http${s}://${host}:${info.port}/mcp` };
+}
+
+/**
+ * Without a config there is nothing to reload: SIGHUP (which would end the process) is logged and
+ * ignored. Returns a function that removes the listener.
+ */
+function ignoreHangup(logger: pino.Logger): () => void {
+  const onHup = (): void => logger.warn('SIGHUP ignored: nothing to reload without --config');
+  process.on('SIGHUP', onHup);
+  return () => process.off('SIGHUP', onHup);
 }
 
 /**
@@ -157,7 +171,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   try {
     values = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }).values;
   } catch (error) {
-    return usageError(argvProblem(error, flags));
+    return usageError(argvProblem(error, flags, argv));
   }
   if (values.help) {
     stdout.write(serveUsage);
@@ -241,12 +255,16 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   }
 
   // Before the banner: a SIGHUP sent as soon as the banner is read is never missed.
-  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env) : () => {};
+  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env) : ignoreHangup(logger);
+  // A wildcard bind is reached at any address of this machine: name the loopback one, not 0.0.0.0.
+  const near = reachable(info);
+  const wildcard = info.host === '0.0.0.0' || info.host === '::';
+  const anyAddress = (url: string): string => (wildcard ? `${url.replace(/\/\/[^/]+/, '//<this machine>:' + String(info.port))} (here: ${url})` : url);
   const lines = [
     `toolwire server listening on ${info.host}:${info.port}`,
-    `  tool hosts connect to  ${info.url}`,
-    `  MCP callers connect to ${info.mcpUrl}`,
-    `  health                 ${info.mcpUrl.replace(/\/mcp$/, '')}/healthz`,
+    `  tool hosts connect to  ${anyAddress(near.server)}`,
+    `  MCP callers connect to ${anyAddress(near.mcp)}`,
+    `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
   ];
   if (config === undefined) {
     lines.push(`  host token for host "${hosts[0]!.name}": ${hosts[0]!.token}`, `  caller token for caller "${callers[0]!.name}": ${callers[0]!.token}`);

@@ -63,7 +63,7 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   try {
     ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
-    return usageError(io, argvProblem(error, flags));
+    return usageError(io, argvProblem(error, flags, argv));
   }
   if (values.help) {
     await write(io.stdout, toolsUsage);
