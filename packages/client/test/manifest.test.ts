@@ -71,6 +71,14 @@ describe('parseManifest', () => {
     expect(() => parseManifest('nope', base)).toThrow(ManifestError);
   });
 
+  it('reads an omitted input_schema as {"type": "object"} in both forms, and still refuses a null one', () => {
+    const [basis] = parseManifest({ schema: 1, tools: { now: { description: 'the time', command: ['date'] } } }, base);
+    expect(basis).toEqual({ name: 'now', description: 'the time', inputSchema: { type: 'object' }, command: ['date'] });
+    const [listed] = parseManifest([{ name: 'now', command: ['date'] }], base);
+    expect(listed).toEqual({ name: 'now', inputSchema: { type: 'object' }, command: ['date'] });
+    expect(() => parseManifest([{ name: 'now', input_schema: null, command: ['date'] }], base)).toThrow('[0].input_schema must be a JSON Schema object');
+  });
+
   it('expands ${VAR} and ${VAR:-default} in argv, cwd and env values', () => {
     const env = { HOME: '/home/u', EMPTY: '' };
     const [tool] = parseManifest(

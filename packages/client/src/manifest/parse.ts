@@ -47,7 +47,8 @@ function rejectUnknownKeys(value: Json, allowed: readonly string[], path: string
  *   "cwd"?, "env"?, "timeout_ms"?}}}`
  * - yog list: `[{"name", "description"?, "input_schema", "command": [argv], "cwd"?}]`
  *
- * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`;
+ * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`
+ * (omitted: `{"type": "object"}`, a tool that takes no input);
  * `command` a non-empty array of strings with a non-empty first element; `env` an object of string
  * values; `timeout_ms` a positive integer (ms). Unknown keys are rejected. `${VAR}` and
  * `${VAR:-default}` are expanded in each argv element, `cwd` and each `env` value; a relative `cwd`
@@ -94,7 +95,7 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
   }
   const spec: CommandToolSpec = {
     name,
-    inputSchema: parseInputSchema(entry.input_schema, join(path, 'input_schema')),
+    inputSchema: entry.input_schema === undefined ? { type: 'object' } : parseInputSchema(entry.input_schema, join(path, 'input_schema')),
     command: parseCommand(entry.command, join(path, 'command'), env),
   };
   if (entry.description !== undefined) {
