@@ -166,11 +166,21 @@ describe('public API: the names each package root exports', () => {
   });
 
   it('@toolwire/client', () => {
-    expect(runtime(client)).toEqual(['CallAborted', 'ExitCode', 'HostReplacedError', 'MAX_MANIFEST_BYTES', 'ManifestError', 'ToolHost', 'loadManifest']);
+    expect(runtime(client)).toEqual([
+      'CallAborted',
+      'ExitCode',
+      'HostReplacedError',
+      'MAX_MANIFEST_BYTES',
+      'ManifestError',
+      'ToolHost',
+      'checkExecutable',
+      'loadManifest',
+    ]);
     expect(exportedNames('client')).toEqual([
       'AbortFailure',
       'CallAborted',
       'Capture',
+      'CheckExecutableOptions',
       'CommandSpec',
       'CommandToolSpec',
       'ExitCode',
@@ -185,6 +195,8 @@ describe('public API: the names each package root exports', () => {
       'ToolHost',
       'ToolHostEvents',
       'ToolHostOptions',
+      'ToolSetChange',
+      'checkExecutable',
       'loadManifest',
     ]);
   });

@@ -9,17 +9,17 @@ import { CallAborted } from '../calls/abort.js';
 import { CallSession } from '../calls/call-session.js';
 import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
-import type { CommandSpec, InProcessToolSpec, ToolHandler } from '../types.js';
+import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import { SOFTWARE } from '../version.js';
 import { HostReplacedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
-import { ToolSet } from './tool-set.js';
+import { ToolSet, type ToolSetChange } from './tool-set.js';
 
 /** Events of a {@link ToolHost} and their arguments. */
 export interface ToolHostEvents {
   /** A connection was accepted: the server's `welcome` (identity, heartbeat, limits). */
   connected: [welcome: WelcomeMessage];
-  /** The server's answer to an `advertise` (after every connect, and after a tool is added while connected). */
+  /** The server's answer to an `advertise` (after every connect, and after the tool set changed while connected). */
   advertised: [advertised: AdvertisedMessage];
   /** An upgraded connection ended; its calls were aborted. `code` 1006 when lost without a close frame. */
   disconnected: [info: { code: number; reason: string }];
@@ -81,6 +81,33 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     this.#tools.addCommand(name, spec);
     this.#advertise();
     return this;
+  }
+
+  /**
+   * Unregister a tool (either kind). When it was registered and the host is connected, the tool set
+   * is advertised again (the server drops the tool from its list). A call already running on it
+   * finishes as it started.
+   * @returns whether `name` was registered
+   */
+  remove(name: string): boolean {
+    const removed = this.#tools.remove(name);
+    if (removed) this.#advertise();
+    return removed;
+  }
+
+  /**
+   * Make the subprocess tools exactly `tools` (what `loadManifest` returns), keeping the in-process
+   * tools: what `toolwire host` does on SIGHUP. All or nothing — every spec is checked first, and a
+   * throw changes nothing. When anything changed and the host is connected, the new set goes out in
+   * one `advertise` (its `advertised` answer is emitted as after a connect). Calls already running
+   * on a removed or changed tool finish with the definition they started with; new calls get the new one.
+   * @returns the names added, removed and changed
+   * @throws TypeError/RangeError on a bad spec, a name given twice, or the name of an in-process tool
+   */
+  replaceCommands(tools: readonly CommandToolSpec[]): ToolSetChange {
+    const change = this.#tools.replaceCommands(tools.map((t) => ({ name: t.name, spec: t })));
+    if (change.added.length + change.removed.length + change.changed.length > 0) this.#advertise();
+    return change;
   }
 
   /**

@@ -37,9 +37,28 @@ function checkCommand(name: string, spec: CommandSpec): void {
   }
 }
 
-/** Tools by name, in registration order; names are unique. */
+/** What {@link ToolSet.replaceCommands} changed: tool names, in the new set's order (removed: the old order). */
+export interface ToolSetChange {
+  /** Subprocess tools that were not registered before. */
+  added: string[];
+  /** Subprocess tools that are gone. */
+  removed: string[];
+  /** Subprocess tools whose definition (schema, description, command, cwd, env, timeout) differs. */
+  changed: string[];
+}
+
+interface Entry {
+  spec: ToolSpec;
+  run: RunnableTool;
+}
+
+/**
+ * Tools by name, in registration order; names are unique. A lookup hands out the entry's
+ * `RunnableTool` itself, and entries are replaced, never mutated, so a call that started keeps the
+ * definition it started with.
+ */
 export class ToolSet {
-  readonly #tools = new Map<string, { spec: ToolSpec; run: RunnableTool }>();
+  #tools = new Map<string, Entry>();
 
   /** Register an in-process tool. @throws TypeError on a bad name, spec or handler, or a duplicate name. */
   addHandler(name: string, spec: InProcessToolSpec, handler: ToolHandler): void {
@@ -50,14 +69,50 @@ export class ToolSet {
 
   /** Register a subprocess tool. @throws TypeError/RangeError on a bad spec, TypeError on a duplicate name. */
   addCommand(name: string, spec: CommandSpec): void {
-    checkFace(name, spec);
-    checkCommand(name, spec);
-    const command: CommandSpec = { inputSchema: spec.inputSchema, command: [...spec.command] };
-    if (spec.description !== undefined) command.description = spec.description;
-    if (spec.cwd !== undefined) command.cwd = spec.cwd;
-    if (spec.env !== undefined) command.env = { ...spec.env };
-    if (spec.timeoutMs !== undefined) command.timeoutMs = spec.timeoutMs;
-    this.#add(name, spec, { kind: 'command', name, command });
+    const entry = commandEntry(name, spec);
+    if (this.#tools.has(name)) throw new TypeError(`tool ${JSON.stringify(name)} is already registered`);
+    this.#tools.set(name, entry);
+  }
+
+  /** Unregister `name` (either kind). @returns whether it was registered */
+  remove(name: string): boolean {
+    return this.#tools.delete(name);
+  }
+
+  /**
+   * Make the subprocess tools exactly `tools` (in-process tools stay): a tool kept in place keeps
+   * its position, new ones go last. All or nothing: every spec is checked before anything changes.
+   * @throws TypeError/RangeError on a bad spec, a name given twice, or a name an in-process tool has
+   */
+  replaceCommands(tools: readonly { name: string; spec: CommandSpec }[]): ToolSetChange {
+    const next = new Map<string, Entry>();
+    for (const { name, spec } of tools) {
+      const entry = commandEntry(name, spec);
+      if (next.has(name)) throw new TypeError(`tool ${JSON.stringify(name)} is given more than once`);
+      if (this.#tools.get(name)?.run.kind === 'handler') throw new TypeError(`tool ${JSON.stringify(name)} is already registered as an in-process tool`);
+      next.set(name, entry);
+    }
+    const change: ToolSetChange = { added: [], removed: [], changed: [] };
+    const merged = new Map<string, Entry>();
+    for (const [name, old] of this.#tools) {
+      if (old.run.kind === 'handler') merged.set(name, old);
+      else {
+        const fresh = next.get(name);
+        if (fresh === undefined) change.removed.push(name);
+        else if (sameDefinition(old, fresh)) merged.set(name, old);
+        else {
+          merged.set(name, fresh);
+          change.changed.push(name);
+        }
+      }
+    }
+    for (const [name, fresh] of next) {
+      if (merged.has(name)) continue;
+      merged.set(name, fresh);
+      change.added.push(name);
+    }
+    this.#tools = merged;
+    return change;
   }
 
   /** The tool registered as `name`. */
@@ -72,8 +127,30 @@ export class ToolSet {
 
   #add(name: string, face: InProcessToolSpec, run: RunnableTool): void {
     if (this.#tools.has(name)) throw new TypeError(`tool ${JSON.stringify(name)} is already registered`);
-    const spec: ToolSpec = { name, inputSchema: face.inputSchema };
-    if (face.description !== undefined) spec.description = face.description;
-    this.#tools.set(name, { spec, run });
+    this.#tools.set(name, { spec: advertised(name, face), run });
   }
+}
+
+function advertised(name: string, face: InProcessToolSpec): ToolSpec {
+  const spec: ToolSpec = { name, inputSchema: face.inputSchema };
+  if (face.description !== undefined) spec.description = face.description;
+  return spec;
+}
+
+/** A checked subprocess tool entry, with its own copy of the spec. @throws TypeError/RangeError on a bad name or spec */
+function commandEntry(name: string, spec: CommandSpec): Entry {
+  checkFace(name, spec);
+  checkCommand(name, spec);
+  const command: CommandSpec = { inputSchema: spec.inputSchema, command: [...spec.command] };
+  if (spec.description !== undefined) command.description = spec.description;
+  if (spec.cwd !== undefined) command.cwd = spec.cwd;
+  if (spec.env !== undefined) command.env = { ...spec.env };
+  if (spec.timeoutMs !== undefined) command.timeoutMs = spec.timeoutMs;
+  return { spec: advertised(name, spec), run: { kind: 'command', name, command } };
+}
+
+/** Same advertised face and same command definition (compared as JSON: specs are plain data). */
+function sameDefinition(a: Entry, b: Entry): boolean {
+  if (a.run.kind !== 'command' || b.run.kind !== 'command') return false;
+  return JSON.stringify([a.spec, a.run.command]) === JSON.stringify([b.spec, b.run.command]);
 }
