@@ -1,13 +1,15 @@
 /**
  * The process surface the CLI commands use, injectable for tests: standard streams, environment,
- * and the source of SIGINT/SIGTERM.
+ * and the source of SIGINT/SIGTERM/SIGHUP.
  */
 import type { Readable, Writable } from 'node:stream';
 
 /** Where signals come from (`process` fits). */
 export interface SignalSource {
   once(event: 'SIGINT' | 'SIGTERM', listener: () => void): unknown;
-  off(event: 'SIGINT' | 'SIGTERM', listener: () => void): unknown;
+  /** SIGHUP: `toolwire host` re-reads its manifest. */
+  on(event: 'SIGHUP', listener: () => void): unknown;
+  off(event: 'SIGINT' | 'SIGTERM' | 'SIGHUP', listener: () => void): unknown;
 }
 
 /** Streams, environment and signals of one CLI invocation. Default: the current process's. */

@@ -1,5 +1,6 @@
 /**
- * `toolwire host` — run a tool host that advertises a manifest's tools until SIGINT/SIGTERM.
+ * `toolwire host` — run a tool host that advertises a manifest's tools until SIGINT/SIGTERM; SIGHUP
+ * re-reads the manifest.
  */
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
@@ -10,11 +11,14 @@ import { type CommandToolSpec, HostReplacedError, type Logger, ManifestError, To
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { argvProblem, misuse } from '../usage.js';
+import { reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
 
 Run a tool host: connect to the server, advertise the manifest's tools, run calls, reconnect with
-backoff when the connection is lost. Runs until SIGINT or SIGTERM.
+backoff when the connection is lost. Runs until SIGINT or SIGTERM. SIGHUP re-reads the manifest
+and advertises the new tool set (calls in flight finish; a manifest that does not load is logged and
+the old set stays). A tool whose program is not found is not advertised (a warning names it).
 
 options:
   --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
@@ -100,13 +104,15 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
   const logger = deps.logger ?? pino({ level }, pino.destination({ dest: 2, sync: true }));
+  const root = resolve(values.root ?? '.');
+  tools = await runnableTools(tools, root, logger);
   let host: ToolHost;
   try {
     host = new ToolHost({
       server: withDefaultScheme(server, 'ws'),
       ...(token !== undefined ? { token } : {}),
       ...(values.name !== undefined ? { name: values.name } : {}),
-      root: resolve(values.root ?? '.'),
+      root,
       ...(ca !== undefined ? { ca } : {}),
       logger,
     });
@@ -119,6 +125,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
   const stop = waitForSignal(io.signals);
+  const stopReloading = reloadOnHangup(io.signals, host, { manifest: values.manifest, env: io.env, root }, logger);
   // Closed 4000: the ToolHost stops reconnecting (and logs why at level error); so does the command.
   const replaced = new Promise<'replaced'>((resolve) => {
     host.on('disconnected', ({ code }) => {
@@ -131,10 +138,12 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   stop.dispose();
   if (outcome === 'replaced') {
     await host.close();
+    stopReloading(); // after the close: a SIGHUP meanwhile must not end the process
     await write(io.stderr, `toolwire: ${new HostReplacedError().message}\n`);
     return ExitCode.UNAVAILABLE;
   }
   logger.info({ signal: outcome }, 'toolwire: stopping');
   await host.close();
+  stopReloading();
   return ExitCode.OK;
 }
