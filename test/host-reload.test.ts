@@ -74,12 +74,14 @@ describe('toolwire host: SIGHUP reloads the manifest', () => {
       'the long call to start',
       15_000,
     );
-    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { long, b: { description: 'added', command: ['echo', 'b'] } } }));
+    const ghost = { command: ['toolwire-no-such-program', '--flag'] };
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { long, b: { description: 'added', command: ['echo', 'b'] }, ghost } }));
     process.kill(host.pid!, 'SIGHUP');
     await waitFor(() => names(started).includes('alpha__b'), 'the reloaded tool to be advertised', 15_000);
     expect(names(started)).toEqual(['alpha__long', 'alpha__b']);
     const reloaded = await waitFor(() => lines().find((l) => l.msg === 'toolwire: manifest reloaded'), 'the reload log line');
     expect(reloaded).toMatchObject({ added: ['b'], removed: [], changed: [] });
+    expect(lines().filter((l) => l.level === 40 && l.tool === 'ghost')).toHaveLength(2); // checked again at the reload
     expect(started.server.router.hosts().some((h) => h.inFlight === 1)).toBe(true);
 
     await writeFile(gate, 'go\n');
