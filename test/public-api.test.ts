@@ -166,7 +166,17 @@ describe('public API: the names each package root exports', () => {
   });
 
   it('@toolwire/client', () => {
-    expect(runtime(client)).toEqual(['CallAborted', 'ExitCode', 'HostReplacedError', 'MAX_MANIFEST_BYTES', 'ManifestError', 'ToolHost', 'loadManifest']);
+    expect(runtime(client)).toEqual([
+      'CallAborted',
+      'ExitCode',
+      'HostReplacedError',
+      'MAX_MANIFEST_BYTES',
+      'ManifestError',
+      'ServerRefusedError',
+      'TokenRefusedError',
+      'ToolHost',
+      'loadManifest',
+    ]);
     expect(exportedNames('client')).toEqual([
       'AbortFailure',
       'CallAborted',
@@ -180,6 +190,9 @@ describe('public API: the names each package root exports', () => {
       'Logger',
       'MAX_MANIFEST_BYTES',
       'ManifestError',
+      'RefusalKind',
+      'ServerRefusedError',
+      'TokenRefusedError',
       'ToolContext',
       'ToolHandler',
       'ToolHost',

@@ -32,17 +32,6 @@ async function upgrade(url: string, headers: Record<string, string>): Promise<{ 
   return result;
 }
 
-/** Poll an async check until truthy, at most `timeoutMs`. */
-async function poll<T>(check: () => Promise<T>, what: string, timeoutMs = 5_000): Promise<NonNullable<T>> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
 /** POST an MCP initialize with `headers`; resolves with the response. */
