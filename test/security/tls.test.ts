@@ -9,7 +9,7 @@ import { get } from 'node:https';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
-import { ToolHost } from '@toolwire/client';
+import { ServerRefusedError, ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
 import { serveCommand } from '@toolwire/cli';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -154,6 +154,17 @@ describe.skipIf(!hasOpenssl)('TLS (certificates made with the openssl CLI)', () 
       defer(() => host.close());
       await expect(host.start()).rejects.toThrow(/certificate/i);
     }
+    // With reconnect on, a certificate failure is not retried either: the host stops and says why.
+    const refused = new ToolHost({ server: info.url, token: HOST_TOKEN, logger: silent });
+    defer(() => refused.close());
+    refused.on('error', () => {});
+    const stopped = new Promise<Error>((resolve) => refused.once('stopped', resolve));
+    await expect(refused.start()).rejects.toThrow(ServerRefusedError);
+    const error = (await stopped) as ServerRefusedError;
+    expect(error.kind).toBe('tls');
+    expect(error.message).toMatch(
+      /^TLS failure with wss:\/\/127\.0\.0\.1:\d+: its certificate (is self-signed|chain ends in a CA that is not trusted|is not signed by a trusted CA)/,
+    );
     expect(server.router.hosts()).toEqual([]);
 
     // Plain ws:// to the TLS port gets nowhere and harms nothing.

@@ -9,7 +9,7 @@ export { ToolHost, type ToolHostEvents } from './host/tool-host.js';
 export type { ToolSetChange } from './host/tool-set.js';
 export type { ToolHostOptions } from './host/options.js';
 export type { ToolContext, ToolHandler, InProcessToolSpec, CommandSpec, CommandToolSpec, Logger } from './types.js';
-export { HostReplacedError } from './host/errors.js';
+export { HostReplacedError, ServerRefusedError, TokenRefusedError, type RefusalKind } from './host/errors.js';
 export { CallAborted, type AbortFailure } from './calls/abort.js';
 export { loadManifest, MAX_MANIFEST_BYTES } from './manifest/load.js';
 export { ManifestError } from './manifest/errors.js';

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { PROTOCOL_VERSION, fromWire } from '@toolwire/protocol';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ToolHost, type ToolHostOptions } from '../src/index.js';
+import { ServerRefusedError, TokenRefusedError, ToolHost, type ToolHostOptions } from '../src/index.js';
 import { FakeServer, type FakeServerOptions } from './helpers/fake-server.js';
 import { isGone, killQuietly, poll } from './helpers/process.js';
 
@@ -225,16 +225,72 @@ describe('ToolHost against a fake server', () => {
     await poll(() => s.connections.length >= 2, 5000, 'a second connection');
   });
 
-  it('keeps retrying with backoff after HTTP 401 and connects once the token is accepted', async () => {
+  it('stops after one attempt on HTTP 401: emits TokenRefusedError (error, then stopped) and rejects start()', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const timersBefore = timers();
     const s = await server({ tokens: ['other'] });
-    const h = host({ server: s.url });
+    const h = host({ server: s.url, token: 'wrong-secret', reconnect: { baseMs: 1, maxMs: 5 } });
     const errors: Error[] = [];
     h.on('error', (e) => errors.push(e));
-    const started = h.start();
-    await poll(() => s.rejectedUpgrades >= 3, 5000, 'three refused upgrades');
-    expect(errors[0]?.message).toMatch(/HTTP 401/);
-    s.options.tokens = ['tok'];
-    await started;
+    const stopped = new Promise<ServerRefusedError>((resolve) => h.once('stopped', (e) => resolve(e as ServerRefusedError)));
+    await expect(h.start()).rejects.toThrow(TokenRefusedError);
+    const error = await stopped;
+    expect(error).toBeInstanceOf(TokenRefusedError);
+    expect(error).toBeInstanceOf(ServerRefusedError);
+    expect(error.kind).toBe('token');
+    expect(error.status).toBe(401);
+    expect(error.message).toBe(`the server ${s.url} did not accept this host's token (HTTP 401)`);
+    expect(error.message).not.toContain('wrong-secret');
+    expect(errors).toEqual([error]);
+    expect(s.upgrades).toBe(1);
+    // No reconnect is scheduled: no timer of the host is left (a retry would come within 5 ms).
+    expect(timers()).toBeLessThanOrEqual(timersBefore);
+  });
+
+  it('waits for Retry-After after HTTP 429, then connects', async () => {
+    const s = await server({ refuse: (n) => (n === 0 ? { status: 429, headers: { 'Retry-After': '1' } } : undefined) });
+    const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 5_000 } });
+    const errors: Error[] = [];
+    h.on('error', (e) => errors.push(e));
+    const t0 = Date.now();
+    await h.start();
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
+    expect(s.upgrades).toBe(2);
+    expect(errors.map((e) => e.message)).toEqual(['server refused the upgrade with HTTP 429']);
+  });
+
+  it('bounds a 429 wait by the backoff maximum', async () => {
+    const s = await server({ refuse: (n) => (n === 0 ? { status: 429, headers: { 'Retry-After': '3600' } } : undefined) });
+    const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 20 } });
+    h.on('error', () => {});
+    await h.start();
+    expect(s.upgrades).toBe(2);
+  });
+
+  it('retries HTTP 5xx with the backoff', async () => {
+    const s = await server({ refuse: (n) => (n < 2 ? { status: n === 0 ? 503 : 500 } : undefined) });
+    const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 5 } });
+    h.on('error', () => {});
+    await h.start();
+    expect(s.upgrades).toBe(3);
+  });
+
+  it('stops after one attempt on HTTP 403 (origin) and on another 4xx, saying so plainly', async () => {
+    for (const [status, kind, text] of [
+      [403, 'origin', "refused this connection's origin (HTTP 403)"],
+      [404, 'http', 'refused the upgrade with HTTP 404; not retrying'],
+    ] as const) {
+      const s = await server({ refuse: () => ({ status }) });
+      const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 5 } });
+      h.on('error', () => {});
+      const stopped = new Promise<ServerRefusedError>((resolve) => h.once('stopped', (e) => resolve(e as ServerRefusedError)));
+      await expect(h.start()).rejects.toThrow(ServerRefusedError);
+      const error = await stopped;
+      expect(error.kind).toBe(kind);
+      expect(error.status).toBe(status);
+      expect(error.message).toBe(`the server ${s.url} ${text}`);
+      expect(s.upgrades).toBe(1);
+    }
   });
 
   it('rejects start() on 401 or an unreachable server when reconnect is false', async () => {
@@ -286,13 +342,25 @@ describe('ToolHost against a fake server', () => {
     expect(errors.length).toBe(count);
   });
 
-  it('logs instead of emitting error when nobody listens for errors', async () => {
+  it('logs instead of emitting error when nobody listens for errors (a refusal at level error)', async () => {
+    const errors: string[] = [];
     const warnings: string[] = [];
-    const logger = { ...silent, debug() {}, info() {}, error() {}, warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)) };
+    const logger = {
+      ...silent,
+      debug() {},
+      info() {},
+      error: (_o: unknown, msg?: string) => void errors.push(String(msg)),
+      warn: (_o: unknown, msg?: string) => void warnings.push(String(msg)),
+    };
     const s = await server({ tokens: ['other'] });
     const h = new ToolHost({ server: s.url, token: 'tok', logger, reconnect: false });
     hosts.push(h);
     await expect(h.start()).rejects.toThrow(/401/);
-    expect(warnings.some((w) => w.includes('HTTP 401'))).toBe(true);
+    expect(errors).toEqual([`toolwire: the server ${s.url} did not accept this host's token (HTTP 401)`]);
+    const busy = await server({ refuse: () => ({ status: 503 }) });
+    const h2 = new ToolHost({ server: busy.url, token: 'tok', logger, reconnect: false });
+    hosts.push(h2);
+    await expect(h2.start()).rejects.toThrow(/503/);
+    expect(warnings.some((w) => w.includes('HTTP 503'))).toBe(true);
   });
 });

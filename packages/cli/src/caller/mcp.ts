@@ -398,6 +398,8 @@ function bodyLimitOf(error: HttpStatusError): number | undefined {
  * was open) or `request` (a network failure then means the server was lost).
  * - HTTP 401/403 → 77 (`NO_PERM`), `toolwire: token refused by <url> (HTTP 401)`
  * - HTTP 413 → 64 (`USAGE`), `toolwire: input too large: the server accepts at most N bytes`
+ * - HTTP 429 → 75 (`TEMPFAIL`), `toolwire: refused by <url>: <the server's reason>` (e.g. `too many
+ *   failed authentications from this address; retry after 1 s`)
  * - {@link ServerLostError}, or a socket error during a request → 69, `toolwire: lost the server <url>: …`
  * - {@link NoAnswerError} → 69, naming the bound (`cannot reach server` while connecting)
  * - a socket error (refused, DNS, reset, TLS) while connecting, or any other HTTP error status →
@@ -416,6 +418,11 @@ export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request
   if (error instanceof HttpStatusError) {
     if (error.status === 401 || error.status === 403) {
       return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.status})\n` };
+    }
+    if (error.status === 429) {
+      // The server's own words (the door names the reason: too many failed authentications from
+      // this address; retry after N s); retrying later can succeed, hence EX_TEMPFAIL.
+      return { code: ExitCode.TEMPFAIL, message: `toolwire: refused by ${url.href}: ${error.detail || 'HTTP 429 Too Many Requests'}\n` };
     }
     if (error.status === 413) {
       const limit = bodyLimitOf(error);

@@ -36,8 +36,9 @@ schema, 69 host unavailable, 70 host failed internally, 75 overloaded, 76 host p
 130 stopped; see README).
 This command itself exits 64 for bad usage, invalid JSON, or input larger than the server accepts;
 69 when the server is unreachable, lost during the call, or gives no answer within the wait above;
-70 on an unexpected failure of its own; 77 when the token is refused or the call declined;
-130 on Ctrl-C.
+70 on an unexpected failure of its own; 75 when the server refuses it for now (HTTP 429: too many
+failed authentications from this address; the server's reason is printed); 77 when the token is
+refused or the call declined; 130 on Ctrl-C.
 `;
 
 /** Time the answer may take beyond the call deadline and the cancel grace, ms (network, scheduling). */

@@ -5,9 +5,18 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CloseCode, ExitCode } from '@toolwire/protocol';
+import { ExitCode } from '@toolwire/protocol';
 import { pino } from 'pino';
-import { type CommandToolSpec, HostReplacedError, type Logger, ManifestError, ToolHost, loadManifest } from '@toolwire/client';
+import {
+  type CommandToolSpec,
+  type HostReplacedError,
+  type Logger,
+  ManifestError,
+  type ServerRefusedError,
+  TokenRefusedError,
+  ToolHost,
+  loadManifest,
+} from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { argvProblem, misuse } from '../usage.js';
@@ -16,9 +25,11 @@ import { reloadOnHangup, runnableTools } from './host-reload.js';
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
 
 Run a tool host: connect to the server, advertise the manifest's tools, run calls, reconnect with
-backoff when the connection is lost. Runs until SIGINT or SIGTERM. SIGHUP re-reads the manifest
-and advertises the new tool set (calls in flight finish; a manifest that does not load is logged and
-the old set stays). A tool whose program is not found is not advertised (a warning names it).
+backoff when the connection is lost (network failures and HTTP 5xx; HTTP 429 after its
+Retry-After). Runs until SIGINT or SIGTERM, or until the server refuses it for good. SIGHUP re-reads
+the manifest and advertises the new tool set (calls in flight finish; a manifest that does not load
+is logged and the old set stays). A tool whose program is not found is not advertised (a warning
+names it).
 
 options:
   --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
@@ -33,7 +44,9 @@ options:
 
 Logs go to stderr as JSON lines (pino).
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
-69 replaced by a newer connection with the same token (another host is using it; close 4000).
+69 replaced by a newer connection with the same token (another host is using it; close 4000),
+or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
+not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401).
 `;
 
 /** Extra knobs for embedding and tests. */
@@ -60,8 +73,11 @@ const flags = {
  * `toolwire host …`. Returns the exit status: 0 after SIGINT/SIGTERM (every tool process killed,
  * connection closed 1000), 64 (`USAGE`) for bad flags or a missing server/token, 65 (`DATA_ERR`)
  * for a manifest that cannot be read or is invalid, 69 (`UNAVAILABLE`) when the server closed the
- * connection with 4000 (REPLACED: another host uses the same token); stderr then ends with
- * `toolwire: replaced by a newer connection …`.
+ * connection with 4000 (REPLACED: another host uses the same token; stderr then ends with
+ * `toolwire: replaced by a newer connection …`) or refused it for good (HTTP 403, another 4xx, a
+ * TLS failure: `toolwire: TLS failure with …`), 77 (`NO_PERM`) when it answered the upgrade with
+ * HTTP 401 (`toolwire: the server <url> did not accept this host's token (HTTP 401)`), after one
+ * attempt.
  */
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
   let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; 'log-level'?: string; help?: boolean };
@@ -126,21 +142,18 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
   const stop = waitForSignal(io.signals);
   const stopReloading = reloadOnHangup(io.signals, host, { manifest: values.manifest, env: io.env, root }, logger);
-  // Closed 4000: the ToolHost stops reconnecting (and logs why at level error); so does the command.
-  const replaced = new Promise<'replaced'>((resolve) => {
-    host.on('disconnected', ({ code }) => {
-      if (code === CloseCode.REPLACED) resolve('replaced');
-    });
-  });
-  // With reconnect on, start() settles only with the first `advertised`, or rejects on close().
+  // Replaced (close 4000) or refused for good (HTTP 401, 403, another 4xx, TLS): the ToolHost stops
+  // reconnecting (and logs why at level error); so does the command.
+  const stopped = new Promise<{ error: HostReplacedError | ServerRefusedError }>((resolve) => host.once('stopped', (error) => resolve({ error })));
+  // With reconnect on, start() settles only with the first `advertised`, or rejects on close() or a refusal.
   host.start().catch(() => {});
-  const outcome = await Promise.race([stop.signal, replaced]);
+  const outcome = await Promise.race([stop.signal, stopped]);
   stop.dispose();
-  if (outcome === 'replaced') {
+  if (typeof outcome === 'object') {
     await host.close();
     stopReloading(); // after the close: a SIGHUP meanwhile must not end the process
-    await write(io.stderr, `toolwire: ${new HostReplacedError().message}\n`);
-    return ExitCode.UNAVAILABLE;
+    await write(io.stderr, `toolwire: ${outcome.error.message}\n`);
+    return outcome.error instanceof TokenRefusedError ? ExitCode.NO_PERM : ExitCode.UNAVAILABLE;
   }
   logger.info({ signal: outcome }, 'toolwire: stopping');
   await host.close();

@@ -30,7 +30,8 @@ options:
   -h, --help            show this help
 
 exit status: 0 ok (also with no tools), 64 bad usage, 69 server unreachable, lost, or no answer
-within --connect-timeout, 70 unexpected failure of this command, 77 token refused.
+within --connect-timeout, 70 unexpected failure of this command, 75 refused for now (HTTP 429:
+too many failed authentications from this address; the server's reason is printed), 77 token refused.
 `;
 
 /** One line of the text listing: `name  description` (first line of the description only). */

@@ -43,6 +43,11 @@ export class Backoff {
     this.#attempt = 0;
   }
 
+  /** The largest delay handed out, ms (also the bound of a 429's `Retry-After` wait). */
+  get maxMs(): number {
+    return this.options.maxMs;
+  }
+
   /** Attempts since the last reset. */
   get attempt(): number {
     return this.#attempt;

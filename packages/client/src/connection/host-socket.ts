@@ -34,6 +34,8 @@ export interface CloseInfo {
   reason: string;
   /** HTTP status when the server refused the upgrade (e.g. 401). */
   status?: number;
+  /** The refusal's `Retry-After` header, as sent (whole seconds or an HTTP date). */
+  retryAfter?: string;
   /** The error that ended the connection, when there was one. */
   error?: Error;
 }
@@ -82,6 +84,7 @@ export class HostSocket {
   #timer: NodeJS.Timeout | undefined;
   #opened = false;
   #status: number | undefined;
+  #retryAfter: string | undefined;
   #error: Error | undefined;
   /** Frames written in one tick leave in one syscall (set once the upgrade hands over the socket). */
   #coalescer: TickCoalescer | undefined;
@@ -106,6 +109,7 @@ export class HostSocket {
         clearTimeout(this.#timer);
         const info: CloseInfo = { opened: this.#opened, welcomed: this.#welcome !== undefined, code, reason: reason.toString('utf8') };
         if (this.#status !== undefined) info.status = this.#status;
+        if (this.#retryAfter !== undefined) info.retryAfter = this.#retryAfter;
         if (this.#error !== undefined) info.error = this.#error;
         resolve();
         this.#handlers.onClose(info);
@@ -113,6 +117,8 @@ export class HostSocket {
     });
     ws.on('unexpected-response', (_req, res) => {
       this.#status = res.statusCode;
+      const retryAfter = res.headers['retry-after'];
+      if (typeof retryAfter === 'string') this.#retryAfter = retryAfter.slice(0, 64);
       this.#error = new Error(`server refused the upgrade with HTTP ${res.statusCode}${res.statusCode === 401 ? ' (token not accepted)' : ''}`);
       res.resume();
       ws.terminate();

@@ -6,14 +6,19 @@
 import { CloseCode, type WelcomeMessage } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
+import type { ServerRefusedError } from '../host/errors.js';
 import { type CloseInfo, HostSocket, type HostSocketOptions, type SessionMessage } from './host-socket.js';
+import { refusalOf, retryAfterMs } from './refusal.js';
 
 /** Callbacks of the supervisor; each names the connection it is about. */
 export interface SupervisorHandlers {
   onWelcome(socket: HostSocket, welcome: WelcomeMessage): void;
   onMessage(socket: HostSocket, message: SessionMessage): void;
-  /** A connection ended (or a dial failed). `willRetry`: another dial is scheduled. */
-  onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean): void;
+  /**
+   * A connection ended (or a dial failed). `willRetry`: another dial is scheduled. `refusal`: the
+   * server refused the dial for good (401, 403, another 4xx, TLS); no dial follows.
+   */
+  onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean, refusal?: ServerRefusedError): void;
 }
 
 /** Options of the supervisor. */
@@ -28,8 +33,11 @@ export interface SupervisorOptions {
 
 /**
  * Owns the dial/redial loop: at most one connection at a time, one pending reconnect timer at most,
- * none after {@link ConnectionSupervisor.stop} or after a close with 4000 (REPLACED): a newer
- * connection of the same host identity won, and redialing would only kick it off.
+ * none after {@link ConnectionSupervisor.stop}, after a close with 4000 (REPLACED: a newer
+ * connection of the same host identity won, and redialing would only kick it off), or after a
+ * refusal redialing cannot fix ({@link refusalOf}: HTTP 401, 403, another 4xx, a TLS failure).
+ * Network failures and HTTP 5xx are retried with the backoff; an HTTP 429 after its `Retry-After`
+ * (at most the backoff's `maxMs`), or the backoff when it names none.
  */
 export class ConnectionSupervisor {
   readonly #options: SupervisorOptions;
@@ -78,17 +86,20 @@ export class ConnectionSupervisor {
         // Replaced (4000): another connection of this host identity is live; dialing again would
         // replace it in turn, and two hosts sharing a token would flap forever. Stop for good.
         if (info.opened && info.code === CloseCode.REPLACED) this.#stopped = true;
+        const refusal = refusalOf(info, this.#options.socket.url);
+        if (refusal) this.#stopped = true;
         const willRetry = !this.#stopped && this.#backoff !== undefined;
-        this.#handlers.onDown(socket, info, willRetry);
-        if (willRetry) this.#schedule();
+        this.#handlers.onDown(socket, info, willRetry, refusal);
+        if (willRetry) this.#schedule(this.#backoff && retryAfterMs(info, this.#backoff.maxMs));
       },
     });
     this.#socket = socket;
   }
 
-  #schedule(): void {
+  /** Dial again after `waitMs` (a 429's Retry-After), else after the next backoff delay. */
+  #schedule(waitMs?: number): void {
     if (this.#stopped || this.#timer || !this.#backoff) return;
-    const delay = this.#backoff.next();
+    const delay = waitMs ?? this.#backoff.next();
     this.#options.logger.debug({ delayMs: delay, attempt: this.#backoff.attempt }, 'toolwire: reconnecting');
     this.#timer = setTimeout(() => this.#dial(), delay);
   }

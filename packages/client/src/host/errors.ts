@@ -17,3 +17,41 @@ export class HostReplacedError extends Error {
     this.name = 'HostReplacedError';
   }
 }
+
+/** Why a server refused this host's connection for good: see {@link ServerRefusedError}. */
+export type RefusalKind = 'token' | 'origin' | 'tls' | 'http';
+
+/**
+ * The server refused this host's connection in a way that redialing cannot fix, so the host stops
+ * reconnecting (issue 10 §4; only network failures, HTTP 5xx and 429 are retried):
+ * - `token` — HTTP 401 at the upgrade ({@link TokenRefusedError});
+ * - `origin` — HTTP 403: the server refused the request's `Origin`;
+ * - `tls` — the TLS handshake failed: certificate not trusted, expired, or not for that host name;
+ * - `http` — any other HTTP 4xx (and 1xx–3xx) answer to the upgrade.
+ * `url` is the server URL without user name or password; no message ever contains the token.
+ */
+export class ServerRefusedError extends Error {
+  constructor(
+    readonly kind: RefusalKind,
+    readonly url: string,
+    message: string,
+    /** The HTTP status of the refusal, when the server answered one. */
+    readonly status?: number,
+    /** The TLS error code (e.g. `DEPTH_ZERO_SELF_SIGNED_CERT`, `ERR_TLS_CERT_ALTNAME_INVALID`) for `kind: 'tls'`. */
+    readonly code?: string,
+  ) {
+    super(message);
+    this.name = 'ServerRefusedError';
+  }
+}
+
+/**
+ * The server answered the upgrade with HTTP 401: it does not accept this host's token (unknown,
+ * revoked, or a caller token). The host stops reconnecting; `toolwire host` exits 77 (EX_NOPERM).
+ */
+export class TokenRefusedError extends ServerRefusedError {
+  constructor(url: string) {
+    super('token', url, `the server ${url} did not accept this host's token (HTTP 401)`, 401);
+    this.name = 'TokenRefusedError';
+  }
+}

@@ -11,7 +11,7 @@ import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-s
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import { SOFTWARE } from '../version.js';
-import { HostReplacedError } from './errors.js';
+import { HostReplacedError, type ServerRefusedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
 import { ToolSet, type ToolSetChange } from './tool-set.js';
 
@@ -24,13 +24,20 @@ export interface ToolHostEvents {
   /** An upgraded connection ended; its calls were aborted. `code` 1006 when lost without a close frame. */
   disconnected: [info: { code: number; reason: string }];
   /**
-   * A dial failed (unreachable, HTTP 401…) or a connection was dropped for a fault (heartbeat lost,
-   * no welcome, bad frame, closed by the server before welcome), or — a {@link HostReplacedError} —
-   * the server closed the connection with 4000 because a newer connection with the same token took
-   * over; then the host stops reconnecting. Emitted only when someone listens; otherwise logged (a
-   * replacement at level error).
+   * A dial failed (unreachable, HTTP 5xx or 429, a refusal below) or a connection was dropped for a
+   * fault (heartbeat lost, no welcome, bad frame, closed by the server before welcome), or — a
+   * {@link HostReplacedError} — the server closed the connection with 4000 because a newer
+   * connection with the same token took over. Emitted only when someone listens; otherwise logged
+   * (a replacement or refusal at level error, the rest at warn).
    */
   error: [error: Error];
+  /**
+   * The host stopped reconnecting on its own, for good: a {@link HostReplacedError} (close 4000),
+   * a {@link TokenRefusedError} (HTTP 401 at the upgrade), or another {@link ServerRefusedError}
+   * (HTTP 403 origin, another 4xx, a TLS failure). Follows the `error` report of the same error.
+   * Only network failures, HTTP 5xx and 429 (after its `Retry-After`) are retried.
+   */
+  stopped: [error: HostReplacedError | ServerRefusedError];
 }
 
 interface Deferred<T> {
@@ -113,7 +120,8 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   /**
    * Connect and keep connected. Resolves with the first `advertised`. With `reconnect: false` it
    * rejects when the only attempt fails (HTTP 401, unreachable, closed before `advertised`);
-   * otherwise it keeps retrying and rejects only if {@link close} comes first. Calling it again
+   * otherwise it keeps retrying and rejects only if {@link close} comes first or the server refuses
+   * the host for good (a {@link TokenRefusedError} on HTTP 401, or another {@link ServerRefusedError}). Calling it again
    * returns the same promise.
    */
   start(): Promise<AdvertisedMessage> {
@@ -142,7 +150,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       {
         onWelcome: (socket, welcome) => this.#onWelcome(socket, welcome),
         onMessage: (socket, message) => this.#onMessage(socket, message),
-        onDown: (socket, info, willRetry) => this.#onDown(socket, info, willRetry),
+        onDown: (socket, info, willRetry, refusal) => this.#onDown(socket, info, willRetry, refusal),
       },
     );
     this.#supervisor.start();
@@ -212,7 +220,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     }
   }
 
-  #onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean): void {
+  #onDown(socket: HostSocket, info: CloseInfo, willRetry: boolean, refusal?: ServerRefusedError): void {
     const log = this.#options.logger;
     if (this.#current?.socket === socket) this.#retire(new CallAborted('unavailable', 'connection to the server lost'));
     const replaced = info.opened && info.code === CloseCode.REPLACED;
@@ -224,10 +232,11 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       else log.info(fields, 'toolwire: disconnected');
       this.emit('disconnected', { code: info.code, reason: info.reason });
     }
-    const error = replaced
-      ? new HostReplacedError()
-      : (info.error ?? (info.welcomed ? undefined : new Error(`connection closed before welcome (${describeClose(info)})`)));
-    if (error && !this.#closing) this.#reportError(error, willRetry, replaced ? 'error' : 'warn');
+    // Replaced or refused for good: the supervisor dials no more (see ConnectionSupervisor).
+    const stop = replaced ? new HostReplacedError() : refusal;
+    const error = stop ?? info.error ?? (info.welcomed ? undefined : new Error(`connection closed before welcome (${describeClose(info)})`));
+    if (error && !this.#closing) this.#reportError(error, willRetry, stop ? 'error' : 'warn');
+    if (stop && !this.#closing) this.emit('stopped', stop);
     if (!willRetry && !this.#closing) {
       this.#started?.reject(error ?? new Error(`connection closed (code ${info.code}) and reconnect is off`));
     }

@@ -14,6 +14,8 @@ export interface FakeServerOptions {
   auto?: boolean;
   /** Tokens accepted at the upgrade; others get HTTP 401. Default: any. */
   tokens?: string[];
+  /** Refuse upgrade number `attempt` (0-based, every upgrade counted) with this status and headers; `undefined` lets it through. */
+  refuse?: (attempt: number) => { status: number; headers?: Record<string, string> } | undefined;
 }
 
 export class FakeConnection {
@@ -65,6 +67,8 @@ export class FakeServer {
   readonly #waiting: ((c: FakeConnection) => void)[] = [];
   #handed = 0;
   rejectedUpgrades = 0;
+  /** Every upgrade request seen, refused or not. */
+  upgrades = 0;
 
   private constructor(
     readonly wss: WebSocketServer,
@@ -78,6 +82,13 @@ export class FakeServer {
       port: 0,
       handleProtocols: (protocols) => (protocols.has('toolwire.v1') ? 'toolwire.v1' : false),
       verifyClient: (info, cb) => {
+        const attempt = server.upgrades++;
+        const refusal = server.options.refuse?.(attempt);
+        if (refusal) {
+          server.rejectedUpgrades++;
+          cb(false, refusal.status, undefined, refusal.headers);
+          return;
+        }
         const tokens = server.options.tokens;
         const auth = info.req.headers.authorization ?? '';
         if (tokens && !tokens.some((t) => auth === `Bearer ${t}`)) {

@@ -1,6 +1,9 @@
 /**
- * Slowing down token guessing: repeated authentication failures from one address are refused for
- * a while (HTTP 429 with `Retry-After`), without even looking at the token they present. Bounded
+ * Slowing down failed authentication: once one address failed too often, its further failures are
+ * answered HTTP 429 with `Retry-After` instead of 401 for a while (issue 10 §5). The token is always
+ * checked first — a constant-time digest compare, cheap — and a valid one is accepted even while
+ * its address is throttled, so a misconfigured host cannot lock out good callers on the same
+ * machine. Only a failed check is counted. Bounded
  * and in memory: at most `maxTracked` addresses are remembered (the least recently failing one is
  * forgotten first), entries are dropped lazily once their window has passed, and no timer runs.
  *
@@ -63,6 +66,16 @@ export function addressKey(remote: string | undefined): string {
   return `${prefix.join(':')}::/64`;
 }
 
+/** `Retry-After` in whole seconds (RFC 9110 §10.2.3), at least 1. */
+export function retryAfterSeconds(retryAfterMs: number): number {
+  return Math.max(1, Math.ceil(retryAfterMs / 1000));
+}
+
+/** The reason a throttled failure is given, in the 429's body: `too many failed authentications from this address; retry after N s`. */
+export function tooManyFailures(retryAfterMs: number): string {
+  return `too many failed authentications from this address; retry after ${retryAfterSeconds(retryAfterMs)} s`;
+}
+
 /** Counts authentication failures per address and blocks an address that fails too often. */
 export class AuthLimiter {
   readonly #options: Required<AuthLimiterOptions>;
@@ -83,8 +96,9 @@ export class AuthLimiter {
   }
 
   /**
-   * May `remote` (a socket's `remoteAddress`) try to authenticate now? Blocked: answer 429 with
-   * `Retry-After: ceil(retryAfterMs / 1000)` and do not check its token.
+   * Is `remote` (a socket's `remoteAddress`) throttled now? Asked after a failed token check:
+   * blocked → answer 429 with `Retry-After: ceil(retryAfterMs / 1000)` (and {@link tooManyFailures})
+   * instead of 401.
    */
   check(remote: string | undefined): LimitVerdict {
     const key = addressKey(remote);

@@ -7,7 +7,7 @@ import type { Duplex } from 'node:stream';
 import { SUBPROTOCOL } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { type WebSocket, WebSocketServer } from 'ws';
-import type { AuthLimiter } from '../auth/limiter.js';
+import { type AuthLimiter, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import type { Principal, TokenTable } from '../auth/tokens.js';
 import type { Logger } from '../options.js';
@@ -84,14 +84,15 @@ export class HostEndpoint {
   }
 
   /**
-   * Handle an `http.Server` `'upgrade'`. Every refusal is a bare status line with no body, socket
-   * destroyed, no upgrade. In order:
+   * Handle an `http.Server` `'upgrade'`. Every refusal is a status line (a 429 for failed
+   * authentication also carries a one-line text body naming the reason), socket destroyed, no upgrade. In order:
    * - after `close()` → 503;
    * - an `Origin` header not in `options.allowedOrigins` (a browser) → 403;
-   * - the peer's address failed authentication `authMaxFailures` times within the window → 429
-   *   with `Retry-After` (the token is not even checked);
-   * - auth: `Authorization: Bearer <host token>` → host identity; otherwise 401 (counted as a
-   *   failure). In `options.loopbackDev` mode a tokenless upgrade from 127.0.0.1/::1 may name itself
+   * - auth: `Authorization: Bearer <host token>` → host identity, even while the address is
+   *   throttled; otherwise a failure, counted by the limiter: 401, or — when the peer's address
+   *   failed `authMaxFailures` times within the window — 429 with `Retry-After` and the body
+   *   `too many failed authentications from this address; retry after N s`. Logged at warn with
+   *   the remote address, never the token. In `options.loopbackDev` mode a tokenless upgrade from 127.0.0.1/::1 may name itself
    *   in `hello.name` (default `local`; a configured host identity may not be claimed that way);
    * - `options.maxConnections` host connections open → 503; `options.maxConnectionsPerHost` open
    *   for this identity → 429.
@@ -106,14 +107,16 @@ export class HostEndpoint {
       log.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'host upgrade refused: origin not allowed');
       return rejectUpgrade(socket, 403);
     }
-    const limit = this.#limiter.check(remote);
-    if (limit.blocked) {
-      log.warn({ remote }, 'host upgrade refused: too many failed authentications from this address');
-      return rejectUpgrade(socket, 429, limit.retryAfterMs);
-    }
+    // The token is checked first (a constant-time digest compare, cheap): a valid token is admitted
+    // even while its address is throttled for failed ones; only failures are slowed (issue 10 §5).
     const admitted = identifyHost(req, this.#tokens, this.#options.loopbackDev);
     if (admitted === undefined) {
+      const limit = this.#limiter.check(remote);
       this.#limiter.fail(remote);
+      if (limit.blocked) {
+        log.warn({ remote }, 'host upgrade refused: not authenticated; too many failed authentications from this address');
+        return rejectUpgrade(socket, 429, limit.retryAfterMs, tooManyFailures(limit.retryAfterMs));
+      }
       log.warn({ remote }, 'host upgrade refused: not authenticated');
       return rejectUpgrade(socket, 401);
     }

@@ -1,23 +1,28 @@
-/** Refusing an HTTP upgrade before the WebSocket handshake: a bare status line, no detail, socket destroyed. */
+/** Refusing an HTTP upgrade before the WebSocket handshake: a status line (no detail, except a 429's reason), socket destroyed. */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { retryAfterSeconds } from '../auth/limiter.js';
 
 /** Why an upgrade is refused: 401 failed auth, 403 origin not allowed, 429 too many failures or connections of one identity, 503 endpoint closed or full. */
 export type RejectStatus = 401 | 403 | 429 | 503;
 
 /**
- * Answer the upgrade with `status` and an empty body, then destroy the socket once the response is
- * flushed. 401 carries `WWW-Authenticate: Bearer` (RFC 6750 §3) and nothing about why; 429 and 503
- * may carry `Retry-After` in whole seconds (RFC 9110 §10.2.3) when `retryAfterMs` is given.
+ * Answer the upgrade with `status`, then destroy the socket once the response is flushed. 401
+ * carries `WWW-Authenticate: Bearer` (RFC 6750 §3), an empty body and nothing about why; 429 and 503
+ * may carry `Retry-After` in whole seconds (RFC 9110 §10.2.3) when `retryAfterMs` is given, and
+ * `reason` (one line of ASCII text, e.g. the limiter's "too many failed authentications …") as a
+ * `text/plain` body; otherwise the body is empty.
  */
-export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs?: number): void {
+export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs?: number, reason?: string): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
-  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Connection: close', 'Content-Length: 0'];
+  const body = reason === undefined ? '' : `${reason}\n`;
+  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`];
+  if (body !== '') lines.push('Content-Type: text/plain; charset=utf-8');
   if (status === 401) lines.push('WWW-Authenticate: Bearer');
-  if (retryAfterMs !== undefined) lines.push(`Retry-After: ${Math.max(1, Math.ceil(retryAfterMs / 1000))}`);
+  if (retryAfterMs !== undefined) lines.push(`Retry-After: ${retryAfterSeconds(retryAfterMs)}`);
   socket.once('finish', () => socket.destroy());
-  socket.end(`${lines.join('\r\n')}\r\n\r\n`);
+  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
 }

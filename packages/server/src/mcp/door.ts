@@ -10,8 +10,10 @@
  * request for another caller's session gets 404 "Session not found", as an unknown session does).
  *
  * Before authentication: a request with an `Origin` header not in `allowedOrigins` (a browser) →
- * HTTP 403; an address that failed authentication too often (`limiter`) → HTTP 429 with
- * `Retry-After`, its token not checked. A failed authentication is counted by the limiter.
+ * HTTP 403. The token is checked next; a valid one is accepted even while its address is throttled.
+ * A failed authentication is counted by the limiter and logged at warn (remote address, never the
+ * token); from an address that failed too often it gets HTTP 429 with `Retry-After` and the message
+ * `too many failed authentications from this address; retry after N s` instead of 401.
  *
  * Limits: open sessions `maxSessions` (default 1024): at the limit a new session evicts the least
  * recently active session with no request open (clients that never send DELETE do not pile up),
@@ -26,7 +28,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { AuthLimiter } from '../auth/limiter.js';
+import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
@@ -140,14 +142,18 @@ export class McpDoor {
       replyError(res, 403, -32000, 'Forbidden');
       return;
     }
-    const limit = this.#deps.limiter?.check(remote);
-    if (limit?.blocked) {
-      replyError(res, 429, -32000, 'Too many failed authentications', { 'retry-after': String(Math.max(1, Math.ceil(limit.retryAfterMs / 1000))) });
-      return;
-    }
+    // The token first (constant-time, cheap): a valid one is accepted even while this address is
+    // throttled for failed ones; only a failure is counted, and answered 429 while throttled.
     const principal = this.#deps.auth.authenticate(req.headers.authorization, 'caller');
     if (!principal || principal.role !== 'caller') {
+      const limit = this.#deps.limiter?.check(remote);
       this.#deps.limiter?.fail(remote);
+      if (limit?.blocked) {
+        this.#options.logger.warn({ remote }, 'MCP request refused: not authenticated; too many failed authentications from this address');
+        replyError(res, 429, -32000, tooManyFailures(limit.retryAfterMs), { 'retry-after': String(retryAfterSeconds(limit.retryAfterMs)) });
+        return;
+      }
+      this.#options.logger.warn({ remote }, 'MCP request refused: not authenticated');
       replyError(res, 401, -32000, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       return;
     }

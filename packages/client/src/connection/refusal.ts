@@ -1,0 +1,73 @@
+/**
+ * What a failed dial means for the next one (issue 10 §4): only network failures, HTTP 5xx and
+ * HTTP 429 are worth retrying; a 401 (token), 403 (origin), another 4xx or a TLS failure (a
+ * certificate not trusted, expired or for another name) will not change by redialing, so the host
+ * stops with a {@link ServerRefusedError} that says so plainly. Never names the token.
+ */
+import { ServerRefusedError, TokenRefusedError } from '../host/errors.js';
+import type { CloseInfo } from './host-socket.js';
+
+/** Node/OpenSSL error codes of a TLS handshake that failed on the certificate (not on the network). */
+const CERT_CODES = new Map<string, string>([
+  ['DEPTH_ZERO_SELF_SIGNED_CERT', 'its certificate is self-signed and not trusted (give the CA with --ca)'],
+  ['SELF_SIGNED_CERT_IN_CHAIN', 'its certificate chain ends in a CA that is not trusted (give the CA with --ca)'],
+  ['UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'its certificate is not signed by a trusted CA (give the CA with --ca)'],
+  ['UNABLE_TO_GET_ISSUER_CERT', 'its certificate is not signed by a trusted CA (give the CA with --ca)'],
+  ['UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'its certificate is not signed by a trusted CA (give the CA with --ca)'],
+  ['CERT_UNTRUSTED', 'its certificate is not trusted'],
+  ['CERT_REJECTED', 'its certificate was rejected'],
+  ['CERT_SIGNATURE_FAILURE', 'its certificate signature is invalid'],
+  ['CERT_REVOKED', 'its certificate is revoked'],
+  ['CERT_HAS_EXPIRED', 'its certificate has expired'],
+  ['CERT_NOT_YET_VALID', 'its certificate is not valid yet'],
+  ['ERR_TLS_CERT_ALTNAME_INVALID', 'its certificate is not for this host name (hostname mismatch)'],
+  ['HOSTNAME_MISMATCH', 'its certificate is not for this host name (hostname mismatch)'],
+]);
+
+/** `url` without user name and password, for messages. */
+export function displayUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    u.username = '';
+    u.password = '';
+    return u.href.replace(/\/$/, '');
+  } catch {
+    return '(invalid URL)';
+  }
+}
+
+/**
+ * The refusal a failed dial amounts to, or `undefined` when it is worth retrying (a network
+ * failure, HTTP 5xx, HTTP 429, a connection that was upgraded and then lost).
+ */
+export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | undefined {
+  if (info.opened) return undefined;
+  const where = displayUrl(url);
+  const status = info.status;
+  if (status !== undefined) {
+    if (status === 401) return new TokenRefusedError(where);
+    if (status === 403) return new ServerRefusedError('origin', where, `the server ${where} refused this connection's origin (HTTP 403)`, 403);
+    if (status >= 500 || status === 429) return undefined;
+    return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}; not retrying`, status);
+  }
+  const code: unknown = info.error !== undefined && 'code' in info.error ? info.error.code : undefined;
+  if (typeof code !== 'string') return undefined;
+  const cert = CERT_CODES.get(code);
+  if (cert !== undefined) return new ServerRefusedError('tls', where, `TLS failure with ${where}: ${cert} (${code})`, undefined, code);
+  if (code.startsWith('ERR_SSL_')) {
+    return new ServerRefusedError('tls', where, `TLS failure with ${where}: the handshake failed — is it a wss:// server? (${code})`, undefined, code);
+  }
+  return undefined;
+}
+
+/**
+ * The wait a 429 asks for, ms: its `Retry-After` (whole seconds, or an HTTP date), at most `maxMs`;
+ * `undefined` when the answer was not a 429 or named no usable (positive) wait: the backoff applies.
+ */
+export function retryAfterMs(info: CloseInfo, maxMs: number, now: number = Date.now()): number | undefined {
+  if (info.status !== 429 || info.retryAfter === undefined) return undefined;
+  const value = info.retryAfter.trim();
+  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - now;
+  if (!Number.isFinite(ms) || ms <= 0) return undefined; // no wait named: the backoff, never a tight loop
+  return Math.min(ms, maxMs);
+}

@@ -1,0 +1,50 @@
+/** Issue 10 §4 — which failed dials are retried, and what a refusal says. */
+import { describe, expect, it } from 'vitest';
+import type { CloseInfo } from '../src/connection/host-socket.js';
+import { displayUrl, refusalOf, retryAfterMs } from '../src/connection/refusal.js';
+import { TokenRefusedError } from '../src/host/errors.js';
+
+const failedDial = (extra: Partial<CloseInfo>): CloseInfo => ({ opened: false, welcomed: false, code: 1006, reason: '', ...extra });
+const withCode = (code: string): Error => Object.assign(new Error(code), { code });
+const URL_ = 'wss://user:secret@example.test:7700';
+
+describe('refusalOf', () => {
+  it('stops on 401 (token), 403 (origin), other 4xx and 3xx; retries 429, 5xx, network failures and lost connections', () => {
+    expect(refusalOf(failedDial({ status: 401 }), URL_)).toBeInstanceOf(TokenRefusedError);
+    expect(refusalOf(failedDial({ status: 403 }), URL_)?.kind).toBe('origin');
+    expect(refusalOf(failedDial({ status: 404 }), URL_)?.kind).toBe('http');
+    expect(refusalOf(failedDial({ status: 302 }), URL_)?.kind).toBe('http');
+    for (const status of [429, 500, 502, 503]) expect(refusalOf(failedDial({ status }), URL_)).toBeUndefined();
+    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'ETIMEDOUT']) expect(refusalOf(failedDial({ error: withCode(code) }), URL_)).toBeUndefined();
+    expect(refusalOf({ opened: true, welcomed: true, code: 1006, reason: '' }, URL_)).toBeUndefined();
+  });
+
+  it('names a TLS failure plainly: certificate not trusted, hostname mismatch, not a TLS server', () => {
+    const untrusted = refusalOf(failedDial({ error: withCode('DEPTH_ZERO_SELF_SIGNED_CERT') }), URL_)!;
+    expect(untrusted.kind).toBe('tls');
+    expect(untrusted.code).toBe('DEPTH_ZERO_SELF_SIGNED_CERT');
+    expect(untrusted.message).toBe(
+      'TLS failure with wss://example.test:7700: its certificate is self-signed and not trusted (give the CA with --ca) (DEPTH_ZERO_SELF_SIGNED_CERT)',
+    );
+    expect(refusalOf(failedDial({ error: withCode('ERR_TLS_CERT_ALTNAME_INVALID') }), URL_)!.message).toMatch(/not for this host name \(hostname mismatch\)/);
+    expect(refusalOf(failedDial({ error: withCode('ERR_SSL_WRONG_VERSION_NUMBER') }), URL_)!.message).toMatch(/handshake failed — is it a wss:\/\/ server\?/);
+  });
+
+  it('never puts credentials of the URL in a message', () => {
+    expect(displayUrl(URL_)).toBe('wss://example.test:7700');
+    expect(refusalOf(failedDial({ status: 401 }), URL_)!.message).not.toContain('secret');
+  });
+});
+
+describe('retryAfterMs', () => {
+  it('takes whole seconds or an HTTP date, bounded by maxMs; none, zero or junk falls back to the backoff', () => {
+    expect(retryAfterMs(failedDial({ status: 429, retryAfter: '2' }), 30_000)).toBe(2_000);
+    expect(retryAfterMs(failedDial({ status: 429, retryAfter: '3600' }), 30_000)).toBe(30_000);
+    const now = Date.parse('2026-01-01T00:00:00Z');
+    expect(retryAfterMs(failedDial({ status: 429, retryAfter: 'Thu, 01 Jan 2026 00:00:05 GMT' }), 30_000, now)).toBe(5_000);
+    expect(retryAfterMs(failedDial({ status: 429, retryAfter: '0' }), 30_000)).toBeUndefined();
+    expect(retryAfterMs(failedDial({ status: 429, retryAfter: 'soon' }), 30_000)).toBeUndefined();
+    expect(retryAfterMs(failedDial({ status: 429 }), 30_000)).toBeUndefined();
+    expect(retryAfterMs(failedDial({ status: 503, retryAfter: '1' }), 30_000)).toBeUndefined();
+  });
+});
