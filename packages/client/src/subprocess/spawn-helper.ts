@@ -22,6 +22,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
+import { withoutCredentials } from './tool-env.js';
 import { type ToolEvents, type ToolLaunch, type ToolProcess, launchLocal } from './tool-process.js';
 
 const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
@@ -193,7 +194,7 @@ let disabled = process.platform === 'win32';
 function helper(): Helper | undefined {
   if (disabled) return undefined;
   if (current !== undefined && !current.gone) return current;
-  const env = { ...process.env };
+  const env = withoutCredentials(process.env); // the helper needs no credentials; its tools get theirs per call
   delete env.NODE_OPTIONS; // a bare node: no loader, no preloads
   let child: ChildProcess;
   try {
