@@ -14,7 +14,8 @@
  * the reason on stderr, the output that had arrived) with their groups killed from here, and the
  * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
  * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
- * `reaper.ts` serves tools spawned here. Tools get this process's environment (per call) and umask;
+ * `reaper.ts` serves tools spawned here. Tools get the environment this process builds per call
+ * (`tool-env.ts`: never the host's credentials) and its umask;
  * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
  * Limit: a helper killed in the instant between a fork and its report of the pid leaves that one
  * tool running until it ends by itself.
