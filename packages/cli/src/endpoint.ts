@@ -1,8 +1,10 @@
 /**
  * Where a CLI command connects and with which token: flags, then `TOOLWIRE_SERVER` /
- * `TOOLWIRE_TOKEN`, then the local credentials file `toolwire serve` writes.
+ * `TOOLWIRE_TOKEN` (a host also `--token-file` / `TOOLWIRE_TOKEN_FILE`), then the local
+ * credentials file `toolwire serve` writes.
  */
 import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
+import { readTokenFile } from './token-file.js';
 
 /** Which half of the credentials file applies: a tool host (`.server`, `.host.token`) or a caller (`.mcp`, `.caller.token`). */
 export type Role = 'host' | 'caller';
@@ -16,13 +18,27 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value !== undefined && value.length > 0 ? value : undefined;
 }
 
+/** The flags {@link resolveEndpoint} reads; `tokenFile` (`--token-file`) is a host's only. */
+export interface EndpointFlags extends Partial<Endpoint> {
+  tokenFile?: string | undefined;
+}
+
 /**
  * Fill `server` and `token`, each independently: the flag; else `TOOLWIRE_SERVER` /
  * `TOOLWIRE_TOKEN`; else the local credentials file (read only when something is still missing).
+ * A host's token: `--token`, then `--token-file`, then `TOOLWIRE_TOKEN`, then `TOOLWIRE_TOKEN_FILE`,
+ * then the credentials file; the first one given is used (a token file is read only then).
+ *
+ * @throws TokenFileError (66 or 77) for a token file that is missing, unreadable or open to group/others
  */
-export async function resolveEndpoint(role: Role, flags: Partial<Endpoint>, env: NodeJS.ProcessEnv): Promise<Endpoint> {
+export async function resolveEndpoint(role: Role, flags: EndpointFlags, env: NodeJS.ProcessEnv): Promise<Endpoint> {
   let server = nonEmpty(flags.server) ?? nonEmpty(env.TOOLWIRE_SERVER);
-  let token = nonEmpty(flags.token) ?? nonEmpty(env.TOOLWIRE_TOKEN);
+  let token = nonEmpty(flags.token);
+  const tokenFile = nonEmpty(flags.tokenFile);
+  if (token === undefined && role === 'host' && tokenFile !== undefined) token = await readTokenFile(tokenFile, '--token-file');
+  token ??= nonEmpty(env.TOOLWIRE_TOKEN);
+  const envFile = nonEmpty(env.TOOLWIRE_TOKEN_FILE);
+  if (token === undefined && role === 'host' && envFile !== undefined) token = await readTokenFile(envFile, '$TOOLWIRE_TOKEN_FILE');
   if (server === undefined || token === undefined) {
     const creds: LocalCredentials | undefined = await readLocalCredentials(env);
     if (creds) {
@@ -42,9 +58,10 @@ export function withDefaultScheme(server: string, scheme: 'ws' | 'http'): string
   return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server) ? server : `${scheme}://${server}`;
 }
 
-/** The usage error for a missing server or token, naming every place looked at. */
-export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.ProcessEnv): string {
-  const flag = what === 'server' ? '--server' : '--token';
-  const variable = what === 'server' ? 'TOOLWIRE_SERVER' : 'TOOLWIRE_TOKEN';
+/** The usage error for a missing server or token, naming every place looked at (a host's token also has the token-file ways). */
+export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.ProcessEnv, role: Role = 'caller'): string {
+  const files = what === 'token' && role === 'host';
+  const flag = what === 'server' ? '--server' : files ? '--token or --token-file' : '--token';
+  const variable = what === 'server' ? 'TOOLWIRE_SERVER' : files ? 'TOOLWIRE_TOKEN or TOOLWIRE_TOKEN_FILE' : 'TOOLWIRE_TOKEN';
   return `toolwire: no ${what}: give ${flag}, set ${variable}, or run "toolwire serve" here to write ${credentialsPath(env)}\n`;
 }

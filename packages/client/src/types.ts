@@ -51,8 +51,13 @@ export interface CommandSpec {
   command: string[];
   /** Working directory; default: the host's `root`. Absolute, or relative to the host process's cwd. */
   cwd?: string;
-  /** Extra environment variables, added to the inherited environment. */
+  /** Extra environment variables, added to the inherited environment (after `envPassthrough`). */
   env?: Record<string, string>;
+  /**
+   * Names of host environment variables passed to the tool even when the host does not inherit its
+   * environment (`ToolHostOptions.inheritEnv: false`). The host's credentials are never passed.
+   */
+  envPassthrough?: string[];
   /** The tool's own deadline, ms; a call gets `min(call deadline, timeoutMs)`. */
   timeoutMs?: number;
 }

@@ -48,6 +48,19 @@ describe('parseManifest', () => {
     expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x'], env: {} }], base)).toThrow(/^\[0\]\.env is not a known key/);
   });
 
+  it('reads env_passthrough as a list of variable names, strictly', () => {
+    const tool = (over: Record<string, unknown>) => ({ schema: 1, tools: { t: { input_schema: schema, command: ['x'], ...over } } });
+    expect(parseManifest(tool({ env_passthrough: ['SSH_AUTH_SOCK', 'CI'] }), base)[0]!.envPassthrough).toEqual(['SSH_AUTH_SOCK', 'CI']);
+    expect(parseManifest(tool({}), base)[0]).not.toHaveProperty('envPassthrough');
+    expect(() => parseManifest(tool({ env_passthrough: 'CI' }), base)).toThrow('tools.t.env_passthrough must be an array of variable names');
+    expect(() => parseManifest(tool({ env_passthrough: ['CI', 'A-B'] }), base)).toThrow('tools.t.env_passthrough[1] is not a valid variable name');
+    expect(() => parseManifest(tool({ env_passthrough: [3] }), base)).toThrow('tools.t.env_passthrough[0] is not a valid variable name');
+    expect(() => parseManifest(tool({ env_passthru: ['CI'] }), base)).toThrow(/^tools\.t\.env_passthru is not a known key/);
+    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x'], env_passthrough: [] }], base)).toThrow(
+      /^\[0\]\.env_passthrough is not a known key/,
+    );
+  });
+
   it('gives clear errors with the key path for bad values', () => {
     const tool = (over: Record<string, unknown>) => ({ schema: 1, tools: { read_file: { description: 'd', input_schema: schema, command: ['cat'], ...over } } });
     expect(() => parseManifest(tool({ command: [] }), base)).toThrow('tools.read_file.command must be a non-empty array of strings');

@@ -23,9 +23,11 @@
  * | `NOT_FOUND` | 127 | no such tool (not advertised, or the command is missing on the host) | POSIX shell |
  * | `CANCELLED` | 130 | cancelled by stop | 128 + SIGINT |
  *
- * Two more are used only as exit statuses of the `toolwire` CLI, never in a capture:
- * `USAGE` 64 (bad flags or arguments, sysexits.h EX_USAGE) and `NO_PERM` 77 (token refused, or the
- * call was declined by the grant gate or refused by tool control, sysexits.h EX_NOPERM).
+ * Three more are used only as exit statuses of the `toolwire` CLI, never in a capture:
+ * `USAGE` 64 (bad flags or arguments, sysexits.h EX_USAGE), `NO_INPUT` 66 (a token file that is
+ * missing or unreadable, sysexits.h EX_NOINPUT) and `NO_PERM` 77 (token refused, a token file that
+ * group or others may read or write, or the call was declined by the grant gate or refused by tool
+ * control, sysexits.h EX_NOPERM).
  */
 export const ExitCode = {
   OK: 0,
@@ -39,6 +41,7 @@ export const ExitCode = {
   NOT_FOUND: 127,
   CANCELLED: 130,
   USAGE: 64,
+  NO_INPUT: 66,
   NO_PERM: 77,
 } as const;
 

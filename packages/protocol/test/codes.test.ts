@@ -15,6 +15,7 @@ describe('exit codes (DESIGN §4)', () => {
       NOT_FOUND: 127,
       CANCELLED: 130,
       USAGE: 64,
+      NO_INPUT: 66,
       NO_PERM: 77,
     });
     expect(SIGNAL_EXIT_BASE).toBe(128);

@@ -19,6 +19,7 @@ import {
 } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
+import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 import { reloadOnHangup, runnableTools } from './host-reload.js';
 
@@ -35,7 +36,14 @@ options:
   --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
   --server URL     server WebSocket URL, e.g. ws://127.0.0.1:7700 (ws:// is assumed
                    without a scheme; default: $TOOLWIRE_SERVER, then the local credentials file)
-  --token T        host token (default: $TOOLWIRE_TOKEN, then the local credentials file)
+  --token T        host token; visible to ps, prefer --token-file
+  --token-file F   read the host token from file F (one line; mode 0600: not readable or
+                   writable by group or others)
+                   token, first given: --token, --token-file, $TOOLWIRE_TOKEN,
+                   $TOOLWIRE_TOKEN_FILE, then the local credentials file
+  --env MODE       tools' environment: inherit (default: the host's environment minus its
+                   credentials) or passthrough (only PATH, HOME, LANG, TERM, USER, SHELL,
+                   TMPDIR, the tool's env_passthrough and env)
   --name N         host name; honoured only by a server in loopback dev mode
   --root DIR       working directory of tools without a cwd (default: the current directory)
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
@@ -43,7 +51,9 @@ options:
   -h, --help       show this help
 
 Logs go to stderr as JSON lines (pino).
+Tools never see TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE, or any variable holding the token.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
+66 missing or unreadable token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
 not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401).
@@ -62,12 +72,23 @@ const flags = {
   manifest: { type: 'string' },
   server: { type: 'string' },
   token: { type: 'string' },
+  'token-file': { type: 'string' },
+  env: { type: 'string' },
   name: { type: 'string' },
   root: { type: 'string' },
   ca: { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** `env` without `TOOLWIRE_TOKEN`, `TOOLWIRE_TOKEN_FILE` and any variable whose value is `token`. */
+function withoutCredentials(env: NodeJS.ProcessEnv, token: string | undefined): NodeJS.ProcessEnv {
+  const copy: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (key !== 'TOOLWIRE_TOKEN' && key !== 'TOOLWIRE_TOKEN_FILE' && (token === undefined || value !== token)) copy[key] = value;
+  }
+  return copy;
+}
 
 /**
  * `toolwire host …`. Returns the exit status: 0 after SIGINT/SIGTERM (every tool process killed,
@@ -80,7 +101,18 @@ const flags = {
  * attempt.
  */
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
-  let values: { manifest?: string; server?: string; token?: string; name?: string; root?: string; ca?: string; 'log-level'?: string; help?: boolean };
+  let values: {
+    manifest?: string;
+    server?: string;
+    token?: string;
+    'token-file'?: string;
+    env?: string;
+    name?: string;
+    root?: string;
+    ca?: string;
+    'log-level'?: string;
+    help?: boolean;
+  };
   const usageError = async (problem: string): Promise<number> => {
     await write(io.stderr, misuse('host', problem, hostUsage));
     return ExitCode.USAGE;
@@ -100,19 +132,30 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
     return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   }
-  const { server, token } = await resolveEndpoint('host', values, io.env);
+  const envMode = values.env ?? 'inherit';
+  if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
+  let server: string | undefined;
+  let token: string | undefined;
+  try {
+    ({ server, token } = await resolveEndpoint('host', { server: values.server, token: values.token, tokenFile: values['token-file'] }, io.env));
+  } catch (error) {
+    if (!(error instanceof TokenFileError)) throw error;
+    await write(io.stderr, `toolwire host: ${error.message}\n`);
+    return error.exitCode;
+  }
   if (server === undefined) {
     await write(io.stderr, missingEndpointMessage('server', io.env));
     return ExitCode.USAGE;
   }
   if (token === undefined && values.name === undefined) {
-    await write(io.stderr, missingEndpointMessage('token', io.env));
+    await write(io.stderr, missingEndpointMessage('token', io.env, 'host'));
     return ExitCode.USAGE;
   }
   let tools: CommandToolSpec[];
   let ca: Buffer | undefined;
   try {
-    tools = await loadManifest(values.manifest, io.env);
+    // `${TOOLWIRE_TOKEN}` in a manifest expands as unset: a tool's argv or env never carries the host's credentials.
+    tools = await loadManifest(values.manifest, withoutCredentials(io.env, token));
     if (values.ca !== undefined) ca = await readFile(values.ca);
   } catch (error) {
     const manifest = error instanceof ManifestError;
@@ -130,6 +173,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       ...(values.name !== undefined ? { name: values.name } : {}),
       root,
       ...(ca !== undefined ? { ca } : {}),
+      inheritEnv: envMode === 'inherit',
       logger,
     });
     for (const tool of tools) host.command(tool.name, tool);
@@ -141,7 +185,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
   const stop = waitForSignal(io.signals);
-  const stopReloading = reloadOnHangup(io.signals, host, { manifest: values.manifest, env: io.env, root }, logger);
+  const stopReloading = reloadOnHangup(io.signals, host, { manifest: values.manifest, env: withoutCredentials(io.env, token), root }, logger);
   // Replaced (close 4000) or refused for good (HTTP 401, 403, another 4xx, TLS): the ToolHost stops
   // reconnecting (and logs why at level error); so does the command.
   const stopped = new Promise<{ error: HostReplacedError | ServerRefusedError }>((resolve) => host.once('stopped', (error) => resolve({ error })));

@@ -5,6 +5,7 @@
  */
 import { type CallMessage, type CancelMessage, type Capture, failureCapture } from '@toolwire/protocol';
 import { runCommandTool } from '../subprocess/run-command.js';
+import type { EnvPolicy } from '../subprocess/tool-env.js';
 import type { CommandSpec, Logger, ToolContext, ToolHandler } from '../types.js';
 import { CallAbort, type CallAborted, cancelAbort, deadlineAbort } from './abort.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
@@ -22,6 +23,8 @@ export interface CallSettings {
   maxCaptureBytes: number;
   /** Spawn subprocess tools from the spawn helper (`RunCommandOptions.spawnHelper`). */
   spawnHelper: boolean;
+  /** How subprocess tools' environments are built (`RunCommandOptions.env`). */
+  env: EnvPolicy;
   logger: Logger;
 }
 
@@ -180,12 +183,12 @@ export class CallSession {
 
   /** `pending`: what a handler tool's handler returned (a thenable; see `startHandler`). */
   async #run(tool: RunnableTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
-    const { cancelGraceMs, drainMs, root, spawnHelper } = this.#settings;
+    const { cancelGraceMs, drainMs, root, spawnHelper, env } = this.#settings;
     let capture: Capture;
     try {
       capture =
         tool.kind === 'command'
-          ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes, spawnHelper })
+          ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes, spawnHelper, env })
           : capCapture(await awaitHandler(pending, cancelGraceMs + drainMs, abort), this.#capBytes);
     } catch (error) {
       capture = hostFailed(error);

@@ -5,6 +5,7 @@
 import { Defaults } from '@toolwire/protocol';
 import { pino } from 'pino';
 import type { BackoffOptions } from '../connection/backoff.js';
+import { CREDENTIAL_VARS, type EnvPolicy } from '../subprocess/tool-env.js';
 import type { Logger } from '../types.js';
 
 /** Options of `ToolHost`. Times in ms, sizes in bytes. */
@@ -47,6 +48,18 @@ export interface ToolHostOptions {
   logger?: Logger;
   /** Trusted CA certificate(s), PEM, for a `wss://` server with a private CA. */
   ca?: string | Buffer;
+  /**
+   * Whether subprocess tools inherit the host's environment. `true` (default): all of it, minus the
+   * host's credentials; `false`: only `PATH`, `HOME`, `LANG`, `TERM`, `USER`, `SHELL`, `TMPDIR` and
+   * the tool's `envPassthrough`. Either way the tool's `env` and the `TOOLWIRE_*` call facts are added.
+   */
+  inheritEnv?: boolean;
+  /**
+   * More variable names to remove from every tool's environment (e.g. where the token came from).
+   * `TOOLWIRE_TOKEN` and `TOOLWIRE_TOKEN_FILE` are always removed, and so is any variable whose value
+   * is `token`. Names, not values: a token never needs to be listed here.
+   */
+  scrubEnv?: readonly string[];
 }
 
 /** Options with every default filled in. */
@@ -64,6 +77,7 @@ export interface ResolvedHostOptions {
   reconnect: BackoffOptions | false;
   logger: Logger;
   ca: string | Buffer | undefined;
+  env: EnvPolicy;
 }
 
 function integer(name: string, value: number | undefined, fallback: number, min: number): number {
@@ -75,6 +89,12 @@ function integer(name: string, value: number | undefined, fallback: number, min:
 function boolean(name: string, value: boolean | undefined, fallback: boolean): boolean {
   if (value !== undefined && typeof value !== 'boolean') throw new TypeError(`ToolHostOptions.${name} must be a boolean, got ${typeof value}`);
   return value ?? fallback;
+}
+
+function scrubNames(value: readonly string[] | undefined): readonly string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((n) => typeof n === 'string')) throw new TypeError('ToolHostOptions.scrubEnv must be an array of variable names');
+  return value;
 }
 
 function resolveReconnect(value: ToolHostOptions['reconnect']): BackoffOptions | false {
@@ -116,5 +136,10 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
     reconnect: resolveReconnect(options.reconnect),
     logger: options.logger ?? pino({ level: 'warn' }, pino.destination({ dest: 2, sync: true })),
     ca: options.ca,
+    env: {
+      inherit: boolean('inheritEnv', options.inheritEnv, true),
+      scrub: new Set([...CREDENTIAL_VARS, ...scrubNames(options.scrubEnv)]),
+      secret: options.token,
+    },
   };
 }

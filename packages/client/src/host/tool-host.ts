@@ -193,6 +193,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         drainMs: o.drainMs,
         maxCaptureBytes: o.maxCaptureBytes,
         spawnHelper: o.spawnHelper,
+        env: o.env,
         logger: o.logger,
       },
     );

@@ -24,13 +24,16 @@ function checkFace(name: string, spec: InProcessToolSpec): void {
 }
 
 function checkCommand(name: string, spec: CommandSpec): void {
-  const { command, cwd, env, timeoutMs } = spec;
+  const { command, cwd, env, envPassthrough, timeoutMs } = spec;
   if (!Array.isArray(command) || command.length === 0 || !command.every((a) => typeof a === 'string') || command[0] === '') {
     throw new TypeError(`tool ${name}: command must be a non-empty array of strings`);
   }
   if (cwd !== undefined && (typeof cwd !== 'string' || cwd.length === 0)) throw new TypeError(`tool ${name}: cwd must be a non-empty string`);
   if (env !== undefined && (!isPlainObject(env) || !Object.values(env).every((v) => typeof v === 'string'))) {
     throw new TypeError(`tool ${name}: env must be an object of strings`);
+  }
+  if (envPassthrough !== undefined && (!Array.isArray(envPassthrough) || !envPassthrough.every((n) => typeof n === 'string'))) {
+    throw new TypeError(`tool ${name}: envPassthrough must be an array of variable names`);
   }
   if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs <= 0)) {
     throw new RangeError(`tool ${name}: timeoutMs must be a positive integer (ms), got ${timeoutMs}`);
@@ -145,6 +148,7 @@ function commandEntry(name: string, spec: CommandSpec): Entry {
   if (spec.description !== undefined) command.description = spec.description;
   if (spec.cwd !== undefined) command.cwd = spec.cwd;
   if (spec.env !== undefined) command.env = { ...spec.env };
+  if (spec.envPassthrough !== undefined) command.envPassthrough = [...spec.envPassthrough];
   if (spec.timeoutMs !== undefined) command.timeoutMs = spec.timeoutMs;
   return { spec: advertised(name, spec), run: { kind: 'command', name, command } };
 }

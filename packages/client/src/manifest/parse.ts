@@ -19,7 +19,7 @@ export interface ParseManifestOptions {
 type Json = Record<string, unknown>;
 
 const BASIS_TOP = ['schema', 'tools'];
-const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'timeout_ms'];
+const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms'];
 const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -44,13 +44,13 @@ function rejectUnknownKeys(value: Json, allowed: readonly string[], path: string
  *
  * Accepted shapes:
  * - basis: `{"schema": 1, "tools": {"<name>": {"description"?, "input_schema", "command": [argv],
- *   "cwd"?, "env"?, "timeout_ms"?}}}`
+ *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?}}}`
  * - yog list: `[{"name", "description"?, "input_schema", "command": [argv], "cwd"?}]`
  *
  * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`
  * (omitted: `{"type": "object"}`, a tool that takes no input);
  * `command` a non-empty array of strings with a non-empty first element; `env` an object of string
- * values; `timeout_ms` a positive integer (ms). Unknown keys are rejected. `${VAR}` and
+ * values; `env_passthrough` an array of variable names (`[A-Za-z_][A-Za-z0-9_]*`); `timeout_ms` a positive integer (ms). Unknown keys are rejected. `${VAR}` and
  * `${VAR:-default}` are expanded in each argv element, `cwd` and each `env` value; a relative `cwd`
  * is resolved against `baseDir`.
  *
@@ -108,6 +108,7 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
     spec.cwd = isAbsolute(cwd) ? cwd : resolve(baseDir, cwd);
   }
   if (entry.env !== undefined) spec.env = parseEnv(entry.env, join(path, 'env'), env);
+  if (entry.env_passthrough !== undefined) spec.envPassthrough = parseNames(entry.env_passthrough, join(path, 'env_passthrough'));
   if (entry.timeout_ms !== undefined) {
     const t = entry.timeout_ms;
     if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ManifestError(join(path, 'timeout_ms'), 'must be a positive integer (ms)');
@@ -139,4 +140,12 @@ function parseEnv(value: unknown, path: string, env: NodeJS.ProcessEnv): Record<
     return [key, expandVars(v, env, join(path, key))];
   });
   return Object.fromEntries(entries); // own properties only, even for a key like `__proto__`
+}
+
+function parseNames(value: unknown, path: string): string[] {
+  if (!Array.isArray(value)) throw new ManifestError(path, 'must be an array of variable names');
+  return value.map((name, i) => {
+    if (typeof name !== 'string' || !ENV_NAME.test(name)) throw new ManifestError(`${path}[${i}]`, 'is not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)');
+    return name;
+  });
 }

@@ -13,6 +13,7 @@ import { headTailSplit } from '../calls/capture-cap.js';
 import type { CommandSpec, ToolContext } from '../types.js';
 import { signalCapture, spawnFailureCapture } from './process-group.js';
 import { launchTool } from './spawn-helper.js';
+import { type EnvPolicy, toolEnv } from './tool-env.js';
 import type { ToolEvents, ToolLaunch, ToolProcess } from './tool-process.js';
 
 /** Options of {@link runCommandTool}. Times in ms, sizes in bytes. */
@@ -31,30 +32,8 @@ export interface RunCommandOptions {
    * Default true; false, or a helper that cannot start, spawns here. The capture is the same.
    */
   spawnHelper?: boolean;
-}
-
-/** The environment of a tool process: inherited + the tool's `env` + the `TOOLWIRE_*` call facts. */
-export function toolEnv(spec: CommandSpec, ctx: ToolContext, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  copyEnv(env, base);
-  if (spec.env !== undefined) copyEnv(env, spec.env);
-  env.TOOLWIRE_CALL_ID = ctx.id;
-  env.TOOLWIRE_AGENT = ctx.agent;
-  env.TOOLWIRE_WORKSPACE = ctx.workspace;
-  env.TOOLWIRE_DEADLINE_MS = String(ctx.deadlineMs);
-  return env;
-}
-
-/**
- * Copy `source`'s own keys into `env` as data properties (what a spread does), key by key: a spread
- * of `process.env` takes V8's generic path through the environment's interceptors, which is slower
- * than this loop (bench/README.md item 20).
- */
-function copyEnv(env: NodeJS.ProcessEnv, source: Readonly<Record<string, string | undefined>>): void {
-  for (const key of Object.keys(source)) {
-    if (key === '__proto__') Object.defineProperty(env, key, { value: source[key], enumerable: true, writable: true, configurable: true });
-    else env[key] = source[key];
-  }
+  /** How the tool's environment is built (`tool-env.ts`). Default: inherit, minus `TOOLWIRE_TOKEN` and `TOOLWIRE_TOKEN_FILE`. */
+  env?: EnvPolicy;
 }
 
 async function isDirectory(path: string): Promise<boolean> {
@@ -97,7 +76,7 @@ export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: Too
   } catch (error) {
     return failureCapture('invalid_input', `input cannot be encoded as JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx), input: text };
+  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx, options.env), input: text };
   return supervise(launch, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,

@@ -14,7 +14,8 @@
  * the reason on stderr, the output that had arrived) with their groups killed from here, and the
  * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
  * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
- * `reaper.ts` serves tools spawned here. Tools get this process's environment (per call) and umask;
+ * `reaper.ts` serves tools spawned here. Tools get the environment this process builds per call
+ * (`tool-env.ts`: never the host's credentials) and its umask;
  * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
  * Limit: a helper killed in the instant between a fork and its report of the pid leaves that one
  * tool running until it ends by itself.
@@ -22,6 +23,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
+import { withoutCredentials } from './tool-env.js';
 import { type ToolEvents, type ToolLaunch, type ToolProcess, launchLocal } from './tool-process.js';
 
 const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
@@ -193,7 +195,7 @@ let disabled = process.platform === 'win32';
 function helper(): Helper | undefined {
   if (disabled) return undefined;
   if (current !== undefined && !current.gone) return current;
-  const env = { ...process.env };
+  const env = withoutCredentials(process.env); // the helper needs no credentials; its tools get theirs per call
   delete env.NODE_OPTIONS; // a bare node: no loader, no preloads
   let child: ChildProcess;
   try {

@@ -1,0 +1,58 @@
+/**
+ * Read a host token from a file (`toolwire host --token-file FILE`, `$TOOLWIRE_TOKEN_FILE`), so the
+ * token never has to be on a command line (`ps`) or in the environment.
+ */
+import { open } from 'node:fs/promises';
+import { ExitCode } from '@toolwire/protocol';
+
+/** Longest token file read, bytes; a token is a short line. */
+export const MAX_TOKEN_FILE_BYTES = 64 * 1024;
+
+const REASONS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
+
+/** A token file that cannot be used; `exitCode` is 66 (`NO_INPUT`) or 77 (`NO_PERM`). The message never holds the token. */
+export class TokenFileError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+    this.name = 'TokenFileError';
+  }
+}
+
+/**
+ * The token in `path`: its text without one trailing newline (`\n` or `\r\n`).
+ *
+ * @param from how the file was named, for messages: `--token-file` or `$TOOLWIRE_TOKEN_FILE`
+ * @throws TokenFileError 77 (`NO_PERM`) when group or others may read or write the file (mode & 0o077;
+ *   the fix is `chmod 600 FILE`); 66 (`NO_INPUT`) when it is missing, unreadable, not a regular
+ *   file, over {@link MAX_TOKEN_FILE_BYTES}, or empty.
+ */
+export async function readTokenFile(path: string, from: string): Promise<string> {
+  const name = `${from} ${path}`;
+  let text: string;
+  try {
+    const file = await open(path, 'r');
+    try {
+      const st = await file.stat();
+      if (!st.isFile()) throw new TokenFileError(`token file ${name} is not a regular file`, ExitCode.NO_INPUT);
+      const mode = st.mode & 0o777;
+      if ((mode & 0o077) !== 0) {
+        const octal = mode.toString(8).padStart(4, '0');
+        throw new TokenFileError(`token file ${name} has mode ${octal}: group or others may read or write it; run: chmod 600 ${path}`, ExitCode.NO_PERM);
+      }
+      if (st.size > MAX_TOKEN_FILE_BYTES) throw new TokenFileError(`token file ${name} is over ${MAX_TOKEN_FILE_BYTES} bytes`, ExitCode.NO_INPUT);
+      text = await file.readFile('utf8');
+    } finally {
+      await file.close();
+    }
+  } catch (error) {
+    if (error instanceof TokenFileError) throw error;
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new TokenFileError(`cannot read token file ${name}: ${REASONS[code] ?? code}`, ExitCode.NO_INPUT);
+  }
+  const token = text.replace(/\r?\n$/, '');
+  if (token.length === 0) throw new TokenFileError(`token file ${name} is empty`, ExitCode.NO_INPUT);
+  return token;
+}

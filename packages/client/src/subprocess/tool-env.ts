@@ -1,0 +1,76 @@
+/**
+ * The environment of a tool process (DESIGN §7 "Tool environment"): the host's environment (all of
+ * it, or only a minimal base plus the tool's `envPassthrough`), then the tool's `env`, then the
+ * `TOOLWIRE_*` call facts — never the host's own credentials.
+ */
+import type { CommandSpec, ToolContext } from '../types.js';
+
+/** Variables that carry a host's credentials; removed from every tool's environment. */
+export const CREDENTIAL_VARS: readonly string[] = ['TOOLWIRE_TOKEN', 'TOOLWIRE_TOKEN_FILE'];
+
+/** What a tool gets from the host environment with `inheritEnv: false` (besides its `envPassthrough`). */
+export const BASE_ENV_VARS: readonly string[] = ['PATH', 'HOME', 'LANG', 'TERM', 'USER', 'SHELL', 'TMPDIR'];
+
+/** How a host builds its tools' environments. */
+export interface EnvPolicy {
+  /** `true`: the whole host environment; `false`: only {@link BASE_ENV_VARS} and the tool's `envPassthrough`. */
+  inherit: boolean;
+  /** Variable names never passed to a tool: {@link CREDENTIAL_VARS} plus the host's `scrubEnv`. */
+  scrub: ReadonlySet<string>;
+  /** The host's token: any variable whose value is this token (or it with one trailing newline) is removed too. */
+  secret: string | undefined;
+}
+
+/** The policy when nothing is configured: inherit, minus {@link CREDENTIAL_VARS}. */
+export const DEFAULT_ENV_POLICY: EnvPolicy = { inherit: true, scrub: new Set(CREDENTIAL_VARS), secret: undefined };
+
+/**
+ * The environment of one tool process: the host's (`base`, by `policy.inherit`) + the tool's
+ * `envPassthrough` + the tool's `env` + `TOOLWIRE_CALL_ID`, `TOOLWIRE_AGENT`, `TOOLWIRE_WORKSPACE`,
+ * `TOOLWIRE_DEADLINE_MS`. Then every name in `policy.scrub` and every variable whose value is the
+ * host's token is removed, whichever layer set it (a manifest `env` of `${TOOLWIRE_TOKEN}` included).
+ */
+export function toolEnv(spec: CommandSpec, ctx: ToolContext, policy: EnvPolicy = DEFAULT_ENV_POLICY, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  if (policy.inherit) copyEnv(env, base);
+  else for (const name of BASE_ENV_VARS) copyOne(env, base, name);
+  if (spec.envPassthrough !== undefined) for (const name of spec.envPassthrough) copyOne(env, base, name);
+  if (spec.env !== undefined) copyEnv(env, spec.env);
+  const secret = policy.secret;
+  for (const key of Object.keys(env)) {
+    const value = env[key];
+    if (policy.scrub.has(key) || (secret !== undefined && value !== undefined && (value === secret || value.replace(/\r?\n$/, '') === secret))) {
+      delete env[key];
+    }
+  }
+  env.TOOLWIRE_CALL_ID = ctx.id;
+  env.TOOLWIRE_AGENT = ctx.agent;
+  env.TOOLWIRE_WORKSPACE = ctx.workspace;
+  env.TOOLWIRE_DEADLINE_MS = String(ctx.deadlineMs);
+  return env;
+}
+
+/** `env` without {@link CREDENTIAL_VARS}: what a process the host starts for itself (the spawn helper) gets. */
+export function withoutCredentials(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const copy: NodeJS.ProcessEnv = {};
+  copyEnv(copy, env);
+  for (const name of CREDENTIAL_VARS) delete copy[name];
+  return copy;
+}
+
+function copyOne(env: NodeJS.ProcessEnv, source: NodeJS.ProcessEnv, name: string): void {
+  const value = source[name];
+  if (value !== undefined) env[name] = value;
+}
+
+/**
+ * Copy `source`'s own keys into `env` as data properties (what a spread does), key by key: a spread
+ * of `process.env` takes V8's generic path through the environment's interceptors, which is slower
+ * than this loop (bench/README.md item 20).
+ */
+function copyEnv(env: NodeJS.ProcessEnv, source: Readonly<Record<string, string | undefined>>): void {
+  for (const key of Object.keys(source)) {
+    if (key === '__proto__') Object.defineProperty(env, key, { value: source[key], enumerable: true, writable: true, configurable: true });
+    else env[key] = source[key];
+  }
+}
