@@ -199,6 +199,7 @@ describe('public API: the names each package root exports', () => {
       'readLocalCredentials',
       'run',
       'serveCommand',
+      'tokenCommand',
       'toolsCommand',
       'toolwireHome',
     ]);
@@ -209,6 +210,7 @@ describe('public API: the names each package root exports', () => {
       'LocalCredentials',
       'ServeIo',
       'SignalSource',
+      'TokenIo',
       'VERSION',
       'callCommand',
       'credentialsPath',
@@ -217,6 +219,7 @@ describe('public API: the names each package root exports', () => {
       'readLocalCredentials',
       'run',
       'serveCommand',
+      'tokenCommand',
       'toolsCommand',
       'toolwireHome',
     ]);

@@ -15,6 +15,8 @@ describe('exit codes (DESIGN §4)', () => {
       NOT_FOUND: 127,
       CANCELLED: 130,
       USAGE: 64,
+      NO_USER: 67,
+      CANT_CREATE: 73,
       NO_PERM: 77,
     });
     expect(SIGNAL_EXIT_BASE).toBe(128);
