@@ -38,7 +38,7 @@ function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 15_000):
 async function serve(home: string, extra: string[] = []): Promise<{ serve: ChildProcess; url: string; banner: string }> {
   const child = spawnTs([cliPath, 'serve', '--listen', '127.0.0.1:0', ...extra], { TOOLWIRE_HOME: home });
   const [banner, url] = await waitForText(child.stdout!, /tool hosts connect to\s+(ws:\/\/127\.0\.0\.1:\d+)[\s\S]*credentials written/);
-  return { serve: child, url: url!, banner: banner! };
+  return { serve: child, url: url!, banner };
 }
 
 async function stopServe(child: ChildProcess): Promise<void> {
@@ -120,7 +120,7 @@ describe('the state folder', () => {
 
   it('token add host, then a toolwire host with that token connects; token revoke closes its session 1008 within 1 s', async () => {
     const home = await tempDir();
-    const { serve: server, url } = await serve(home);
+    const { url } = await serve(home);
     const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
     expect(added.code).toBe(0);
     expect(added.stdout).toContain(`toolwire host --server ${url} --token-file ~/.toolwire/host-token --manifest tools.json`);
