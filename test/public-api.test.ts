@@ -216,6 +216,7 @@ describe('public API: the names each package root exports', () => {
       'readLocalCredentials',
       'run',
       'serveCommand',
+      'tokenCommand',
       'toolsCommand',
       'toolwireHome',
     ]);
@@ -226,6 +227,7 @@ describe('public API: the names each package root exports', () => {
       'LocalCredentials',
       'ServeIo',
       'SignalSource',
+      'TokenIo',
       'VERSION',
       'callCommand',
       'credentialsPath',
@@ -234,6 +236,7 @@ describe('public API: the names each package root exports', () => {
       'readLocalCredentials',
       'run',
       'serveCommand',
+      'tokenCommand',
       'toolsCommand',
       'toolwireHome',
     ]);

@@ -14,12 +14,13 @@ commands:
   host    run a tool host that advertises a manifest's tools
   tools   list the tools the server offers
   call    call one tool and exit with its exit code
+  token   add, list and revoke host and caller tokens (the state folder)
 
 Run "toolwire <command> --help" for the options of one command.
 `;
 
 /** The commands, then the other words `run` takes as its first argument. */
-const COMMANDS = ['serve', 'host', 'tools', 'call'] as const;
+const COMMANDS = ['serve', 'host', 'tools', 'call', 'token'] as const;
 const WORDS = [...COMMANDS, 'help', 'version'];
 
 /**
@@ -37,6 +38,8 @@ export async function run(argv: string[]): Promise<number> {
       return (await import('./commands/tools.js')).toolsCommand(rest);
     case 'call':
       return (await import('./commands/call.js')).callCommand(rest);
+    case 'token':
+      return (await import('./commands/token.js')).tokenCommand(rest);
     case '-V':
     case '--version':
     case 'version':

@@ -23,11 +23,13 @@
  * | `NOT_FOUND` | 127 | no such tool (not advertised, or the command is missing on the host) | POSIX shell |
  * | `CANCELLED` | 130 | cancelled by stop | 128 + SIGINT |
  *
- * Three more are used only as exit statuses of the `toolwire` CLI, never in a capture:
+ * Five more are used only as exit statuses of the `toolwire` CLI, never in a capture:
  * `USAGE` 64 (bad flags or arguments, sysexits.h EX_USAGE), `NO_INPUT` 66 (a token file that is
- * missing or unreadable, sysexits.h EX_NOINPUT) and `NO_PERM` 77 (token refused, a token file that
- * group or others may read or write, or the call was declined by the grant gate or refused by tool
- * control, sysexits.h EX_NOPERM).
+ * missing or unreadable, sysexits.h EX_NOINPUT), `NO_USER` 67 (`toolwire token revoke` of a name the
+ * state folder does not hold, sysexits.h EX_NOUSER), `CANT_CREATE` 73 (the state folder is not a
+ * folder or cannot be created or written, sysexits.h EX_CANTCREAT) and `NO_PERM` 77 (token refused,
+ * a token file that group or others may read or write, the call was declined by the grant gate or
+ * refused by tool control, or the state folder is not accessible, sysexits.h EX_NOPERM).
  */
 export const ExitCode = {
   OK: 0,
@@ -42,6 +44,8 @@ export const ExitCode = {
   CANCELLED: 130,
   USAGE: 64,
   NO_INPUT: 66,
+  NO_USER: 67,
+  CANT_CREATE: 73,
   NO_PERM: 77,
 } as const;
 

@@ -16,6 +16,8 @@ describe('exit codes (DESIGN §4)', () => {
       CANCELLED: 130,
       USAGE: 64,
       NO_INPUT: 66,
+      NO_USER: 67,
+      CANT_CREATE: 73,
       NO_PERM: 77,
     });
     expect(SIGNAL_EXIT_BASE).toBe(128);

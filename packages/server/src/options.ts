@@ -17,18 +17,18 @@ import { sequentialCallId } from './session/pending-calls.js';
 /** The logging surface toolwire uses (a pino logger fits). */
 export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
 
-/** A host identity: connections presenting `token` are host `name` (`[A-Za-z0-9-]`, single `_` allowed, no `__`). */
-export interface HostCredential {
-  name: string;
-  token: string;
-}
+/**
+ * A credential's secret: the token itself, or only its SHA-256 digest (64 lowercase hex digits,
+ * `sha256(token)` of its UTF-8 bytes) for a caller that must not hold the token in memory or at rest
+ * (the `toolwire` state folder keeps digests only). Exactly one of the two.
+ */
+export type CredentialSecret = { token: string; tokenDigest?: never } | { tokenDigest: string; token?: never };
+
+/** A host identity: connections presenting the token are host `name` (`[A-Za-z0-9-]`, single `_` allowed, no `__`). */
+export type HostCredential = { name: string } & CredentialSecret;
 
 /** A caller identity for the MCP door: `name` becomes the agent id; `grant` lists callable tool names (default `["*"]`). */
-export interface CallerCredential {
-  name: string;
-  token: string;
-  grant?: readonly string[];
-}
+export type CallerCredential = { name: string; grant?: readonly string[] } & CredentialSecret;
 
 /** How tool names from different hosts are exposed (DESIGN §2). */
 export type Naming = 'qualified' | 'bare';

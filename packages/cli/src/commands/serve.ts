@@ -5,11 +5,16 @@
  * toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL] [--help]
  * ```
  * - `--listen` — address to bind, default `127.0.0.1:7700` (or the config's `listen`);
- * - `--config` — JSON config file (see `config.ts`); without it the **embedded default** runs: one
- *   host `local` and one caller `cli`, each with a fresh token (`crypto.randomBytes(24)`,
- *   base64url), printed on stdout and written to the local credentials file
- *   (`$TOOLWIRE_HOME/credentials.json`, default `~/.toolwire/credentials.json`, mode 0600). With a
- *   config the file is written only when the config says `"writeCredentials": true`;
+ * - `--config` — JSON config file (see `config.ts`); without it the **embedded default** runs on
+ *   the state folder (`../state.ts`): every credential `toolwire token` made, plus one host `local`
+ *   and one caller `cli` made on the first start (`crypto.randomBytes(24)`, base64url) and reused
+ *   after; their tokens are printed on stdout and written to the local credentials file
+ *   (`<state folder>/credentials.json`, mode 0600). With a config the file is written only when the
+ *   config says `"writeCredentials": true`;
+ * - `--state-dir` — the state folder, default `$TOOLWIRE_HOME`, else `~/.toolwire` (created 0700).
+ *   With `--config` the state folder is used only when `--state-dir` is given; the config's
+ *   credentials then win over stored ones of the same name. Changes to its `tokens.json` (by
+ *   `toolwire token`) apply to the running server within 1 s (see `serve-state.ts`);
  * - `--tls-cert`, `--tls-key` — PEM certificate (chain) and private key: serve `wss://` and
  *   `https://…/mcp` (both flags or neither; they win over the config's `tlsCert`/`tlsKey`);
  * - `--log-level` — pino level on stderr: fatal, error, warn, info (default), debug, trace, silent.
@@ -22,14 +27,16 @@
  * without TLS prints a warning on stderr: tokens and tool output then travel in the clear. Exit
  * status: 0 after a clean shutdown (and for `--help`); 64 (EX_USAGE) for bad flags, a bad
  * `--listen`, or a bad config file or credential; 69 (EX_UNAVAILABLE) when the address cannot be
- * bound (`port in use, try --listen HOST:PORT` for EADDRINUSE).
+ * bound (`port in use, try --listen HOST:PORT` for EADDRINUSE); 65, 73 or 77 when the state folder
+ * cannot be used (a bad `tokens.json`; not a folder or not writable; permission denied).
  */
-import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
-import { writeLocalCredentials } from '../credentials.js';
+import { toolwireHome, writeLocalCredentials } from '../credentials.js';
+import { type StateFile, StateError, readState, serverCredentials } from '../state.js';
+import { embeddedCredentials, mergeCredentials, recordLastSeen, watchState } from './serve-state.js';
 import { pino } from 'pino';
 import { type CallerCredential, type HostCredential, type ListenInfo, type ServerTls, ToolwireServer } from '@toolwire/server';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
@@ -38,17 +45,21 @@ import { argvProblem, misuse } from '../usage.js';
 export const serveUsage = `usage: toolwire serve [options]
 
   --listen HOST:PORT   address to bind (default ${DEFAULT_LISTEN}; [::1]:PORT for IPv6)
-  --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded,
-                       fresh tokens written to the local credentials file); SIGHUP reloads
-                       its hosts and callers
+  --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded:
+                       the state folder's credentials, with a host "local" and a caller
+                       "cli" made on first start); SIGHUP reloads its hosts and callers
+  --state-dir DIR      state folder: lasting credentials, kept as digests (default
+                       $TOOLWIRE_HOME, else ~/.toolwire); with --config only when given
   --tls-cert FILE      PEM certificate (chain): serve wss:// and https:// (needs --tls-key)
   --tls-key FILE       PEM private key of --tls-cert
   --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
   -h, --help           show this help
 
 Without --config, SIGHUP is ignored (nothing to reload).
+Changes made by "toolwire token" apply to the running server within 1 s.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or a bad config file or credential,
-69 the address cannot be bound (e.g. the port is in use).
+65 a bad tokens.json, 69 the address cannot be bound (e.g. the port is in use),
+73 the state folder is not a folder or cannot be written, 77 permission denied.
 `;
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -56,6 +67,7 @@ const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'sil
 const flags = {
   listen: { type: 'string' },
   config: { type: 'string' },
+  'state-dir': { type: 'string' },
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   'log-level': { type: 'string', default: 'info' },
@@ -81,10 +93,7 @@ export interface ServeIo {
   signal?: AbortSignal;
 }
 
-/** Generate a bearer token: 24 random bytes, base64url (32 characters). */
-export function generateToken(): string {
-  return randomBytes(24).toString('base64url');
-}
+export { generateToken } from './serve-state.js';
 
 /** A host-reachable form of a bound address: a wildcard bind is reached through loopback. */
 function reachable(info: ListenInfo): { server: string; mcp: string } {
@@ -107,12 +116,14 @@ function ignoreHangup(logger: pino.Logger): () => void {
  * On SIGHUP, reload `configPath` and apply its credentials to `server`. Returns a function that
  * removes the listener. A reload in progress makes later SIGHUPs wait their turn (never two at once).
  */
-function watchReload(configPath: string, server: ToolwireServer, logger: pino.Logger, env: NodeJS.ProcessEnv | undefined): () => void {
+function watchReload(configPath: string, server: ToolwireServer, logger: pino.Logger, env: NodeJS.ProcessEnv | undefined, state: StateLink | undefined): () => void {
   let chain = Promise.resolve();
   const reload = async (): Promise<void> => {
     try {
       const config = await loadConfig(configPath, env);
-      const { closedHosts, closedCallers } = await server.updateCredentials(config.hosts, config.callers);
+      const merged = state === undefined ? config : mergeCredentials(config, serverCredentials(await readState(state.dir)));
+      const { closedHosts, closedCallers } = await server.updateCredentials(merged.hosts, merged.callers);
+      if (state) state.config = config;
       logger.info({ config: configPath, hosts: config.hosts.length, callers: config.callers.length, closedHosts, closedCallers }, 'config reloaded');
     } catch (error) {
       logger.error(
@@ -126,6 +137,27 @@ function watchReload(configPath: string, server: ToolwireServer, logger: pino.Lo
   };
   process.on('SIGHUP', onHup);
   return () => process.off('SIGHUP', onHup);
+}
+
+/** The config's first host and first caller, for `writeCredentials` (they carry tokens: `loadConfig` resolves every one). */
+function firstInClear(config: ServeConfig | undefined): { host: { name: string; token: string }; caller: { name: string; token: string } } | undefined {
+  const host = config?.hosts[0];
+  const caller = config?.callers[0];
+  if (host?.token === undefined || caller?.token === undefined) return undefined;
+  return { host: { name: host.name, token: host.token }, caller: { name: caller.name, token: caller.token } };
+}
+
+/** Apply a changed `tokens.json` to `server` (the config's credentials win); a credential set the server refuses is logged by the caller. */
+async function applyState(server: ToolwireServer, link: StateLink, next: StateFile, logger: pino.Logger): Promise<void> {
+  const merged = mergeCredentials(link.config, serverCredentials(next));
+  const { closedHosts, closedCallers } = await server.updateCredentials(merged.hosts, merged.callers);
+  logger.info({ stateDir: link.dir, hosts: merged.hosts.length, callers: merged.callers.length, closedHosts, closedCallers }, 'state folder reloaded');
+}
+
+/** The state folder a server runs on, and the config credentials that win over it (with `--config`). */
+interface StateLink {
+  dir: string;
+  config: { hosts: HostCredential[]; callers: CallerCredential[] } | undefined;
 }
 
 /**
@@ -202,11 +234,27 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     }
   }
 
-  // Embedded default: one host and one caller with fresh tokens.
-  const hosts: HostCredential[] = config?.hosts ?? [{ name: 'local', token: generateToken() }];
-  const callers: CallerCredential[] = config?.callers ?? [{ name: 'cli', token: generateToken(), grant: ['*'] }];
+  // Embedded default: the state folder, with a lasting host "local" and caller "cli".
+  const stateDir = values['state-dir'] ?? (config === undefined ? toolwireHome(io.env) : undefined);
+  let hosts: HostCredential[];
+  let callers: CallerCredential[];
+  let embedded: { host: { name: string; token: string }; caller: { name: string; token: string } } | undefined;
+  try {
+    if (config === undefined) {
+      const made = await embeddedCredentials(stateDir!);
+      embedded = made;
+      ({ hosts, callers } = serverCredentials(made.state));
+    } else {
+      ({ hosts, callers } = stateDir === undefined ? config : mergeCredentials(config, serverCredentials(await readState(stateDir))));
+    }
+  } catch (error) {
+    if (!(error instanceof StateError)) throw error;
+    stderr.write(`toolwire serve: ${error.message}\n`);
+    return error.exitCode;
+  }
+  const state: StateLink | undefined = stateDir === undefined ? undefined : { dir: stateDir, config: config && { hosts: config.hosts, callers: config.callers } };
   const writeCredentials = config === undefined || config.writeCredentials;
-  if (writeCredentials && (hosts.length === 0 || callers.length === 0)) {
+  if (config?.writeCredentials === true && (config.hosts.length === 0 || config.callers.length === 0)) {
     return usageError('writeCredentials needs at least one host and one caller in the config');
   }
 
@@ -255,7 +303,9 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   }
 
   // Before the banner: a SIGHUP sent as soon as the banner is read is never missed.
-  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env) : ignoreHangup(logger);
+  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env, state) : ignoreHangup(logger);
+  const stopState = state && watchState(state.dir, (next) => applyState(server, state, next, logger), logger);
+  const seen = state && recordLastSeen(state.dir, server, logger);
   // A wildcard bind is reached at any address of this machine: name the loopback one, not 0.0.0.0.
   const near = reachable(info);
   const wildcard = info.host === '0.0.0.0' || info.host === '::';
@@ -266,13 +316,19 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  MCP callers connect to ${anyAddress(near.mcp)}`,
     `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
   ];
-  if (config === undefined) {
-    lines.push(`  host token for host "${hosts[0]!.name}": ${hosts[0]!.token}`, `  caller token for caller "${callers[0]!.name}": ${callers[0]!.token}`);
+  if (embedded !== undefined) {
+    lines.push(
+      `  host token for host "${embedded.host.name}": ${embedded.host.token}`,
+      `  caller token for caller "${embedded.caller.name}": ${embedded.caller.token}`,
+      `  state folder           ${stateDir!} (add a machine: toolwire token add host NAME)`,
+    );
   }
-  if (writeCredentials) {
+  const local = embedded ?? firstInClear(config);
+  if (writeCredentials && local !== undefined) {
     const urls = reachable(info);
     try {
-      const path = await writeLocalCredentials({ ...urls, host: hosts[0]!, caller: { name: callers[0]!.name, token: callers[0]!.token } }, io.env);
+      const home = embedded !== undefined ? { TOOLWIRE_HOME: stateDir } : io.env;
+      const path = await writeLocalCredentials({ ...urls, host: local.host, caller: local.caller }, home);
       lines.push(`  credentials written to ${path} (mode 0600)`);
     } catch (error) {
       logger.error({ err: error }, 'could not write the local credentials file');
@@ -283,6 +339,9 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
 
   const why = await stop.stopped;
   stopReload();
+  stopState?.();
+  seen?.dispose();
+  await seen?.flush();
   logger.info({ reason: why }, 'shutting down');
   await server.close();
   logger.info('stopped');

@@ -39,10 +39,22 @@ function digestOf(token: string): Buffer {
   return createHash('sha256').update(token, 'utf8').digest();
 }
 
-function checkToken(token: unknown, where: string): string {
+/** A SHA-256 digest in hex, as `tokenDigest` gives it. */
+const DIGEST_HEX = /^[0-9a-f]{64}$/;
+
+/** The digest of a credential's secret: `token` hashed, or `tokenDigest` as given (exactly one of the two). */
+function secretDigest(cred: { token?: unknown; tokenDigest?: unknown }, where: string): Buffer {
+  if (cred.tokenDigest !== undefined) {
+    if (cred.token !== undefined) throw new TypeError(`${where} must give token or tokenDigest, not both`);
+    if (typeof cred.tokenDigest !== 'string' || !DIGEST_HEX.test(cred.tokenDigest)) {
+      throw new TypeError(`${where}.tokenDigest must be a SHA-256 digest in lowercase hex (64 digits)`);
+    }
+    return Buffer.from(cred.tokenDigest, 'hex');
+  }
+  const token = cred.token;
   if (typeof token !== 'string' || token.length === 0) throw new TypeError(`${where}.token must be a non-empty string`);
   if (/\s/.test(token)) throw new TypeError(`${where}.token must not contain whitespace (it travels as "Bearer <token>")`);
-  return token;
+  return digestOf(token);
 }
 
 function checkName(name: unknown, where: string, isHost: boolean): string {
@@ -82,10 +94,9 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
     const where = `${role === 'host' ? 'hosts' : 'callers'}[${i}]`;
     if (typeof cred !== 'object' || cred === null) throw new TypeError(`${where} must be an object`);
     const name = checkName(cred.name, where, role === 'host');
-    const token = checkToken(cred.token, where);
+    const digest = secretDigest(cred, where);
     if (names[role].has(name)) throw new TypeError(`${where}.name "${name}" is given twice`);
     names[role].add(name);
-    const digest = digestOf(token);
     const hex = digest.toString('hex');
     if (digests.has(hex)) throw new TypeError(`${where}.token is already used by another credential`);
     digests.add(hex);
@@ -104,10 +115,14 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
  * - host names match `[A-Za-z0-9_-]{1,64}` and contain no `__` (DESIGN §2: qualified names
  *   `<host>__<tool>`); caller names match `[A-Za-z0-9_-]{1,64}`;
  * - a name appears once per role; a token appears once in the whole table (one token, one identity);
- * - tokens are non-empty and contain no whitespace.
+ * - tokens are non-empty and contain no whitespace; a `tokenDigest` is 64 lowercase hex digits.
+ *
+ * It also remembers when each identity last authenticated (in memory, {@link lastSeen}).
  */
 export class TokenTable {
   #entries: Entry[];
+  /** `"<role>:<name>"` → time (ms since the epoch) of its last successful {@link authenticate}. */
+  readonly #seen = new Map<string, number>();
 
   /** @throws TypeError on a bad or duplicate name, an empty/whitespace token, or a token used twice. */
   constructor(hosts: readonly HostCredential[], callers: readonly CallerCredential[]) {
@@ -132,7 +147,18 @@ export class TokenTable {
     for (const entry of this.#entries) {
       if (timingSafeEqual(entry.digest, presented)) found = entry.principal;
     }
-    return found !== undefined && found.role === role ? found : undefined;
+    if (found === undefined || found.role !== role) return undefined;
+    this.#seen.set(`${found.role}:${found.name}`, Date.now());
+    return found;
+  }
+
+  /**
+   * When each identity last authenticated through this table, keyed `"<role>:<name>"` (e.g.
+   * `"host:laptop"`), in ms since the epoch; identities never seen since start are absent. In memory
+   * only; a copy.
+   */
+  lastSeen(): Map<string, number> {
+    return new Map(this.#seen);
   }
 
   /**

@@ -138,7 +138,7 @@ export class HostEndpoint {
           ws.terminate();
           return;
         }
-        this.#accept(ws, admitted, socket);
+        this.#accept(ws, admitted, socket, remote);
       });
     } catch (error) {
       // e.g. handleUpgrade called twice for one socket — a wiring bug, not the peer's doing.
@@ -166,7 +166,7 @@ export class HostEndpoint {
     let closed = 0;
     for (const [session, principal] of this.#sessions) {
       if (principal !== undefined && !isCurrent(principal)) {
-        this.#options.logger.warn({ host: principal.name }, 'host token revoked: closing its session');
+        this.#options.logger.warn({ host: principal.name, remote: session.remote }, 'host token revoked: closing its session');
         session.revoke();
         closed++;
       }
@@ -174,7 +174,7 @@ export class HostEndpoint {
     return closed;
   }
 
-  #accept(ws: WebSocket, admitted: UpgradeIdentity, socket: Duplex): void {
+  #accept(ws: WebSocket, admitted: UpgradeIdentity, socket: Duplex, remote: string | undefined): void {
     const session = new HostSession({
       ws,
       socket, // the socket ws writes to: lets the session coalesce the frames of one tick
@@ -182,6 +182,7 @@ export class HostEndpoint {
       options: this.#options.session,
       router: this.#router,
       reserved: (name) => this.#tokens.hasHost(name),
+      remote,
     });
     this.#sessions.set(session, admitted.principal);
     const name = admitted.principal?.name;

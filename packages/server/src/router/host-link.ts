@@ -8,6 +8,8 @@ import type { RoutedCall, RoutedCapture } from '../seam.js';
 export interface HostLink {
   /** The host identity (from the token, or `hello.name` in loopback dev mode). */
   readonly host: string;
+  /** The peer's address as the socket saw it (e.g. `127.0.0.1`, `::ffff:10.0.0.5`), when known. */
+  readonly remote?: string | undefined;
   /** When the connection was upgraded. */
   readonly connectedAt: Date;
   /** Calls sent and not yet settled (including stopped calls within their cancel grace). */

@@ -124,7 +124,7 @@ export class Router extends EventEmitter implements ToolInjection {
     if (previous === link) return;
     this.#links.set(link.host, link);
     if (previous !== undefined) {
-      this.#logger.info({ host: link.host }, 'host replaced by a newer connection');
+      this.#logger.info({ host: link.host, remote: link.remote, previousRemote: previous.remote }, 'host replaced by a newer connection');
       previous.replace();
     }
     this.#removeTools(link.host);

@@ -56,6 +56,8 @@ export interface HostSessionDeps {
   reserved?: (name: string) => boolean;
   /** The socket `ws` writes to (from the upgrade); when given, frames sent in one tick leave in one syscall. */
   socket?: Corkable;
+  /** The peer's address (`req.socket.remoteAddress`), for logs. */
+  remote?: string | undefined;
 }
 
 type State = 'hello' | 'open' | 'closed';
@@ -73,6 +75,8 @@ function rawToBuffer(data: RawData): Buffer {
 export class HostSession implements HostLink {
   /** When the connection was upgraded. */
   readonly connectedAt = new Date();
+  /** The peer's address, when the endpoint gave it (for logs). */
+  readonly remote: string | undefined;
   /** Resolves when the socket has closed (ws `'close'`). Never rejects. */
   readonly closed: Promise<void>;
   readonly #ws: WebSocket;
@@ -92,6 +96,7 @@ export class HostSession implements HostLink {
   constructor(deps: HostSessionDeps) {
     const { ws, options } = deps;
     this.#ws = ws;
+    this.remote = deps.remote;
     this.#identity = deps.identity;
     this.#options = options;
     this.#router = deps.router;

@@ -1,0 +1,198 @@
+/**
+ * Issue 10 §1, §2, §6 — lasting server state and `toolwire token`: real `toolwire serve` processes on
+ * port 0 over a temporary state folder, real `toolwire token` and `toolwire host` processes.
+ */
+import { once, type EventEmitter } from 'node:events';
+import type { ChildProcess } from 'node:child_process';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { WebSocket } from 'ws';
+import { serveCommand, tokenCommand } from '@toolwire/cli';
+import { cleanup, cliPath, finish, nextFrame, rawHost, repoRoot, spawnTs, tempDir } from './helpers.js';
+
+afterEach(cleanup);
+
+/** Resolves with the first match of `pattern` in `stream`'s text from now on (bounded). */
+function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => {
+      stream.off('data', onData);
+      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${text}`));
+    }, timeoutMs);
+    const onData = (d: string): void => {
+      text += d;
+      const match = pattern.exec(text);
+      if (match) {
+        clearTimeout(timer);
+        stream.off('data', onData);
+        resolve(match);
+      }
+    };
+    stream.on('data', onData);
+  });
+}
+
+async function serve(home: string, extra: string[] = []): Promise<{ serve: ChildProcess; url: string; banner: string }> {
+  const child = spawnTs([cliPath, 'serve', '--listen', '127.0.0.1:0', ...extra], { TOOLWIRE_HOME: home });
+  const [banner, url] = await waitForText(child.stdout!, /tool hosts connect to\s+(ws:\/\/127\.0\.0\.1:\d+)[\s\S]*credentials written/);
+  return { serve: child, url: url!, banner };
+}
+
+async function stopServe(child: ChildProcess): Promise<void> {
+  const exited = once(child, 'exit');
+  child.kill('SIGTERM');
+  const [code] = (await exited) as [number];
+  expect(code).toBe(0);
+}
+
+function token(home: string, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return finish(spawnTs([cliPath, 'token', ...args], { TOOLWIRE_HOME: home }));
+}
+
+/** The token `token add` printed (the indented line after the heading). */
+function printedToken(stdout: string): string {
+  const match = /shown once[^\n]*\n {2}(\S+)\n/.exec(stdout);
+  if (!match) throw new Error(`no token in: ${stdout}`);
+  return match[1]!;
+}
+
+/** Open a raw host connection and wait for its welcome. */
+async function welcomed(url: string, bearer: string): Promise<WebSocket> {
+  const ws = await rawHost(url, bearer);
+  const welcome = nextFrame(ws, 'welcome');
+  ws.send(JSON.stringify({ type: 'hello', protocol: 1, software: 'test' }));
+  await welcome;
+  return ws;
+}
+
+/** `toolwire token ARGS` in this process (the bad-input cases need no server). */
+async function tokenHere(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
+  const out = new PassThrough().setEncoding('utf8');
+  const err = new PassThrough().setEncoding('utf8');
+  let stdout = '';
+  let stderr = '';
+  out.on('data', (d: string) => (stdout += d));
+  err.on('data', (d: string) => (stderr += d));
+  const code = await tokenCommand(args, { stdout: out, stderr: err, env });
+  return { code, stdout, stderr };
+}
+
+describe('the state folder', () => {
+  it('tokens survive a server restart: local, cli and a token made by token add host; only digests are stored', async () => {
+    const home = await tempDir();
+    const first = await serve(home);
+    const creds1 = JSON.parse(await readFile(join(home, 'credentials.json'), 'utf8')) as { host: { token: string }; caller: { token: string } };
+    const added = await token(home, ['add', 'host', 'laptop']);
+    expect(added.code).toBe(0);
+    const laptop = printedToken(added.stdout);
+    await stopServe(first.serve);
+
+    const second = await serve(home);
+    const creds2 = JSON.parse(await readFile(join(home, 'credentials.json'), 'utf8')) as { host: { token: string }; caller: { token: string } };
+    expect(creds2.host.token).toBe(creds1.host.token);
+    expect(creds2.caller.token).toBe(creds1.caller.token);
+    expect(second.banner).toContain(creds1.host.token);
+
+    // The token made before the restart still opens a host session, as does the local one.
+    const ws = await welcomed(second.url, laptop);
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    await welcomed(second.url, creds1.host.token);
+
+    const tokens = await readFile(join(home, 'tokens.json'), 'utf8');
+    for (const secret of [laptop, creds1.host.token, creds1.caller.token]) expect(tokens).not.toContain(secret);
+    expect((await stat(join(home, 'tokens.json'))).mode & 0o777).toBe(0o600);
+    expect((await stat(home)).mode & 0o777).toBe(0o700);
+
+    // The caller token keeps working too: `tools` through the credentials file.
+    const tools = await finish(spawnTs([cliPath, 'tools', '--json'], { TOOLWIRE_HOME: home }));
+    expect(tools.code).toBe(0);
+    await stopServe(second.serve);
+
+    const list = await token(home, ['list']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/^laptop\s+host\s+\S+\s+20\d\d-/m); // last seen recorded at shutdown
+    expect(list.stdout).toMatch(/^cli\s+caller/m);
+    for (const secret of [laptop, creds1.host.token, creds1.caller.token]) expect(list.stdout).not.toContain(secret);
+  });
+
+  it('token add host, then a toolwire host with that token connects; token revoke closes its session 1008 within 1 s', async () => {
+    const home = await tempDir();
+    const { url } = await serve(home);
+    const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
+    expect(added.code).toBe(0);
+    expect(added.stdout).toContain(`toolwire host --server ${url} --token-file ~/.toolwire/host-token --manifest tools.json`);
+    expect(added.stdout).toContain('umask 077');
+    const laptop = printedToken(added.stdout);
+
+    // The running server picked the new token up without a restart: a real tool host connects.
+    const host = spawnTs([cliPath, 'host', '--server', url, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
+      TOOLWIRE_HOME: join(home, 'elsewhere'),
+      TOOLWIRE_TOKEN: laptop,
+    });
+    await waitForText(host.stderr!, /"host":"laptop"[^\n]*toolwire: connected/);
+
+    // A second connection of laptop, raw, to time the revoke.
+    const raw = await welcomed(url, laptop);
+    const closed = once(raw, 'close') as Promise<[number, Buffer]>;
+    const revoked = await token(home, ['revoke', 'laptop']);
+    expect(revoked.code).toBe(0);
+    const started = Date.now();
+    const [code, reason] = await closed;
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(code).toBe(1008);
+    expect(reason.toString()).toContain('revoked');
+
+    // The revoked token is refused from now on.
+    const again = new WebSocket(url, { headers: { authorization: `Bearer ${laptop}` } });
+    const [, response] = (await once(again, 'unexpected-response')) as [unknown, { statusCode: number }];
+    expect(response.statusCode).toBe(401);
+    again.on('error', () => {});
+    again.terminate();
+  });
+
+  it('bad input: one line and a distinct exit status, nothing written', async () => {
+    const home = await tempDir();
+    const cases: [string[], number, RegExp][] = [
+      [['add', 'admin', 'x'], 64, /unknown role "admin"/],
+      [['add', 'host', 'bad name'], 64, /name must match/],
+      [['add', 'host', 'a__b'], 64, /must not contain "__"/],
+      [['add', 'caller', 'c', '--grant', 'a,,b'], 64, /--grant must be/],
+      [['revoke', 'nobody'], 67, /no credential named "nobody"/],
+      [['frobnicate'], 64, /unknown subcommand/],
+    ];
+    const env = { TOOLWIRE_HOME: home };
+    for (const [args, code, message] of cases) {
+      const r = await tokenHere(args, env);
+      expect({ args, code: r.code }).toEqual({ args, code });
+      expect(r.stderr.split('\n')[0]).toMatch(message);
+    }
+    await expect(stat(join(home, 'tokens.json'))).rejects.toThrow();
+
+    expect((await tokenHere(['add', 'caller', 'agent', '--grant', 'a__b,c'], env)).code).toBe(0);
+    const before = await readFile(join(home, 'tokens.json'), 'utf8');
+    const dup = await tokenHere(['add', 'host', 'agent'], env);
+    expect(dup.code).toBe(65);
+    expect(dup.stderr).toMatch(/"agent" exists already/);
+    expect(await readFile(join(home, 'tokens.json'), 'utf8')).toBe(before);
+
+    const file = join(home, 'not-a-folder');
+    await writeFile(file, 'x');
+    const notDir = await tokenHere(['list', '--state-dir', file], env);
+    expect(notDir.code).toBe(73);
+    expect(notDir.stderr).toMatch(/not a folder/);
+    const serveErr = new PassThrough().setEncoding('utf8');
+    let serveText = '';
+    serveErr.on('data', (d: string) => (serveText += d));
+    expect(await serveCommand(['--listen', '127.0.0.1:0', '--state-dir', file], { stdout: new PassThrough(), stderr: serveErr, env })).toBe(73);
+    expect(serveText).toMatch(/^toolwire serve: state folder .* not a folder\n$/);
+
+    await mkdir(join(home, 'bad'), { mode: 0o700 });
+    await writeFile(join(home, 'bad', 'tokens.json'), '{ not json');
+    const corrupt = await tokenHere(['list', '--state-dir', join(home, 'bad')], env);
+    expect(corrupt.code).toBe(65);
+    expect(corrupt.stderr).toMatch(/not JSON/);
+  });
+});
