@@ -118,7 +118,7 @@ describe('the state folder', () => {
     for (const secret of [laptop, creds1.host.token, creds1.caller.token]) expect(list.stdout).not.toContain(secret);
   });
 
-  it('token add host, then a toolwire host with that token connects; token revoke closes its session 1008 within 1 s', async () => {
+  it('token add host, then a toolwire host with that token in --token-file connects; token revoke closes its session 1008 within 1 s', async () => {
     const home = await tempDir();
     const { url } = await serve(home);
     const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
@@ -127,10 +127,12 @@ describe('the state folder', () => {
     expect(added.stdout).toContain('umask 077');
     const laptop = printedToken(added.stdout);
 
-    // The running server picked the new token up without a restart: a real tool host connects.
-    const host = spawnTs([cliPath, 'host', '--server', url, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
+    // The running server picked the new token up without a restart: a real tool host connects, its
+    // token in a file only its user can read, as `token add host` told.
+    const tokenFile = join(home, 'host-token');
+    await writeFile(tokenFile, `${laptop}\n`, { mode: 0o600 });
+    const host = spawnTs([cliPath, 'host', '--server', url, '--token-file', tokenFile, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
       TOOLWIRE_HOME: join(home, 'elsewhere'),
-      TOOLWIRE_TOKEN: laptop,
     });
     await waitForText(host.stderr!, /"host":"laptop"[^\n]*toolwire: connected/);
 
