@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mcpUrl } from '../src/caller/mcp.js';
+import { mcpUrl } from '../src/caller/url.js';
 import { callCommand, callUsage } from '../src/commands/call.js';
 import { hostCommand, hostUsage } from '../src/commands/host.js';
 import { toolsCommand, toolsUsage } from '../src/commands/tools.js';

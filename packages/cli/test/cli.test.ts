@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { writeLocalCredentials } from '../src/credentials.js';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mcpUrl } from '../src/caller/mcp.js';
+import { mcpUrl } from '../src/caller/url.js';
 import { callCommand } from '../src/commands/call.js';
 import { hostCommand } from '../src/commands/host.js';
 import { toolsCommand } from '../src/commands/tools.js';

@@ -1,9 +1,9 @@
 /**
  * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: JSON-RPC over
  * MCP Streamable HTTP with `node:http` (`node:https` for an https URL), a bearer token, bounds on
- * connecting and on waiting, noticing a lost server, and the mapping of failures to CLI exit
- * statuses. It speaks only what the two commands need, so a run loads no MCP SDK and no schema
- * library.
+ * connecting and on waiting, and noticing a lost server (the typed failures are in `errors.ts`,
+ * their exit statuses in `failure.ts`, the door's URL in `url.ts`). It speaks only what the two
+ * commands need, so a run loads no MCP SDK and no schema library.
  *
  * On the wire, per command:
  * 1. `POST initialize` — the answer comes in an SSE stream (or as JSON), the session id in the
@@ -18,8 +18,7 @@ import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from 'node
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import pTimeout from 'p-timeout';
-import { ExitCode } from '@toolwire/protocol/constants';
-import { withDefaultScheme } from '../endpoint.js';
+import { HttpStatusError, NoAnswerError, RpcError, ServerLostError } from './errors.js';
 import { VERSION } from '../version.js';
 
 /** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */
@@ -30,75 +29,6 @@ const CLOSE_TIMEOUT_MS = 1_000;
 const MAX_BODY_BYTES = 1024 * 1024;
 /** The MCP version asked for in `initialize`, then the older ones this caller also speaks. */
 const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
-
-/**
- * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
- * `http(s)://h:p` or `http(s)://h:p/` → `…/mcp`; any other http(s) path is kept; `h:p` without a
- * scheme is taken as `http://h:p`.
- *
- * @throws TypeError for anything that is not a ws/wss/http/https URL
- */
-export function mcpUrl(server: string): URL {
-  let url: URL;
-  try {
-    url = new URL(withDefaultScheme(server, 'http'));
-  } catch {
-    throw new TypeError(`not a URL: ${JSON.stringify(server)}`);
-  }
-  if (url.protocol === 'ws:' || url.protocol === 'wss:') {
-    url = new URL(`${url.protocol === 'wss:' ? 'https:' : 'http:'}//${url.host}/mcp`);
-  } else if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`not a ws://, wss://, http:// or https:// URL: ${JSON.stringify(server)}`);
-  } else if (url.pathname === '/' || url.pathname === '') {
-    url.pathname = '/mcp';
-  }
-  return url;
-}
-
-/** The server went away while a request was waiting for its answer (exit 69, "lost the server"). */
-export class ServerLostError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'ServerLostError';
-  }
-}
-
-/**
- * No answer within a bound the CLI set (exit 69): `phase` `connect` (connect + initialize, the
- * connect timeout) or `request` (a request's own bound); `bound` explains how `ms` was made up.
- */
-export class NoAnswerError extends Error {
-  constructor(
-    readonly phase: 'connect' | 'request',
-    readonly ms: number,
-    readonly bound: string,
-  ) {
-    super(`no answer within ${ms} ms (${bound})`);
-    this.name = 'NoAnswerError';
-  }
-}
-
-/** The door answered with an HTTP error status; `detail` is the JSON-RPC error message in its body, or the body. */
-export class HttpStatusError extends Error {
-  constructor(
-    readonly status: number,
-    readonly detail: string,
-  ) {
-    super(`HTTP ${status}${detail ? `: ${detail}` : ''}`);
-    this.name = 'HttpStatusError';
-  }
-}
-
-/** A JSON-RPC error answer, or an answer this caller cannot use (a wrong shape, an MCP version it does not speak). */
-export class RpcError extends Error {
-  constructor(
-    readonly code: number | undefined,
-    message: string,
-  ) {
-    super(code === undefined ? message : `MCP error ${code}: ${message}`);
-    this.name = 'RpcError';
-  }
-}
 
 type RequestId = number;
 
@@ -385,58 +315,4 @@ export async function connectMcp(url: URL, token: string, options: ConnectOption
     clearTimeout(timeout);
   }
   return session;
-}
-
-/** The limit in the door's 413 answer ("Request body must not exceed N bytes"), when it names one. */
-function bodyLimitOf(error: HttpStatusError): number | undefined {
-  const match = /must not exceed (\d+) bytes/.exec(error.detail);
-  return match ? Number(match[1]) : undefined;
-}
-
-/**
- * The exit status and stderr line for a failed MCP exchange. `phase`: `connect` (before the session
- * was open) or `request` (a network failure then means the server was lost).
- * - HTTP 401/403 → 77 (`NO_PERM`), `toolwire: token refused by <url> (HTTP 401)`
- * - HTTP 413 → 64 (`USAGE`), `toolwire: input too large: the server accepts at most N bytes`
- * - HTTP 429 → 75 (`TEMPFAIL`), `toolwire: refused by <url>: <the server's reason>` (e.g. `too many
- *   failed authentications from this address; retry after 1 s`)
- * - {@link ServerLostError}, or a socket error during a request → 69, `toolwire: lost the server <url>: …`
- * - {@link NoAnswerError} → 69, naming the bound (`cannot reach server` while connecting)
- * - a socket error (refused, DNS, reset, TLS) while connecting, or any other HTTP error status →
- *   69 (`UNAVAILABLE`), `toolwire: cannot reach server <url>: …`
- * - a JSON-RPC error answer or an unusable answer → 69, `toolwire: server error: …`
- * - anything else → 70 (`SOFTWARE`)
- */
-export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request' = 'connect'): { code: number; message: string } {
-  const unavailable = (message: string) => ({ code: ExitCode.UNAVAILABLE, message: `toolwire: ${message}\n` });
-  if (error instanceof ServerLostError) return unavailable(`lost the server ${url.href}: ${error.message}`);
-  if (error instanceof NoAnswerError) {
-    return error.phase === 'connect'
-      ? unavailable(`cannot reach server ${url.href}: ${error.message}`)
-      : unavailable(`no answer from ${url.href} within ${error.ms} ms (${error.bound}); giving up`);
-  }
-  if (error instanceof HttpStatusError) {
-    if (error.status === 401 || error.status === 403) {
-      return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.status})\n` };
-    }
-    if (error.status === 429) {
-      // The server's own words (the door names the reason: too many failed authentications from
-      // this address; retry after N s); retrying later can succeed, hence EX_TEMPFAIL.
-      return { code: ExitCode.TEMPFAIL, message: `toolwire: refused by ${url.href}: ${error.detail || 'HTTP 429 Too Many Requests'}\n` };
-    }
-    if (error.status === 413) {
-      const limit = bodyLimitOf(error);
-      const accepts = limit === undefined ? 'less (HTTP 413 Payload Too Large)' : `at most ${limit} bytes`;
-      return { code: ExitCode.USAGE, message: `toolwire: input too large: the server accepts ${accepts}\n` };
-    }
-    return unavailable(`cannot reach server ${url.href}: ${error.message}`);
-  }
-  if (error instanceof RpcError) return unavailable(`server error: ${error.message}`);
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (error instanceof Error && typeof code === 'string') {
-    const why = code.startsWith('E') ? code : `${code}: ${error.message}`;
-    return phase === 'request' ? unavailable(`lost the server ${url.href}: ${why}`) : unavailable(`cannot reach server ${url.href}: ${why}`);
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  return { code: ExitCode.SOFTWARE, message: `toolwire: ${message}\n` };
 }

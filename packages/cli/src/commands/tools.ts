@@ -5,7 +5,10 @@ import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, RpcError, connectMcp, mcpFailure, mcpUrl } from '../caller/mcp.js';
+import { RpcError } from '../caller/errors.js';
+import { mcpFailure } from '../caller/failure.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, connectMcp } from '../caller/mcp.js';
+import { mcpUrl } from '../caller/url.js';
 import { parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
 

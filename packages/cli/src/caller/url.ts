@@ -1,0 +1,26 @@
+/** Where the caller commands reach the server's MCP door. */
+import { withDefaultScheme } from '../endpoint.js';
+
+/**
+ * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
+ * `http(s)://h:p` or `http(s)://h:p/` → `…/mcp`; any other http(s) path is kept; `h:p` without a
+ * scheme is taken as `http://h:p`.
+ *
+ * @throws TypeError for anything that is not a ws/wss/http/https URL
+ */
+export function mcpUrl(server: string): URL {
+  let url: URL;
+  try {
+    url = new URL(withDefaultScheme(server, 'http'));
+  } catch {
+    throw new TypeError(`not a URL: ${JSON.stringify(server)}`);
+  }
+  if (url.protocol === 'ws:' || url.protocol === 'wss:') {
+    url = new URL(`${url.protocol === 'wss:' ? 'https:' : 'http:'}//${url.host}/mcp`);
+  } else if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new TypeError(`not a ws://, wss://, http:// or https:// URL: ${JSON.stringify(server)}`);
+  } else if (url.pathname === '/' || url.pathname === '') {
+    url.pathname = '/mcp';
+  }
+  return url;
+}
