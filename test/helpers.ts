@@ -3,7 +3,7 @@
  * sockets, and bounded waits. Everything started here is tracked and torn down by `cleanup()`.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
+import { type EventEmitter, once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -191,3 +191,24 @@ export function alive(pid: number): boolean {
 }
 
 export const text = (bytes: Uint8Array): string => Buffer.from(bytes).toString('utf8');
+
+/** Resolves with the first match of `pattern` in `stream`'s accumulated text (bounded). */
+export function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    let text = '';
+    const timer = setTimeout(() => {
+      stream.off('data', onData);
+      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${text}`));
+    }, timeoutMs);
+    const onData = (d: string): void => {
+      text += d;
+      const match = pattern.exec(text);
+      if (match) {
+        clearTimeout(timer);
+        stream.off('data', onData);
+        resolve(match);
+      }
+    };
+    stream.on('data', onData);
+  });
+}

@@ -6,41 +6,23 @@
 import { once, type EventEmitter } from 'node:events';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cleanup, cliPath, finish, repoRoot, spawnTs, tempDir } from './helpers.js';
+import { cleanup, cliPath, finish, repoRoot, spawnTs, tempDir, waitForText } from './helpers.js';
 
 afterEach(cleanup);
 
-/** Resolves with the first match of `pattern` in `stream`'s text from now on (bounded). */
-function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 20_000): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => {
-      stream.off('data', onData);
-      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${text}`));
-    }, timeoutMs);
-    const onData = (d: string): void => {
-      text += d;
-      const match = pattern.exec(text);
-      if (match) {
-        clearTimeout(timer);
-        stream.off('data', onData);
-        resolve(match);
-      }
-    };
-    stream.on('data', onData);
-  });
-}
+/** `pnpm start` runs two processes under tsx: a longer bound for its lines. */
+const waitForTextLong = (stream: EventEmitter, pattern: RegExp): Promise<RegExpMatchArray> => waitForText(stream, pattern, 20_000);
 
 describe('pnpm start', () => {
   it('keeps serving after a second host takes the local identity, says who took it, and stops on SIGINT', async () => {
     const home = await tempDir();
     const start = spawnTs([join(repoRoot, 'bin', 'start.ts'), '--listen', '127.0.0.1:0'], { TOOLWIRE_HOME: home });
-    const localUp = waitForText(start.stderr!, /"host":"local"[^\n]*toolwire: connected/);
-    await waitForText(start.stdout!, /toolwire is up/);
+    const localUp = waitForTextLong(start.stderr!, /"host":"local"[^\n]*toolwire: connected/);
+    await waitForTextLong(start.stdout!, /toolwire is up/);
     await localUp;
 
     // "Another machine" started with the default credentials: the same token, identity local.
-    const replaced = waitForText(
+    const replaced = waitForTextLong(
       start.stderr!,
       /the local tool host "local" was replaced by another host using the identity "local" from 127\.0\.0\.1[^\n]*the server keeps running/,
     );

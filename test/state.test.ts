@@ -2,7 +2,7 @@
  * Issue 10 §1, §2, §6 — lasting server state and `toolwire token`: real `toolwire serve` processes on
  * port 0 over a temporary state folder, real `toolwire token` and `toolwire host` processes.
  */
-import { once, type EventEmitter } from 'node:events';
+import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -10,30 +10,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
 import { WebSocket } from 'ws';
 import { serveCommand, tokenCommand } from '@toolwire/cli';
-import { cleanup, cliPath, finish, nextFrame, rawHost, repoRoot, spawnTs, tempDir } from './helpers.js';
+import { cleanup, cliPath, finish, nextFrame, rawHost, repoRoot, spawnTs, tempDir, waitForText } from './helpers.js';
 
 afterEach(cleanup);
-
-/** Resolves with the first match of `pattern` in `stream`'s text from now on (bounded). */
-function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => {
-      stream.off('data', onData);
-      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${text}`));
-    }, timeoutMs);
-    const onData = (d: string): void => {
-      text += d;
-      const match = pattern.exec(text);
-      if (match) {
-        clearTimeout(timer);
-        stream.off('data', onData);
-        resolve(match);
-      }
-    };
-    stream.on('data', onData);
-  });
-}
 
 async function serve(home: string, extra: string[] = []): Promise<{ serve: ChildProcess; url: string; banner: string }> {
   const child = spawnTs([cliPath, 'serve', '--listen', '127.0.0.1:0', ...extra], { TOOLWIRE_HOME: home });

@@ -3,36 +3,29 @@
  * hosts and callers on SIGHUP. A removed host token closes that host's session (close 1008) and its
  * calls settle 69; a file that does not load leaves the old credentials in force.
  */
-import { once, type EventEmitter } from 'node:events';
+import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { CALLER_TOKEN, HOST2_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, nextFrame, rawAdvertise, rawHost, spawnTs, tempDir, waitFor } from '../helpers.js';
+import {
+  CALLER_TOKEN,
+  HOST2_TOKEN,
+  HOST_TOKEN,
+  cleanup,
+  cliPath,
+  finish,
+  nextFrame,
+  rawAdvertise,
+  rawHost,
+  spawnTs,
+  tempDir,
+  waitFor,
+  waitForText,
+} from '../helpers.js';
 
 afterEach(cleanup);
-
-/** Resolves with the first match of `pattern` in `stream`'s accumulated text (bounded). */
-function waitForText(stream: EventEmitter, pattern: RegExp, timeoutMs = 15_000): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    const timer = setTimeout(() => {
-      stream.off('data', onData);
-      reject(new Error(`no ${pattern} within ${timeoutMs} ms: ${text}`));
-    }, timeoutMs);
-    const onData = (d: string): void => {
-      text += d;
-      const match = pattern.exec(text);
-      if (match) {
-        clearTimeout(timer);
-        stream.off('data', onData);
-        resolve(match);
-      }
-    };
-    stream.on('data', onData);
-  });
-}
 
 async function serveWith(config: string, dir: string): Promise<{ serve: ChildProcess; url: string }> {
   const serve = spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--log-level', 'info'], { TOOLWIRE_HOME: dir });
