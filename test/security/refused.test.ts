@@ -77,6 +77,50 @@ describe('a refused host stops', () => {
   });
 });
 
+describe('a refused host stops even while its address is throttled', () => {
+  it('a wrong-token host from a throttled address gets a challenged 429 and exits 77 at once, naming the reason', async () => {
+    const s = await serve();
+    const statuses: number[] = [];
+    // 10 failures start the throttle (1 s); each further one doubles it: 16 give a block of about a minute.
+    for (let i = 0; i < 16; i++) statuses.push(await dial(s.ws, `${WRONG}-${i}`));
+    expect(statuses).toEqual([...Array<number>(10).fill(401), ...Array<number>(6).fill(429)]);
+    const host = await finish(
+      spawnTs([cliPath, 'host', '--server', s.ws, '--manifest', MANIFEST, '--log-level', 'silent'], { ...s.home, TOOLWIRE_TOKEN: WRONG }),
+      5_000,
+    );
+    expect(host.code).toBe(77);
+    expect(host.stderr).toMatch(
+      new RegExp(`^toolwire: the server ${s.ws} did not accept this host's token \\(HTTP 429: too many failed authentications from this address; retry after \\d+ s\\)\\n$`),
+    );
+    expect(host.stderr + host.stdout).not.toContain(WRONG);
+  });
+
+  it('a 429 for a valid token (too many connections of one identity) carries no challenge: the host waits and retries', async () => {
+    const s = await serve();
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const opened: WebSocket[] = [];
+      const next = (): void => {
+        const ws = new WebSocket(s.ws, 'toolwire.v1', { headers: { authorization: `Bearer ${HOST_TOKEN}` } });
+        ws.on('error', () => {});
+        ws.once('open', () => {
+          opened.push(ws);
+          next();
+        });
+        ws.once('unexpected-response', (_req, r) => {
+          r.resume();
+          for (const o of opened) o.terminate();
+          resolve(r);
+        });
+        if (opened.length > 16) reject(new Error('no 429 after 16 connections of one identity'));
+      };
+      next();
+    });
+    expect(res.statusCode).toBe(429);
+    expect(res.headers['www-authenticate']).toBeUndefined();
+    expect(res.headers['retry-after']).toBeDefined();
+  });
+});
+
 describe('wrong tokens do not lock out right ones', () => {
   it('after 20 bad host attempts from this address a valid host connects and a valid caller lists and calls; a wrong caller gets 75 with the reason', async () => {
     const s = await serve();

@@ -19,6 +19,15 @@ describe('refusalOf', () => {
     expect(refusalOf({ opened: true, welcomed: true, code: 1006, reason: '' }, URL_)).toBeUndefined();
   });
 
+  it('stops on a 429 that challenges the token (address throttled for failed authentications), naming the reason', () => {
+    const reason = 'too many failed authentications from this address; retry after 32 s';
+    const refused = refusalOf(failedDial({ status: 429, challenged: true, body: reason }), URL_);
+    expect(refused).toBeInstanceOf(TokenRefusedError);
+    expect(refused!.status).toBe(429);
+    expect(refused!.message).toBe(`the server wss://example.test:7700 did not accept this host's token (HTTP 429: ${reason})`);
+    expect(refusalOf(failedDial({ status: 429, body: 'too many connections' }), URL_)).toBeUndefined();
+  });
+
   it('names a TLS failure plainly: certificate not trusted, hostname mismatch, not a TLS server', () => {
     const untrusted = refusalOf(failedDial({ error: withCode('DEPTH_ZERO_SELF_SIGNED_CERT') }), URL_)!;
     expect(untrusted.kind).toBe('tls');

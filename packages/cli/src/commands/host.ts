@@ -56,7 +56,8 @@ exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid
 66 missing or unreadable token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
-not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401).
+not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401, or 429
+while its address is throttled for failed authentications).
 `;
 
 /** Extra knobs for embedding and tests. */
@@ -97,7 +98,8 @@ function withoutCredentials(env: NodeJS.ProcessEnv, token: string | undefined): 
  * connection with 4000 (REPLACED: another host uses the same token; stderr then ends with
  * `toolwire: replaced by a newer connection …`) or refused it for good (HTTP 403, another 4xx, a
  * TLS failure: `toolwire: TLS failure with …`), 77 (`NO_PERM`) when it answered the upgrade with
- * HTTP 401 (`toolwire: the server <url> did not accept this host's token (HTTP 401)`), after one
+ * HTTP 401 (`toolwire: the server <url> did not accept this host's token (HTTP 401)`), or with a
+ * 429 that challenges the token (its address is throttled for failed authentications), after one
  * attempt.
  */
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {

@@ -36,9 +36,16 @@ export interface CloseInfo {
   status?: number;
   /** The refusal's `Retry-After` header, as sent (whole seconds or an HTTP date). */
   retryAfter?: string;
+  /** The refusal carried a `WWW-Authenticate` challenge: the server checked the token and did not accept it. */
+  challenged?: boolean;
+  /** The refusal's text body (its reason, e.g. a 429's "too many failed authentications …"), at most {@link MAX_REASON_BYTES}, one line. */
+  body?: string;
   /** The error that ended the connection, when there was one. */
   error?: Error;
 }
+
+/** Most bytes of a refusal's body kept as its reason; the rest is discarded. */
+export const MAX_REASON_BYTES = 512;
 
 /** Options of one connection. Times in ms, sizes in bytes. */
 export interface HostSocketOptions {
@@ -85,6 +92,9 @@ export class HostSocket {
   #opened = false;
   #status: number | undefined;
   #retryAfter: string | undefined;
+  #challenged = false;
+  #body: string | undefined;
+  #bodyGuard: NodeJS.Timeout | undefined;
   #error: Error | undefined;
   /** Frames written in one tick leave in one syscall (set once the upgrade hands over the socket). */
   #coalescer: TickCoalescer | undefined;
@@ -107,9 +117,12 @@ export class HostSocket {
     this.#closed = new Promise((resolve) => {
       ws.on('close', (code, reason) => {
         clearTimeout(this.#timer);
+        clearTimeout(this.#bodyGuard);
         const info: CloseInfo = { opened: this.#opened, welcomed: this.#welcome !== undefined, code, reason: reason.toString('utf8') };
         if (this.#status !== undefined) info.status = this.#status;
         if (this.#retryAfter !== undefined) info.retryAfter = this.#retryAfter;
+        if (this.#challenged) info.challenged = true;
+        if (this.#body !== undefined && this.#body !== '') info.body = this.#body;
         if (this.#error !== undefined) info.error = this.#error;
         resolve();
         this.#handlers.onClose(info);
@@ -119,9 +132,31 @@ export class HostSocket {
       this.#status = res.statusCode;
       const retryAfter = res.headers['retry-after'];
       if (typeof retryAfter === 'string') this.#retryAfter = retryAfter.slice(0, 64);
+      this.#challenged = res.headers['www-authenticate'] !== undefined;
       this.#error = new Error(`server refused the upgrade with HTTP ${res.statusCode}${res.statusCode === 401 ? ' (token not accepted)' : ''}`);
-      res.resume();
-      ws.terminate();
+      // Keep the first line of a short body (a 429's reason); the connection ends at the body's end,
+      // at MAX_REASON_BYTES, or at an error — whichever is first — and never waits past the handshake timeout.
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let done = false;
+      const finish = (): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(this.#bodyGuard);
+        // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes into our log
+        this.#body = Buffer.concat(chunks).subarray(0, MAX_REASON_BYTES).toString('utf8').split(/\r?\n/, 1)[0]!.trim().replace(/[\u0000-\u001f\u007f]/g, '?');
+        if (this.#body !== '') this.#error = new Error(`server refused the upgrade with HTTP ${res.statusCode}: ${this.#body.slice(0, 200)}`);
+        ws.terminate();
+      };
+      this.#bodyGuard = setTimeout(finish, Math.min(options.welcomeTimeoutMs, 1_000));
+      res.on('data', (chunk: Buffer) => {
+        chunks.push(chunk);
+        size += chunk.length;
+        if (size >= MAX_REASON_BYTES) finish();
+      });
+      res.on('end', finish);
+      res.on('error', finish);
+      res.on('close', finish);
     });
     ws.on('upgrade', (res) => {
       this.#coalescer = new TickCoalescer(res.socket);

@@ -46,12 +46,16 @@ export class ServerRefusedError extends Error {
 }
 
 /**
- * The server answered the upgrade with HTTP 401: it does not accept this host's token (unknown,
- * revoked, or a caller token). The host stops reconnecting; `toolwire host` exits 77 (EX_NOPERM).
+ * The server does not accept this host's token (unknown, revoked, or a caller token): it answered
+ * the upgrade with HTTP 401, or with 429 carrying a `WWW-Authenticate` challenge (the token was
+ * checked and refused while the address is throttled for failed authentications; waiting would not
+ * help, and every retry would extend the throttle). The host stops reconnecting; `toolwire host`
+ * exits 77 (EX_NOPERM). `status` is 401 or 429; the message names the server's reason when it gave one.
  */
 export class TokenRefusedError extends ServerRefusedError {
-  constructor(url: string) {
-    super('token', url, `the server ${url} did not accept this host's token (HTTP 401)`, 401);
+  constructor(url: string, status: 401 | 429 = 401, reason?: string) {
+    const why = reason === undefined || reason === '' ? '' : `: ${reason}`;
+    super('token', url, `the server ${url} did not accept this host's token (HTTP ${status}${why})`, status);
     this.name = 'TokenRefusedError';
   }
 }

@@ -91,7 +91,8 @@ export class HostEndpoint {
    * - auth: `Authorization: Bearer <host token>` → host identity, even while the address is
    *   throttled; otherwise a failure, counted by the limiter: 401, or — when the peer's address
    *   failed `authMaxFailures` times within the window — 429 with `Retry-After` and the body
-   *   `too many failed authentications from this address; retry after N s`. Logged at warn with
+   *   `too many failed authentications from this address; retry after N s`, plus
+   *   `WWW-Authenticate: Bearer error="invalid_token"` (the token was checked: a host stops). Logged at warn with
    *   the remote address, never the token. In `options.loopbackDev` mode a tokenless upgrade from 127.0.0.1/::1 may name itself
    *   in `hello.name` (default `local`; a configured host identity may not be claimed that way);
    * - `options.maxConnections` host connections open → 503; `options.maxConnectionsPerHost` open
@@ -115,7 +116,7 @@ export class HostEndpoint {
       this.#limiter.fail(remote);
       if (limit.blocked) {
         log.warn({ remote }, 'host upgrade refused: not authenticated; too many failed authentications from this address');
-        return rejectUpgrade(socket, 429, limit.retryAfterMs, tooManyFailures(limit.retryAfterMs));
+        return rejectUpgrade(socket, 429, limit.retryAfterMs, tooManyFailures(limit.retryAfterMs), true);
       }
       log.warn({ remote }, 'host upgrade refused: not authenticated');
       return rejectUpgrade(socket, 401);

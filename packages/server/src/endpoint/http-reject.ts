@@ -11,9 +11,13 @@ export type RejectStatus = 401 | 403 | 429 | 503;
  * carries `WWW-Authenticate: Bearer` (RFC 6750 §3), an empty body and nothing about why; 429 and 503
  * may carry `Retry-After` in whole seconds (RFC 9110 §10.2.3) when `retryAfterMs` is given, and
  * `reason` (one line of ASCII text, e.g. the limiter's "too many failed authentications …") as a
- * `text/plain` body; otherwise the body is empty.
+ * `text/plain` body; otherwise the body is empty. `authFailed` marks a 429 that answers a token
+ * that was checked and not accepted (the address is throttled for failed authentications): it
+ * carries `WWW-Authenticate: Bearer error="invalid_token"` (RFC 9110 §11.6.1 allows the challenge on
+ * any status; RFC 6750 §3.1 names the error), so a tool host knows that waiting will not help and
+ * stops as for a 401. A 429 for a valid token (connections of one identity) never carries it.
  */
-export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs?: number, reason?: string): void {
+export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs?: number, reason?: string, authFailed = false): void {
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -22,6 +26,7 @@ export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs
   const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`];
   if (body !== '') lines.push('Content-Type: text/plain; charset=utf-8');
   if (status === 401) lines.push('WWW-Authenticate: Bearer');
+  else if (authFailed) lines.push('WWW-Authenticate: Bearer error="invalid_token"');
   if (retryAfterMs !== undefined) lines.push(`Retry-After: ${retryAfterSeconds(retryAfterMs)}`);
   socket.once('finish', () => socket.destroy());
   socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
