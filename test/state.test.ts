@@ -176,4 +176,30 @@ describe('the state folder', () => {
     expect(corrupt.code).toBe(65);
     expect(corrupt.stderr).toMatch(/not JSON/);
   });
+  it('a missing --state-dir: list and revoke exit 66 and make nothing; add makes it and says so on stderr', async () => {
+    const home = await tempDir();
+    const typo = join(home, 'typo', 'state');
+    const env = { TOOLWIRE_HOME: home };
+    for (const args of [['list'], ['revoke', 'laptop']]) {
+      const r = await tokenHere([...args, '--state-dir', typo], env);
+      expect(r.code).toBe(66);
+      expect(r.stderr).toBe(`toolwire token: no state folder at ${typo} (toolwire serve or toolwire token add makes it; check --state-dir)\n`);
+    }
+    await expect(stat(typo)).rejects.toThrow();
+    const made = await tokenHere(['add', 'host', 'laptop', '--state-dir', typo, '--server', 'ws://10.0.0.5:7700'], env);
+    expect(made.code).toBe(0);
+    expect(made.stderr).toBe(`toolwire token: made the state folder ${typo} (mode 0700)\n`);
+    expect((await stat(typo)).mode & 0o777).toBe(0o700);
+    expect(made.stdout).toContain('toolwire host --server ws://10.0.0.5:7700 --token-file ~/.toolwire/host-token');
+    expect(made.stdout).not.toMatch(/this machine's name/);
+  });
+
+  it('eight token add commands at the same instant all land (the folder lock), none lost', async () => {
+    const home = await tempDir();
+    const names = Array.from({ length: 8 }, (_, i) => `box${i}`);
+    const results = await Promise.all(names.map((n) => token(home, ['add', 'host', n, '--server', 'ws://h:7700'])));
+    expect(results.map((r) => r.code)).toEqual(names.map(() => 0));
+    const list = await token(home, ['list', '--json']);
+    expect((JSON.parse(list.stdout) as { name: string }[]).map((r) => r.name).sort()).toEqual(names);
+  });
 });

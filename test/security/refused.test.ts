@@ -90,7 +90,9 @@ describe('a refused host stops even while its address is throttled', () => {
     );
     expect(host.code).toBe(77);
     expect(host.stderr).toMatch(
-      new RegExp(`^toolwire: the server ${s.ws} did not accept this host's token \\(HTTP 429: too many failed authentications from this address; retry after \\d+ s\\)\\n$`),
+      new RegExp(
+        `^toolwire: the server ${s.ws} did not accept this host's token \\(HTTP 429: too many failed authentications from this address; retry after \\d+ s\\)\\n$`,
+      ),
     );
     expect(host.stderr + host.stdout).not.toContain(WRONG);
   });

@@ -11,12 +11,17 @@
  *   it never races `toolwire token` over `tokens.json`.
  *
  * Every write goes to a temp file in the folder, then is renamed over the old one: a reader sees
- * the old file or the new one, never half of one. Names are unique across both roles (`token revoke
+ * the old file or the new one, never half of one. A read-change-write of `tokens.json` holds the
+ * folder's lock (`tokens.lock`, made with O_EXCL, holding the holder's pid; a lock whose holder is no
+ * longer running is stale and removed), so two `toolwire token` commands at the same instant both
+ * land. (Not proper-lockfile: it installs process-wide signal handlers through signal-exit when
+ * imported, which would change how `toolwire serve` and `host` answer SIGHUP.) Names are unique across both roles (`token revoke
  * NAME` needs no role) and match `[A-Za-z0-9_-]{1,64}`.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { ExitCode, type ExitCodeValue } from '@toolwire/protocol/constants';
 import type { CallerCredential, HostCredential } from '@toolwire/server';
 
@@ -79,17 +84,84 @@ function fsError(error: unknown, what: string): StateError {
   return new StateError(`${what}: ${why}`, ExitCode.CANT_CREATE);
 }
 
-/** Create `dir` (mode 0700, parents too) unless it exists; it must be a folder. @throws StateError (73, 77) */
-export async function ensureStateDir(dir: string): Promise<void> {
+/**
+ * Create `dir` (mode 0700, parents too) unless it exists; it must be a folder. Resolves `true` when
+ * it made the folder. @throws StateError (73, 77)
+ */
+export async function ensureStateDir(dir: string): Promise<boolean> {
+  let made: string | undefined;
   try {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    made = await mkdir(dir, { recursive: true, mode: 0o700 });
   } catch (error) {
     throw fsError(error, `state folder ${dir}`);
   }
+  await requireStateDir(dir);
+  return made !== undefined;
+}
+
+/** `dir` must exist and be a folder (nothing is created). @throws StateError (66 absent, 73 not a folder, 77) */
+export async function requireStateDir(dir: string): Promise<void> {
   const info = await stat(dir).catch((error: unknown) => {
+    if ((error as { code?: unknown }).code === 'ENOENT') {
+      throw new StateError(`no state folder at ${dir} (toolwire serve or toolwire token add makes it; check --state-dir)`, ExitCode.NO_INPUT);
+    }
     throw fsError(error, `state folder ${dir}`);
   });
   if (!info.isDirectory()) throw new StateError(`state folder ${dir}: not a folder`, ExitCode.CANT_CREATE);
+}
+
+/** How long a read-change-write of `tokens.json` waits for the folder's lock, ms. */
+export const STATE_LOCK_WAIT_MS = 10_000;
+/** The lock file in the state folder. */
+export const LOCK_FILE = 'tokens.lock';
+
+/** Is the process `pid` running (on this machine)? */
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as { code?: unknown }).code === 'EPERM';
+  }
+}
+
+/** Take `DIR/tokens.lock` (O_EXCL), removing a stale one; `false` when another live process holds it. */
+async function tryLock(path: string): Promise<boolean> {
+  try {
+    const file = await open(path, 'wx', 0o600);
+    await file.writeFile(`${process.pid}\n`).finally(() => file.close());
+    return true;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== 'EEXIST') throw error;
+  }
+  const holder = Number.parseInt(await readFile(path, 'utf8').catch(() => ''), 10);
+  // A holder that is gone (killed mid-change) left the lock behind; an empty file is a lock being written.
+  if (Number.isInteger(holder) && holder > 0 && !running(holder)) await rm(path, { force: true });
+  return false;
+}
+
+/**
+ * Run `change` holding the state folder's lock (`DIR/tokens.lock`): two read-change-writes of
+ * `tokens.json` by two processes at once never lose an update. Waits up to
+ * {@link STATE_LOCK_WAIT_MS} for another holder. @throws StateError (75 when the lock stays held; 73, 77)
+ */
+export async function withStateLock<T>(dir: string, change: () => Promise<T>): Promise<T> {
+  const path = join(dir, LOCK_FILE);
+  const until = Date.now() + STATE_LOCK_WAIT_MS;
+  try {
+    while (!(await tryLock(path))) {
+      if (Date.now() >= until) throw new StateError(`state folder ${dir} is locked by another toolwire command (${path}); try again`, ExitCode.TEMPFAIL);
+      await delay(20 + Math.random() * 30);
+    }
+  } catch (error) {
+    if (error instanceof StateError) throw error;
+    throw fsError(error, `state folder ${dir}`);
+  }
+  try {
+    return await change();
+  } finally {
+    await rm(path, { force: true }).catch(() => undefined);
+  }
 }
 
 function isStored(value: unknown): value is StoredCredential {

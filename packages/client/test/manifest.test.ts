@@ -124,6 +124,7 @@ describe('parseManifest', () => {
     expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x', '${NOPE}'] }], base)).toThrow(
       /^\[0\]\.command\[1\] uses \$\{NOPE\} but NOPE is not set/,
     );
+    expect(() => expandVars('${TOOLWIRE_TOKEN}', {}, 'p')).toThrow(/^p uses \$\{TOOLWIRE_TOKEN\}, which the tool host withholds on purpose/);
     expect(() => expandVars('${1}', {}, 'p')).toThrow(/unsupported expansion/);
     expect(() => expandVars('${A:=b}', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);
     expect(() => expandVars('${A', { A: 'x' }, 'p')).toThrow(/unsupported expansion/);

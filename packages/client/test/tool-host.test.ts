@@ -247,7 +247,7 @@ describe('ToolHost against a fake server', () => {
     expect(timers()).toBeLessThanOrEqual(timersBefore);
   });
 
-  it('waits for Retry-After after HTTP 429, then connects', async () => {
+  it('waits for Retry-After after HTTP 429 (no challenge), then connects; the error names the 429 reason', async () => {
     const s = await server({ refuse: (n) => (n === 0 ? { status: 429, headers: { 'Retry-After': '1' } } : undefined) });
     const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 5_000 } });
     const errors: Error[] = [];
@@ -256,7 +256,8 @@ describe('ToolHost against a fake server', () => {
     await h.start();
     expect(Date.now() - t0).toBeGreaterThanOrEqual(950);
     expect(s.upgrades).toBe(2);
-    expect(errors.map((e) => e.message)).toEqual(['server refused the upgrade with HTTP 429']);
+    // The fake server's body is the status text ("Too Many Requests").
+    expect(errors.map((e) => e.message)).toEqual(['server refused the upgrade with HTTP 429: Too Many Requests']);
   });
 
   it('bounds a 429 wait by the backoff maximum', async () => {

@@ -28,6 +28,7 @@ import {
   readLastSeen,
   readState,
   tokenDigest,
+  withStateLock,
   writeLastSeen,
   writeState,
 } from '../state.js';
@@ -61,6 +62,10 @@ export interface EmbeddedCredentials {
  */
 export async function embeddedCredentials(dir: string): Promise<EmbeddedCredentials> {
   await ensureStateDir(dir);
+  return withStateLock(dir, () => embed(dir));
+}
+
+async function embed(dir: string): Promise<EmbeddedCredentials> {
   let state = await readState(dir);
   const local = await readLocalCredentials({ TOOLWIRE_HOME: dir });
   const stored = (name: string, role: 'host' | 'caller', token: string | undefined): boolean =>

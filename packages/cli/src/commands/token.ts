@@ -13,15 +13,28 @@
  * `add` prints the token once (the folder keeps only its SHA-256 digest); `add host` also prints
  * the commands to run on the other machine. `list` prints names, roles, created and last seen,
  * never a token or digest. Exit status: 0; 64 (EX_USAGE) bad usage, an unknown role, a bad name or
- * grant; 65 (EX_DATAERR) the name exists already, or `tokens.json` does not parse; 67 (EX_NOUSER)
- * revoking a name the folder does not hold; 73 (EX_CANTCREAT) the state folder is not a folder or
- * cannot be written; 77 (EX_NOPERM) permission denied. On an error nothing is written.
+ * grant; 65 (EX_DATAERR) the name exists already, or `tokens.json` does not parse; 66 (EX_NOINPUT)
+ * `list` or `revoke` of a state folder that does not exist (`add` makes it, and says so on stderr);
+ * 67 (EX_NOUSER) revoking a name the folder does not hold; 73 (EX_CANTCREAT) the state folder is not a folder or
+ * cannot be written; 75 (EX_TEMPFAIL) another command held the folder's lock for 10 s; 77 (EX_NOPERM)
+ * permission denied. On an error nothing is written; two commands at once both land (the lock).
  */
 import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
 import { readLocalCredentials, toolwireHome } from '../credentials.js';
-import { type StoredCredential, StateError, ensureStateDir, nameProblem, readLastSeen, readState, tokenDigest, writeState } from '../state.js';
+import {
+  type StoredCredential,
+  StateError,
+  ensureStateDir,
+  nameProblem,
+  readLastSeen,
+  readState,
+  requireStateDir,
+  tokenDigest,
+  withStateLock,
+  writeState,
+} from '../state.js';
 import { argvProblem, misuse } from '../usage.js';
 import { generateToken } from './serve-state.js';
 
@@ -39,7 +52,8 @@ export const tokenUsage = `usage: toolwire token add host NAME | add caller NAME
 
 Names match [A-Za-z0-9_-]{1,64} and are unique across hosts and callers.
 exit status: 0, 64 bad usage, role, name or grant, 65 the name exists or tokens.json is
-bad, 67 revoke of an unknown name, 73 the state folder is not a folder or not writable,
+bad, 66 list/revoke: no state folder there, 67 revoke of an unknown name, 73 the state
+folder is not a folder or not writable, 75 the folder stayed locked by another command,
 77 permission denied.
 `;
 
@@ -113,13 +127,16 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
     const grant = parseGrant(values.grant);
     if (typeof grant === 'string') return usageError(grant);
     try {
-      await ensureStateDir(dir);
-      const state = await readState(dir);
-      const taken = state.credentials.find((c) => c.name === name);
-      if (taken !== undefined) throw new StateError(`"${name}" exists already (a ${taken.role}); revoke it first to make a new token`, ExitCode.DATA_ERR);
+      // Said aloud: a mistyped --state-dir would otherwise make a folder no server reads.
+      if (await ensureStateDir(dir)) stderr.write(`toolwire token: made the state folder ${dir} (mode 0700)\n`);
       const token = generateToken();
-      const entry: StoredCredential = { name, role, tokenDigest: tokenDigest(token), created: new Date().toISOString(), ...(role === 'caller' && { grant }) };
-      await writeState(dir, { schema: 1, credentials: [...state.credentials, entry] });
+      await withStateLock(dir, async () => {
+        const state = await readState(dir);
+        const taken = state.credentials.find((c) => c.name === name);
+        if (taken !== undefined) throw new StateError(`"${name}" exists already (a ${taken.role}); revoke it first to make a new token`, ExitCode.DATA_ERR);
+        const entry: StoredCredential = { name, role, tokenDigest: tokenDigest(token), created: new Date().toISOString(), ...(role === 'caller' && { grant }) };
+        await writeState(dir, { schema: 1, credentials: [...state.credentials, entry] });
+      });
       const lines = [`${role} token for "${name}" (shown once; ${dir} keeps only its digest):`, `  ${token}`, ''];
       if (role === 'host') {
         const url = await serverUrl(values.server, dir);
@@ -127,8 +144,14 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
           'On the other machine, put it in a file only you can read, then start the host:',
           `  (umask 077 && mkdir -p ~/.toolwire && printf '%s' '${token}' > ~/.toolwire/host-token)`,
           `  toolwire host --server ${url} --token-file ~/.toolwire/host-token --manifest tools.json`,
-          `(use wss:// and add --ca ca.pem when the server runs TLS with a private CA; see README "Add a machine")`,
         );
+        if (values.server === undefined) {
+          lines.push(
+            `(${new URL(url).hostname} is this machine's name: use the name or address the other machine reaches this server by — with TLS, one`,
+            ` the server's certificate names — or pass --server URL to print it; see README "Add a machine")`,
+          );
+        }
+        lines.push(`(use wss:// and add --ca ca.pem when the server runs TLS with a private CA)`);
       } else {
         lines.push(`Callers use it as "Authorization: Bearer <token>" at /mcp, e.g. TOOLWIRE_TOKEN=<token> toolwire tools --server URL`);
       }
@@ -145,11 +168,14 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
     if (name === undefined) return usageError('revoke needs a NAME');
     if (extra !== undefined) return usageError(`unexpected argument ${JSON.stringify(extra)}`);
     try {
-      await ensureStateDir(dir);
-      const state = await readState(dir);
-      const gone = state.credentials.find((c) => c.name === name);
-      if (gone === undefined) throw new StateError(`no credential named "${name}" in ${dir} (see toolwire token list)`, ExitCode.NO_USER);
-      await writeState(dir, { schema: 1, credentials: state.credentials.filter((c) => c !== gone) });
+      await requireStateDir(dir);
+      const gone = await withStateLock(dir, async () => {
+        const state = await readState(dir);
+        const found = state.credentials.find((c) => c.name === name);
+        if (found === undefined) throw new StateError(`no credential named "${name}" in ${dir} (see toolwire token list)`, ExitCode.NO_USER);
+        await writeState(dir, { schema: 1, credentials: state.credentials.filter((c) => c !== found) });
+        return found;
+      });
       stdout.write(`revoked ${gone.role} "${name}"; a running server on ${dir} closes its sessions within 1 s\n`);
       return ExitCode.OK;
     } catch (error) {
@@ -160,7 +186,7 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
   if (action === 'list') {
     if (args.length > 0) return usageError(`unexpected argument ${JSON.stringify(args[0])}`);
     try {
-      await ensureStateDir(dir);
+      await requireStateDir(dir);
       const state = await readState(dir);
       const seen = await readLastSeen(dir);
       const rows = state.credentials.map((c) => ({

@@ -143,8 +143,9 @@ export class HostSocket {
         if (done) return;
         done = true;
         clearTimeout(this.#bodyGuard);
+        const line = Buffer.concat(chunks).subarray(0, MAX_REASON_BYTES).toString('utf8').split(/\r?\n/, 1)[0]!.trim();
         // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes into our log
-        this.#body = Buffer.concat(chunks).subarray(0, MAX_REASON_BYTES).toString('utf8').split(/\r?\n/, 1)[0]!.trim().replace(/[\u0000-\u001f\u007f]/g, '?');
+        this.#body = line.replace(/[\u0000-\u001f\u007f]/g, '?');
         if (this.#body !== '') this.#error = new Error(`server refused the upgrade with HTTP ${res.statusCode}: ${this.#body.slice(0, 200)}`);
         ws.terminate();
       };

@@ -5,6 +5,9 @@
  */
 import { ManifestError } from './errors.js';
 
+/** The host's own credential variables: a tool host expands a manifest without them (DESIGN §7), on purpose. */
+const CREDENTIAL_VARS = new Set(['TOOLWIRE_TOKEN', 'TOOLWIRE_TOKEN_FILE']);
+
 const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g;
 
 /**
@@ -28,6 +31,12 @@ export function expandVars(text: string, env: NodeJS.ProcessEnv, keyPath: string
   const expanded = text.replace(REFERENCE, (_match, name: string, fallback: string | undefined) => {
     const value = env[name];
     if (fallback !== undefined) return value === undefined || value === '' ? fallback : value;
+    if (value === undefined && CREDENTIAL_VARS.has(name)) {
+      throw new ManifestError(
+        keyPath,
+        `uses \${${name}}, which the tool host withholds on purpose: a tool never sees the host's own credentials (give the tool a secret of its own in another variable)`,
+      );
+    }
     if (value === undefined) {
       throw new ManifestError(keyPath, `uses \${${name}} but ${name} is not set (write \${${name}:-default} to give a default)`);
     }
