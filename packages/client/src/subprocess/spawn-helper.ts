@@ -43,7 +43,8 @@ type HelperEvent =
   | { ev: 'closed'; id: number };
 
 interface Remote {
-  launch: ToolLaunch;
+  /** Kept for a relaunch here until the helper answers about it (then dropped: it holds the whole input). */
+  launch: ToolLaunch | undefined;
   events: ToolEvents;
   /** The tool's process group, once the helper reported it. */
   pid?: number;
@@ -139,6 +140,7 @@ class Helper {
     this.#answered = true;
     const remote = this.#calls.get(m.id);
     if (remote === undefined) return; // released meanwhile
+    remote.launch = undefined; // the helper has it: never relaunched here
     switch (m.ev) {
       case 'spawn':
         remote.pid = m.pid;
@@ -179,7 +181,7 @@ class Helper {
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const remote of calls) {
-      if (how.relaunch) {
+      if (how.relaunch && remote.launch !== undefined) {
         remote.local = launchLocal(remote.launch, remote.events);
       } else {
         killGroup(remote.pid, 'SIGKILL');
