@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { burstServer } from '../soak/attacks/burst-server.js';
-import { HostileServer } from '../soak/attacks/hostile-server.js';
+import { HostileServer, childrenOf } from '../soak/attacks/hostile-server.js';
 import { killProcesses, markedProcesses } from '../soak/procs.js';
 import { waitFor } from '../helpers.js';
 
@@ -110,7 +110,9 @@ describe('no tool outlives its host', () => {
     await waitFor(() => s.marks().size === 5 && s.tools(host).length === 5, 'five tools to run', 10_000);
     const helper = s.helperOf(host);
     expect(helper).toBeGreaterThan(0);
-    const tools = () => markedProcesses(s.runId).filter((p) => p.pid !== host.pid && p.pid !== helper && !p.cmd.startsWith('/bin/sh -c set='));
+    const reaper = childrenOf(host.pid).find((p) => p !== helper); // the host's other child: its orphan reaper
+    expect(reaper).toBeGreaterThan(0);
+    const tools = () => markedProcesses(s.runId).filter((p) => ![host.pid, helper, reaper].includes(p.pid));
     expect(tools().length).toBeGreaterThanOrEqual(10); // 5 tools, each with two sleeps
     process.kill(host.pid, 'SIGKILL');
     process.kill(helper!, 'SIGKILL');
