@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Admission, type Waiter } from '../src/calls/admission.js';
+import { Refusals } from '../src/calls/overload.js';
 import { ToolHost, type ToolHostOptions } from '../src/index.js';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { FakeServer } from './helpers/fake-server.js';
@@ -81,6 +82,22 @@ describe('Admission (counting only)', () => {
     expect([a.queued, a.bytes]).toEqual([0, 5]);
     a.finish('t', Infinity, 5);
     expect(started).toEqual([]);
+  });
+});
+
+describe('Refusals', () => {
+  it('answers 75 naming the bound, and warns at most once per 10 s however many calls are refused', () => {
+    const warnings: unknown[][] = [];
+    const logger = { debug() {}, info() {}, warn: (...args: unknown[]) => warnings.push(args), error() {} };
+    const a = new Admission({ maxConcurrentCalls: 1, maxQueuedCalls: 0, maxInputBytes: 10 });
+    const refusals = new Refusals(a, logger);
+    const captures = Array.from({ length: 1000 }, (_, i) => refusals.refuse(`c${i}`, i % 2 ? 'queue_full' : 'input_bytes', 11));
+    expect(new Set(captures.map((c) => [c.exitCode, c.failure].join()))).toEqual(new Set(['75,overloaded']));
+    expect(Buffer.from(captures[0]!.stderr).toString()).toBe(
+      'toolwire: tool host overloaded: a call of 11 bytes would pass the 10 bytes of call input held at once (maxInFlightInputBytes); retry later\n',
+    );
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]![0]).toMatchObject({ refused: 1 });
   });
 });
 

@@ -9,8 +9,9 @@ import { type CallMessage, type CancelMessage, type Capture, failureCapture } fr
 import { runCommandTool } from '../subprocess/run-command.js';
 import type { EnvPolicy } from '../subprocess/tool-env.js';
 import type { CommandSpec, Logger, ToolContext, ToolHandler } from '../types.js';
-import { CallAbort, type CallAborted, cancelAbort, deadlineAbort } from './abort.js';
+import { CallAbort, type CallAborted, armDeadline, cancelAbort, withAbort } from './abort.js';
 import type { Admission, Waiter } from './admission.js';
+import { Refusals } from './overload.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
 import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process.js';
 import { encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
@@ -33,9 +34,6 @@ export interface CallSettings {
   logger: Logger;
 }
 
-/** Largest delay `setTimeout` honours (2^31 − 1 ms); longer deadlines are clamped to it. */
-const MAX_TIMER_MS = 2_147_483_647;
-
 interface InFlight {
   abort: CallAbort;
   done: Promise<void>;
@@ -57,24 +55,9 @@ interface Waited {
 
 const SETTLED = Promise.resolve();
 
-/**
- * Arm a call's deadline. A function of its own so the timer's closure holds only `abort`: a closure
- * made in the session's methods would share their context, and with it the call message and its
- * whole input, for as long as the call runs.
- */
-function armDeadline(abort: CallAbort, deadlineMs: number): NodeJS.Timeout {
-  return setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
-}
-
 /** The capture of a call whose tool host code threw while building it (70). */
 function hostFailed(error: unknown): Capture {
   return failureCapture('host_error', `tool host failed: ${error instanceof Error ? error.message : String(error)}`);
-}
-
-/** An aborted call's capture: the abort's failure and reason, keeping the partial output, unless the tool already set a failure. */
-function withAbort(capture: Capture, abort: CallAbort): Capture {
-  const aborted = abort.reason;
-  return aborted !== undefined && capture.failure === undefined ? failureCapture(aborted.failure, aborted.message, capture) : capture;
 }
 
 /**
@@ -107,6 +90,7 @@ export class CallSession {
   readonly #capBytes: number;
   readonly #calls = new Map<string, InFlight>();
   #dead = false;
+  readonly #refusals: Refusals;
 
   /**
    * @param send sends one encoded `result` frame (its JSON text) on this session's connection; returns false when it is gone
@@ -118,6 +102,7 @@ export class CallSession {
     this.#lookup = lookup;
     this.#settings = settings;
     this.#capBytes = captureCapBytes(maxPayload, settings.maxCaptureBytes);
+    this.#refusals = new Refusals(settings.admission, settings.logger);
   }
 
   /** Calls running or waiting to run (including aborted ones that are still dying). */
@@ -146,7 +131,7 @@ export class CallSession {
     const admitted = this.#settings.admission.admit(tool.name, limit, bytes);
     if (admitted === 'run') this.#start(call, tool, { limit, bytes }, undefined);
     else if (admitted === 'queue') this.#wait(call, tool, { limit, bytes });
-    else this.#refuse(call.id, admitted, bytes);
+    else this.#answer(call.id, this.#refusals.refuse(call.id, admitted, bytes)); // nothing of it runs
   }
 
   /**
@@ -253,18 +238,6 @@ export class CallSession {
       this.#answer(call.id, failureCapture(reason.failure, `${reason.message}; the call was waiting for a place to run and its tool was not started`));
     });
     this.#settings.admission.enqueue(waiter);
-  }
-
-  /** Answer 75 a call past the queue or input-bytes bound; nothing of it runs. */
-  #refuse(id: string, why: 'queue_full' | 'input_bytes', bytes: number): void {
-    const { admission, logger } = this.#settings;
-    const { maxConcurrentCalls, maxQueuedCalls, maxInputBytes } = admission.limits;
-    const reason =
-      why === 'queue_full'
-        ? `tool host overloaded: ${admission.running} calls running (maxConcurrentCalls ${maxConcurrentCalls}) and ${admission.queued} waiting (maxQueuedCalls ${maxQueuedCalls}); retry later`
-        : `tool host overloaded: a call of ${bytes} bytes would pass the ${maxInputBytes} bytes of call input held at once (maxInFlightInputBytes); retry later`;
-    logger.debug({ id, why }, 'toolwire: call refused, the host is at its bound');
-    this.#answer(id, failureCapture('overloaded', reason));
   }
 
   /** Abort one call for a `cancel` frame (`stop` → 130, `deadline` → 124). Unknown ids are ignored. */
