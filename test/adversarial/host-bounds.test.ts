@@ -15,8 +15,10 @@ import { waitFor } from '../helpers.js';
 const servers: HostileServer[] = [];
 afterEach(async () => {
   for (const s of servers.splice(0)) {
-    killProcesses(markedProcesses(s.runId));
     await s.close();
+    // The host's reaper ends by itself once the host is gone (and removes its registry); anything else is killed.
+    await waitFor(() => markedProcesses(s.runId).length === 0, 'the attack processes to end', 3_000).catch(() => {});
+    killProcesses(markedProcesses(s.runId));
   }
 });
 
