@@ -5,6 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { ToolHost, type ToolHostOptions } from '@toolwire/client';
+import { reaperPid } from '../../packages/client/src/subprocess/reaper.js';
 import { spawnHelperPid } from '../../packages/client/src/subprocess/spawn-helper.js';
 import { processInfo, send, serve } from './ipc.js';
 import { FILLERS, fillerSchema, hostToken } from './tools.js';
@@ -36,21 +37,31 @@ for (let start = 0; start < count; start += BATCH) {
   await Promise.all(batch.map((h) => h.start()));
 }
 
-/**
- * CPU (µs, user + system, 10 ms ticks) and RSS (KiB) of this process's spawn helper, which spawns
- * the subprocess tools (s5): its CPU counts as the host's, since it does the host's work.
- */
-function helperUsage(): { helperCpuUs: number; helperRssKiB: number } {
-  const pid = spawnHelperPid();
-  if (pid === undefined) return { helperCpuUs: 0, helperRssKiB: 0 };
+/** CPU time of `pid` (µs, user + system, 10 ms ticks); 0 when it is gone. */
+function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields 3… of proc(5)
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime (fields 14, 15)
-    const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return { helperCpuUs: ticks * 10_000, helperRssKiB: Number(rss?.[1] ?? 0) };
+    return (Number(fields[11]) + Number(fields[12])) * 10_000; // utime + stime (fields 14, 15)
   } catch {
-    return { helperCpuUs: 0, helperRssKiB: 0 };
+    return 0;
+  }
+}
+
+/**
+ * CPU (µs) and RSS (KiB) of this process's spawn helper, which spawns the subprocess tools (s5),
+ * plus the CPU of its orphan reaper: their CPU counts as the host's, since they do the host's work.
+ */
+function helperUsage(): { helperCpuUs: number; helperRssKiB: number } {
+  const pid = spawnHelperPid();
+  const reaper = cpuUs(reaperPid());
+  if (pid === undefined) return { helperCpuUs: reaper, helperRssKiB: 0 };
+  try {
+    const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return { helperCpuUs: cpuUs(pid) + reaper, helperRssKiB: Number(rss?.[1] ?? 0) };
+  } catch {
+    return { helperCpuUs: reaper, helperRssKiB: 0 };
   }
 }
 

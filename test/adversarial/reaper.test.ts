@@ -8,7 +8,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { cleanup, defer, repoRoot, spawnTs, tempDir } from '../helpers.js';
 import { killAll, pidsIn, running, waitFor } from './harness.js';
@@ -31,6 +31,19 @@ describe('a tool host killed with SIGKILL while its tool runs', () => {
       await waitFor(() => pids.every((pid) => !running(pid)), 'the orphaned tree to be killed by the reaper', 3_000);
     });
   }
+
+  it('finds the group after its registry was rewritten many times (3000 tools before it), and removes the registry', async () => {
+    const piddir = await tempDir();
+    const host = spawnTs([FIXTURE, 'compacted', `call-compacted-${Date.now()}`], { PIDDIR: piddir });
+    const exited = once(host, 'exit');
+    const pids = await pidsIn(join(piddir, 'pids'), 2);
+    defer(() => killAll(pids));
+    await exited;
+    const registry = readFileSync(join(piddir, 'registry'), 'utf8');
+    expect(registry).toMatch(/toolwire-reaper-/);
+    await waitFor(() => pids.every((pid) => !running(pid)), 'the orphaned tree to be killed by the reaper', 3_000);
+    await waitFor(() => !existsSync(registry), 'the registry folder to be removed', 3_000);
+  });
 
   it("kills the tool's whole tree through the spawn helper, and the helper exits too", async () => {
     const piddir = await tempDir();

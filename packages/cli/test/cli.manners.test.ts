@@ -173,6 +173,22 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
     expect(t.err()).not.toContain('ToolHostOptions');
   });
 
+  it('host limit flags: a bad value names the flag, not the library option', async () => {
+    const manifest = join(home, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: {} }));
+    const base = ['--manifest', manifest, '--server', 'ws://127.0.0.1:9', '--token', 't'];
+    const zero = io();
+    expect(await hostCommand([...base, '--max-concurrent', '0'], zero)).toBe(64);
+    expect(zero.err().split('\n')[0]).toBe('toolwire host: --max-concurrent must be a whole number ≥ 1, got "0"');
+    const word = io();
+    expect(await hostCommand([...base, '--max-queued', 'many'], word)).toBe(64);
+    expect(word.err().split('\n')[0]).toBe('toolwire host: --max-queued must be a whole number ≥ 0, got "many"');
+    const small = io();
+    expect(await hostCommand([...base, '--max-input-bytes', '1000'], small)).toBe(64);
+    expect(small.err().split('\n')[0]).toBe('toolwire host: --max-input-bytes must be an integer ≥ 16777216, got 1000');
+    expect(small.err()).not.toContain('ToolHostOptions');
+  });
+
   it('help with an unknown command is an unknown command', async () => {
     const { code, stderr } = await toolwire(['help', 'hots']).done;
     expect(code).toBe(64);

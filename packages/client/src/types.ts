@@ -60,6 +60,11 @@ export interface CommandSpec {
   envPassthrough?: string[];
   /** The tool's own deadline, ms; a call gets `min(call deadline, timeoutMs)`. */
   timeoutMs?: number;
+  /**
+   * Calls of this tool running at once on the host (manifest `max_concurrency`), within the host's
+   * `maxConcurrentCalls`; more wait in the host's queue. A positive integer; default: no bound of its own.
+   */
+  maxConcurrency?: number;
 }
 
 /** One manifest entry: a named {@link CommandSpec} (from {@link loadManifest}). */

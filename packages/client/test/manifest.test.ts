@@ -61,6 +61,18 @@ describe('parseManifest', () => {
     );
   });
 
+  it('reads max_concurrency as a positive integer (basis shape only)', () => {
+    const tool = (over: Record<string, unknown>) => ({ schema: 1, tools: { t: { input_schema: schema, command: ['x'], ...over } } });
+    expect(parseManifest(tool({ max_concurrency: 2 }), base)[0]!.maxConcurrency).toBe(2);
+    expect(parseManifest(tool({}), base)[0]).not.toHaveProperty('maxConcurrency');
+    for (const bad of [0, -1, 1.5, '2', null]) {
+      expect(() => parseManifest(tool({ max_concurrency: bad }), base)).toThrow('tools.t.max_concurrency must be a positive integer (calls running at once)');
+    }
+    expect(() => parseManifest([{ name: 't', input_schema: schema, command: ['x'], max_concurrency: 1 }], base)).toThrow(
+      /^\[0\]\.max_concurrency is not a known key/,
+    );
+  });
+
   it('gives clear errors with the key path for bad values', () => {
     const tool = (over: Record<string, unknown>) => ({ schema: 1, tools: { read_file: { description: 'd', input_schema: schema, command: ['cat'], ...over } } });
     expect(() => parseManifest(tool({ command: [] }), base)).toThrow('tools.read_file.command must be a non-empty array of strings');

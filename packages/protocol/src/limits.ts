@@ -36,6 +36,12 @@ export const Defaults = {
   maxBadFrames: 16,
   /** Time the host keeps reading a killed tool's pipes (grandchildren may hold them), ms. */
   drainMs: 500,
+  /** Calls running at once on one tool host; more wait in its queue (a laptop's share of processes). */
+  maxConcurrentCalls: 16,
+  /** Calls waiting on one tool host for a place to run; more → 75 at once. */
+  maxQueuedCalls: 256,
+  /** Input bytes (call frame sizes) of the calls a tool host holds, running or waiting; more → 75 at once. 64 MiB. */
+  maxInFlightInputBytes: 64 * 1024 * 1024,
   /** Reconnect backoff of the tool host: first and largest delay before full jitter, ms. */
   reconnectBaseMs: 250,
   reconnectMaxMs: 30_000,

@@ -15,6 +15,7 @@ import {
   type ServerRefusedError,
   TokenRefusedError,
   ToolHost,
+  type ToolHostOptions,
   loadManifest,
 } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
@@ -46,6 +47,13 @@ options:
                    TMPDIR, the tool's env_passthrough and env)
   --name N         host name; honoured only by a server in loopback dev mode
   --root DIR       working directory of tools without a cwd (default: the current directory)
+  --max-concurrent N
+                   calls running at once on this host (default 16; a tool's max_concurrency
+                   lowers it for that tool); more wait in a queue, their deadline running
+  --max-queued N   calls waiting for a place to run (default 256); more are answered 75 at once
+  --max-input-bytes N
+                   call input held for running and waiting calls, in bytes (default 67108864,
+                   at least 16777216); a call that would pass it is answered 75 at once
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
   --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
   -h, --help       show this help
@@ -77,10 +85,21 @@ const flags = {
   env: { type: 'string' },
   name: { type: 'string' },
   root: { type: 'string' },
+  'max-concurrent': { type: 'string' },
+  'max-queued': { type: 'string' },
+  'max-input-bytes': { type: 'string' },
   ca: { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
+
+/** The host's bounds on what a server can make it do (DESIGN §7), as flags. */
+type LimitOptions = Pick<ToolHostOptions, 'maxConcurrentCalls' | 'maxQueuedCalls' | 'maxInFlightInputBytes'>;
+const LIMIT_FLAGS = [
+  ['max-concurrent', 'maxConcurrentCalls', 1],
+  ['max-queued', 'maxQueuedCalls', 0],
+  ['max-input-bytes', 'maxInFlightInputBytes', 1],
+] as const satisfies readonly (readonly [keyof typeof flags, keyof LimitOptions, number])[];
 
 /** `env` without `TOOLWIRE_TOKEN`, `TOOLWIRE_TOKEN_FILE` and any variable whose value is `token`. */
 function withoutCredentials(env: NodeJS.ProcessEnv, token: string | undefined): NodeJS.ProcessEnv {
@@ -111,6 +130,9 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     env?: string;
     name?: string;
     root?: string;
+    'max-concurrent'?: string;
+    'max-queued'?: string;
+    'max-input-bytes'?: string;
     ca?: string;
     'log-level'?: string;
     help?: boolean;
@@ -136,6 +158,14 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   }
   const envMode = values.env ?? 'inherit';
   if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
+  const limits: LimitOptions = {};
+  for (const [flag, option, min] of LIMIT_FLAGS) {
+    const text = values[flag];
+    if (text === undefined) continue;
+    const n = Number(text);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min) return usageError(`--${flag} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
+    limits[option] = n;
+  }
   let server: string | undefined;
   let token: string | undefined;
   try {
@@ -176,12 +206,14 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       root,
       ...(ca !== undefined ? { ca } : {}),
       inheritEnv: envMode === 'inherit',
+      ...limits,
       logger,
     });
     for (const tool of tools) host.command(tool.name, tool);
   } catch (error) {
     // The library names its own option (`ToolHostOptions.server …`); the user gave a flag.
-    const message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
+    let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
+    for (const [flag, option] of LIMIT_FLAGS) message = message.replace(`ToolHostOptions.${option}`, `--${flag}`);
     return usageError(message);
   }
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');

@@ -2,7 +2,7 @@
  * Why a call's work was aborted. The reason travels as the `AbortSignal`'s `reason` so every layer
  * (subprocess runner, in-process handler, result builder) derives the same synthetic capture.
  */
-import type { Failure } from '@toolwire/protocol';
+import { type Capture, type Failure, failureCapture } from '@toolwire/protocol';
 
 /** The failure kinds an abort can end in: `cancelled` → 130, `deadline` → 124, `unavailable` → 69. */
 export type AbortFailure = Extract<Failure, 'cancelled' | 'deadline' | 'unavailable'>;
@@ -31,6 +31,25 @@ export function cancelAbort(reason: 'stop' | 'deadline'): CallAborted {
 /** The deadline abort: `deadline of <ms> ms exceeded` (failure `deadline`, 124). */
 export function deadlineAbort(deadlineMs: number): CallAborted {
   return new CallAborted('deadline', `deadline of ${deadlineMs} ms exceeded`);
+}
+
+/** Largest delay `setTimeout` honours (2^31 − 1 ms); longer deadlines are clamped to it. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/**
+ * Arm a call's deadline: `abort` fires with {@link deadlineAbort} after `deadlineMs` (clamped to
+ * 2^31 − 1). A function of its own so the timer's closure holds only `abort`: a closure made in the
+ * call session's methods would share their context, and with it the call message and its whole
+ * input, for as long as the call runs.
+ */
+export function armDeadline(abort: CallAbort, deadlineMs: number): NodeJS.Timeout {
+  return setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
+}
+
+/** An aborted call's capture: the abort's failure and reason, keeping the partial output, unless the tool already set a failure. */
+export function withAbort(capture: Capture, abort: CallAbort): Capture {
+  const aborted = abort.reason;
+  return aborted !== undefined && capture.failure === undefined ? failureCapture(aborted.failure, aborted.message, capture) : capture;
 }
 
 /**

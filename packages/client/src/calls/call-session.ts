@@ -1,13 +1,17 @@
 /**
- * The calls of one connection (DESIGN §5–§7): run each `call`, arm its deadline, abort it on
- * `cancel`, answer it with exactly one `result`. At a disconnect every call is aborted (work
- * killed) and nothing more is sent on that connection; calls are never replayed elsewhere.
+ * The calls of one connection (DESIGN §5–§7): admit each `call` (run it, queue it, or answer it 75:
+ * `admission.ts`), arm its deadline, abort it on `cancel`, answer it with exactly one `result`. A
+ * queued call whose deadline passes or that is cancelled is answered without its tool ever
+ * starting. At a disconnect every call is aborted (work killed, queued calls dropped) and nothing
+ * more is sent on that connection; calls are never replayed elsewhere.
  */
 import { type CallMessage, type CancelMessage, type Capture, failureCapture } from '@toolwire/protocol';
 import { runCommandTool } from '../subprocess/run-command.js';
 import type { EnvPolicy } from '../subprocess/tool-env.js';
 import type { CommandSpec, Logger, ToolContext, ToolHandler } from '../types.js';
-import { CallAbort, type CallAborted, cancelAbort, deadlineAbort } from './abort.js';
+import { CallAbort, type CallAborted, armDeadline, cancelAbort, withAbort } from './abort.js';
+import type { Admission, Waiter } from './admission.js';
+import { Refusals } from './overload.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
 import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process.js';
 import { encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
@@ -25,15 +29,28 @@ export interface CallSettings {
   spawnHelper: boolean;
   /** How subprocess tools' environments are built (`RunCommandOptions.env`). */
   env: EnvPolicy;
+  /** The host's bounds on what runs and waits (one per host, shared by its sessions). */
+  admission: Admission;
   logger: Logger;
 }
-
-/** Largest delay `setTimeout` honours (2^31 − 1 ms); longer deadlines are clamped to it. */
-const MAX_TIMER_MS = 2_147_483_647;
 
 interface InFlight {
   abort: CallAbort;
   done: Promise<void>;
+}
+
+/** An admitted call's share of the host's bounds: its tool's own bound (`Infinity`: none) and its input bytes. */
+interface Slot {
+  limit: number;
+  bytes: number;
+}
+
+/** What a queued call already has when it starts: its deadline (a `performance.now()` time) runs from its arrival. */
+interface Waited {
+  abort: CallAbort;
+  entry: InFlight;
+  timer: NodeJS.Timeout;
+  deadlineAt: number;
 }
 
 const SETTLED = Promise.resolve();
@@ -41,12 +58,6 @@ const SETTLED = Promise.resolve();
 /** The capture of a call whose tool host code threw while building it (70). */
 function hostFailed(error: unknown): Capture {
   return failureCapture('host_error', `tool host failed: ${error instanceof Error ? error.message : String(error)}`);
-}
-
-/** An aborted call's capture: the abort's failure and reason, keeping the partial output, unless the tool already set a failure. */
-function withAbort(capture: Capture, abort: CallAbort): Capture {
-  const aborted = abort.reason;
-  return aborted !== undefined && capture.failure === undefined ? failureCapture(aborted.failure, aborted.message, capture) : capture;
 }
 
 /**
@@ -79,6 +90,7 @@ export class CallSession {
   readonly #capBytes: number;
   readonly #calls = new Map<string, InFlight>();
   #dead = false;
+  readonly #refusals: Refusals;
 
   /**
    * @param send sends one encoded `result` frame (its JSON text) on this session's connection; returns false when it is gone
@@ -90,15 +102,21 @@ export class CallSession {
     this.#lookup = lookup;
     this.#settings = settings;
     this.#capBytes = captureCapBytes(maxPayload, settings.maxCaptureBytes);
+    this.#refusals = new Refusals(settings.admission, settings.logger);
   }
 
-  /** Calls still running (including aborted ones that are still dying). */
+  /** Calls running or waiting to run (including aborted ones that are still dying). */
   get size(): number {
     return this.#calls.size;
   }
 
-  /** Run one call. A tool that is not registered is answered 127 without running anything. */
-  dispatch(call: CallMessage): void {
+  /**
+   * Run one call, or queue it when the host is at its bound (see {@link Admission}). A tool that is
+   * not registered is answered 127 without running anything; a call past the queue or input-bytes
+   * bound is answered 75 at once and never started.
+   * @param bytes the size of the `call` frame that carried it (its input's share of the bound)
+   */
+  dispatch(call: CallMessage, bytes = 0): void {
     if (this.#dead) return;
     if (this.#calls.has(call.id)) {
       this.#settings.logger.warn({ id: call.id }, 'toolwire: duplicate call id ignored');
@@ -109,55 +127,117 @@ export class CallSession {
       this.#answer(call.id, failureCapture('not_found', `no such tool ${JSON.stringify(call.tool)} on this host`));
       return;
     }
+    const limit = (tool.kind === 'command' ? tool.command.maxConcurrency : undefined) ?? Number.POSITIVE_INFINITY;
+    const admitted = this.#settings.admission.admit(tool.name, limit, bytes);
+    if (admitted === 'run') this.#start(call, tool, { limit, bytes }, undefined);
+    else if (admitted === 'queue') this.#wait(call, tool, { limit, bytes });
+    else this.#answer(call.id, this.#refusals.refuse(call.id, admitted, bytes)); // nothing of it runs
+  }
+
+  /**
+   * Run an admitted call (counted as running until it is answered). `waited`: it was queued, and
+   * its abort, deadline timer and entry already exist.
+   */
+  #start(call: CallMessage, tool: RunnableTool, slot: Slot, waited: Waited | undefined): void {
     const own = tool.kind === 'command' ? tool.command.timeoutMs : undefined;
-    const deadlineMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
-    const abort = new CallAbort();
+    const fullMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
+    // A call that waited gets what is left of its deadline (at least 1 ms: its timer has not fired yet).
+    const deadlineMs = waited ? Math.max(1, Math.ceil(waited.deadlineAt - performance.now())) : fullMs;
+    const abort = waited?.abort ?? new CallAbort();
     const ctx = toolContext(call, deadlineMs, abort);
     let pending: unknown;
     if (tool.kind === 'handler') {
       // Not in `#calls` while the handler runs synchronously: nothing (no cancel, no end of the
       // session) can reach the call before it returns, and a synchronous answer then needs no entry.
       const started = startHandler(tool.handler, call.input, ctx, abort);
-      if ('text' in started) {
-        // A string output: its frame is made from the string itself when no byte is needed.
-        const frame = abort.aborted ? undefined : encodeTextResultFrame(call.id, started.text, this.#capBytes, this.#maxPayload);
-        if (frame !== undefined) {
-          try {
-            this.#answerFrame(call.id, frame);
-          } catch (error) {
-            this.#settings.logger.error({ err: error, id: call.id }, 'toolwire: could not answer a call');
-          }
-          return;
-        }
-      }
       if (!('pending' in started)) {
-        // The handler returned at once: answered within this frame, with no deadline timer (none
-        // could have fired while it ran) and no promise hops — the same capture the async path builds.
-        let capture: Capture;
-        try {
-          capture = capCapture('text' in started ? handlerOutputToCapture(started.text) : started.capture, this.#capBytes);
-        } catch (error) {
-          capture = hostFailed(error);
+        if (waited) {
+          clearTimeout(waited.timer);
+          this.#calls.delete(call.id);
         }
-        try {
-          this.#answer(call.id, withAbort(capture, abort));
-        } catch (error) {
-          this.#settings.logger.error({ err: error, id: call.id }, 'toolwire: could not answer a call');
-        }
+        this.#answerAtOnce(call.id, started, abort);
+        this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         return;
       }
       pending = started.pending;
     }
-    const entry: InFlight = { abort, done: SETTLED };
-    this.#calls.set(call.id, entry);
-    const timer = setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
+    const id = call.id; // the closures below hold the id, not the call and its input
+    const entry: InFlight = waited?.entry ?? { abort, done: SETTLED };
+    this.#calls.set(id, entry);
+    const timer = waited?.timer ?? armDeadline(abort, fullMs);
     entry.done = this.#run(tool, call.input, ctx, abort, pending)
       .then((capture) => {
         clearTimeout(timer);
-        this.#calls.delete(call.id);
-        this.#answer(call.id, capture);
+        this.#calls.delete(id);
+        this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
+        this.#answer(id, capture);
       })
-      .catch((error: unknown) => this.#settings.logger.error({ err: error, id: call.id }, 'toolwire: could not answer a call'));
+      .catch((error: unknown) => this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call'));
+  }
+
+  /**
+   * A handler that returned at once: answered within this frame, with no deadline timer (none
+   * could have fired while it ran) and no promise hops — the same capture the async path builds.
+   */
+  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort): void {
+    try {
+      if ('text' in started) {
+        // A string output: its frame is made from the string itself when no byte is needed.
+        const frame = abort.aborted ? undefined : encodeTextResultFrame(id, started.text, this.#capBytes, this.#maxPayload);
+        if (frame !== undefined) return this.#answerFrame(id, frame);
+      }
+      let capture: Capture;
+      try {
+        capture = capCapture('text' in started ? handlerOutputToCapture(started.text) : started.capture, this.#capBytes);
+      } catch (error) {
+        capture = hostFailed(error);
+      }
+      this.#answer(id, withAbort(capture, abort));
+    } catch (error) {
+      this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call');
+    }
+  }
+
+  /**
+   * Queue an admitted call until it may run. Its deadline runs from now; a deadline, a cancel or
+   * the end of the connection while it waits answers it with the abort's capture (124, 130; none
+   * on a lost connection) and its tool is never started.
+   */
+  #wait(call: CallMessage, tool: RunnableTool, slot: Slot): void {
+    const own = tool.kind === 'command' ? tool.command.timeoutMs : undefined;
+    const fullMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
+    const abort = new CallAbort();
+    let leave!: () => void;
+    const entry: InFlight = { abort, done: new Promise<void>((resolve) => (leave = resolve)) };
+    this.#calls.set(call.id, entry);
+    const timer = armDeadline(abort, fullMs);
+    const waited: Waited = { abort, entry, timer, deadlineAt: performance.now() + fullMs };
+    const waiter: Waiter = {
+      tool: tool.name,
+      limit: slot.limit,
+      bytes: slot.bytes,
+      start: () => {
+        abort.onAbort(undefined);
+        leave(); // `idle()` reads the entry's new `done` next
+        try {
+          this.#start(call, tool, slot, waited);
+        } catch (error) {
+          clearTimeout(timer);
+          this.#calls.delete(call.id);
+          this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
+          this.#answer(call.id, hostFailed(error));
+        }
+      },
+    };
+    abort.onAbort(() => {
+      this.#settings.admission.withdraw(waiter);
+      clearTimeout(timer);
+      this.#calls.delete(call.id);
+      leave();
+      const reason = abort.reason!;
+      this.#answer(call.id, failureCapture(reason.failure, `${reason.message}; the call was waiting for a place to run and its tool was not started`));
+    });
+    this.#settings.admission.enqueue(waiter);
   }
 
   /** Abort one call for a `cancel` frame (`stop` → 130, `deadline` → 124). Unknown ids are ignored. */
@@ -181,19 +261,35 @@ export class CallSession {
     while (this.#calls.size > 0) await Promise.all([...this.#calls.values()].map((e) => e.done));
   }
 
-  /** `pending`: what a handler tool's handler returned (a thenable; see `startHandler`). */
-  async #run(tool: RunnableTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
+  /**
+   * Start the work and resolve with its capture; never rejects. `pending`: what a handler tool's
+   * handler returned (a thenable; see `startHandler`). Not async: a subprocess tool's `input` is
+   * needed only until it is encoded and handed to the tool, and an async frame would keep it.
+   */
+  #run(tool: RunnableTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
     const { cancelGraceMs, drainMs, root, spawnHelper, env } = this.#settings;
-    let capture: Capture;
+    const capBytes = this.#capBytes;
+    let work: Promise<Capture>;
     try {
-      capture =
+      work =
         tool.kind === 'command'
-          ? await runCommandTool(tool.command, input, ctx, { root, cancelGraceMs, drainMs, maxCaptureBytes: this.#capBytes, spawnHelper, env })
-          : capCapture(await awaitHandler(pending, cancelGraceMs + drainMs, abort), this.#capBytes);
+          ? runCommandTool(tool.command, input, ctx, {
+              root,
+              cancelGraceMs,
+              drainMs,
+              maxCaptureBytes: capBytes,
+              spawnHelper,
+              env,
+              startBy: Date.now() + ctx.deadlineMs,
+            })
+          : awaitHandler(pending, cancelGraceMs + drainMs, abort).then((capture) => capCapture(capture, capBytes));
     } catch (error) {
-      capture = hostFailed(error);
+      work = Promise.resolve(hostFailed(error));
     }
-    return withAbort(capture, abort);
+    return work.then(
+      (capture) => withAbort(capture, abort),
+      (error: unknown) => withAbort(hostFailed(error), abort),
+    );
   }
 
   #answer(id: string, capture: Capture): void {

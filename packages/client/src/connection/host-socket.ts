@@ -65,7 +65,8 @@ export interface HostSocketOptions {
 /** Callbacks of one connection; `onClose` is called exactly once. */
 export interface HostSocketHandlers {
   onWelcome(welcome: WelcomeMessage): void;
-  onMessage(message: SessionMessage): void;
+  /** `bytes`: the size of the frame that carried `message` (a call's share of the host's input-bytes bound). */
+  onMessage(message: SessionMessage, bytes: number): void;
   onClose(info: CloseInfo): void;
 }
 
@@ -264,6 +265,6 @@ export class HostSocket {
       return;
     }
     this.#timer?.refresh();
-    this.#handlers.onMessage(message);
+    this.#handlers.onMessage(message, data.length);
   }
 }

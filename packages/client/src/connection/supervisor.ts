@@ -13,7 +13,8 @@ import { refusalOf, retryAfterMs } from './refusal.js';
 /** Callbacks of the supervisor; each names the connection it is about. */
 export interface SupervisorHandlers {
   onWelcome(socket: HostSocket, welcome: WelcomeMessage): void;
-  onMessage(socket: HostSocket, message: SessionMessage): void;
+  /** `bytes`: the size of the frame that carried `message`. */
+  onMessage(socket: HostSocket, message: SessionMessage, bytes: number): void;
   /**
    * A connection ended (or a dial failed). `willRetry`: another dial is scheduled. `refusal`: the
    * server refused the dial for good (401, 403, another 4xx, TLS); no dial follows.
@@ -80,7 +81,7 @@ export class ConnectionSupervisor {
         this.#backoff?.reset();
         this.#handlers.onWelcome(socket, welcome);
       },
-      onMessage: (message) => this.#handlers.onMessage(socket, message),
+      onMessage: (message, bytes) => this.#handlers.onMessage(socket, message, bytes),
       onClose: (info) => {
         if (this.#socket === socket) this.#socket = undefined;
         // Replaced (4000): another connection of this host identity is live; dialing again would

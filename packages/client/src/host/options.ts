@@ -4,6 +4,7 @@
  */
 import { Defaults } from '@toolwire/protocol';
 import { pino } from 'pino';
+import type { AdmissionLimits } from '../calls/admission.js';
 import type { BackoffOptions } from '../connection/backoff.js';
 import { CREDENTIAL_VARS, type EnvPolicy } from '../subprocess/tool-env.js';
 import type { Logger } from '../types.js';
@@ -36,6 +37,23 @@ export interface ToolHostOptions {
   spawnHelper?: boolean;
   /** Largest frame accepted from the server (a `call` with its input). Default 16 MiB; over → the socket closes 1009. */
   maxPayload?: number;
+  /**
+   * Calls running at once on this host (subprocess tools and in-process handlers that have not
+   * returned), whatever the server sends; a tool's own `maxConcurrency` lowers it for that tool.
+   * More wait in a queue (their deadline runs meanwhile). Default 16; at least 1.
+   */
+  maxConcurrentCalls?: number;
+  /**
+   * Calls waiting for a place to run. A call past it is answered 75 (`overloaded`) at once and never
+   * started. Default 256; 0 answers 75 every call that cannot run at once.
+   */
+  maxQueuedCalls?: number;
+  /**
+   * Input bytes held for calls running or waiting, counted as the size of each `call` frame. A call
+   * that would pass it is answered 75 at once and never started. Default 64 MiB, and at least
+   * `maxPayload` (so a call of the largest frame accepted fits).
+   */
+  maxInFlightInputBytes?: number;
   /** Time allowed for the upgrade and for `welcome` after `hello`; then the connection is dropped and retried. Default 10000. */
   welcomeTimeoutMs?: number;
   /**
@@ -73,6 +91,7 @@ export interface ResolvedHostOptions {
   maxCaptureBytes: number;
   spawnHelper: boolean;
   maxPayload: number;
+  limits: AdmissionLimits;
   welcomeTimeoutMs: number;
   reconnect: BackoffOptions | false;
   logger: Logger;
@@ -122,6 +141,7 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
     throw new TypeError('ToolHostOptions.token must be a non-empty string');
   }
   if (options.name !== undefined && typeof options.name !== 'string') throw new TypeError('ToolHostOptions.name must be a string');
+  const maxPayload = integer('maxPayload', options.maxPayload, Defaults.maxPayload, 1);
   return {
     server: url.href,
     token: options.token,
@@ -131,7 +151,12 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
     drainMs: integer('drainMs', options.drainMs, Defaults.drainMs, 0),
     maxCaptureBytes: integer('maxCaptureBytes', options.maxCaptureBytes, Defaults.maxCaptureBytes, 0),
     spawnHelper: boolean('spawnHelper', options.spawnHelper, process.env.TOOLWIRE_SPAWN_HELPER !== '0'),
-    maxPayload: integer('maxPayload', options.maxPayload, Defaults.maxPayload, 1),
+    maxPayload,
+    limits: {
+      maxConcurrentCalls: integer('maxConcurrentCalls', options.maxConcurrentCalls, Defaults.maxConcurrentCalls, 1),
+      maxQueuedCalls: integer('maxQueuedCalls', options.maxQueuedCalls, Defaults.maxQueuedCalls, 0),
+      maxInputBytes: integer('maxInFlightInputBytes', options.maxInFlightInputBytes, Math.max(Defaults.maxInFlightInputBytes, maxPayload), maxPayload),
+    },
     welcomeTimeoutMs: integer('welcomeTimeoutMs', options.welcomeTimeoutMs, Defaults.helloTimeoutMs, 1),
     reconnect: resolveReconnect(options.reconnect),
     logger: options.logger ?? pino({ level: 'warn' }, pino.destination({ dest: 2, sync: true })),

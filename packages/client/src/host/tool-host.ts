@@ -6,6 +6,7 @@
 import { EventEmitter } from 'node:events';
 import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
+import { Admission } from '../calls/admission.js';
 import { CallSession } from '../calls/call-session.js';
 import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
@@ -58,6 +59,8 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #options: ResolvedHostOptions;
   readonly #tools = new ToolSet();
   readonly #draining = new Set<Promise<void>>();
+  /** What runs and waits, across connections: calls of a lost connection keep their places until their work is gone. */
+  readonly #admission: Admission;
   #supervisor: ConnectionSupervisor | undefined;
   #current: { socket: HostSocket; session: CallSession } | undefined;
   #started: Deferred<AdvertisedMessage> | undefined;
@@ -67,6 +70,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   constructor(options: ToolHostOptions) {
     super();
     this.#options = resolveHostOptions(options);
+    this.#admission = new Admission(this.#options.limits);
   }
 
   /**
@@ -149,7 +153,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       },
       {
         onWelcome: (socket, welcome) => this.#onWelcome(socket, welcome),
-        onMessage: (socket, message) => this.#onMessage(socket, message),
+        onMessage: (socket, message, bytes) => this.#onMessage(socket, message, bytes),
         onDown: (socket, info, willRetry, refusal) => this.#onDown(socket, info, willRetry, refusal),
       },
     );
@@ -194,6 +198,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         maxCaptureBytes: o.maxCaptureBytes,
         spawnHelper: o.spawnHelper,
         env: o.env,
+        admission: this.#admission,
         logger: o.logger,
       },
     );
@@ -203,7 +208,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     this.#advertise();
   }
 
-  #onMessage(socket: HostSocket, message: SessionMessage): void {
+  #onMessage(socket: HostSocket, message: SessionMessage, bytes: number): void {
     const current = this.#current;
     if (!current || current.socket !== socket) return;
     switch (message.type) {
@@ -213,7 +218,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         this.#started?.resolve(message);
         break;
       case 'call':
-        current.session.dispatch(message);
+        current.session.dispatch(message, bytes);
         break;
       case 'cancel':
         current.session.cancel(message);

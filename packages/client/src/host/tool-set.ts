@@ -24,7 +24,7 @@ function checkFace(name: string, spec: InProcessToolSpec): void {
 }
 
 function checkCommand(name: string, spec: CommandSpec): void {
-  const { command, cwd, env, envPassthrough, timeoutMs } = spec;
+  const { command, cwd, env, envPassthrough, timeoutMs, maxConcurrency } = spec;
   if (!Array.isArray(command) || command.length === 0 || !command.every((a) => typeof a === 'string') || command[0] === '') {
     throw new TypeError(`tool ${name}: command must be a non-empty array of strings`);
   }
@@ -38,6 +38,9 @@ function checkCommand(name: string, spec: CommandSpec): void {
   if (timeoutMs !== undefined && (!Number.isInteger(timeoutMs) || timeoutMs <= 0)) {
     throw new RangeError(`tool ${name}: timeoutMs must be a positive integer (ms), got ${timeoutMs}`);
   }
+  if (maxConcurrency !== undefined && (!Number.isInteger(maxConcurrency) || maxConcurrency <= 0)) {
+    throw new RangeError(`tool ${name}: maxConcurrency must be a positive integer, got ${maxConcurrency}`);
+  }
 }
 
 /** What {@link ToolSet.replaceCommands} changed: tool names, in the new set's order (removed: the old order). */
@@ -46,7 +49,7 @@ export interface ToolSetChange {
   added: string[];
   /** Subprocess tools that are gone. */
   removed: string[];
-  /** Subprocess tools whose definition (schema, description, command, cwd, env, timeout) differs. */
+  /** Subprocess tools whose definition (schema, description, command, cwd, env, timeout, max concurrency) differs. */
   changed: string[];
 }
 
@@ -150,6 +153,7 @@ function commandEntry(name: string, spec: CommandSpec): Entry {
   if (spec.env !== undefined) command.env = { ...spec.env };
   if (spec.envPassthrough !== undefined) command.envPassthrough = [...spec.envPassthrough];
   if (spec.timeoutMs !== undefined) command.timeoutMs = spec.timeoutMs;
+  if (spec.maxConcurrency !== undefined) command.maxConcurrency = spec.maxConcurrency;
   return { spec: advertised(name, spec), run: { kind: 'command', name, command } };
 }
 

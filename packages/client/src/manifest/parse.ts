@@ -19,7 +19,7 @@ export interface ParseManifestOptions {
 type Json = Record<string, unknown>;
 
 const BASIS_TOP = ['schema', 'tools'];
-const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms'];
+const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency'];
 const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -44,13 +44,14 @@ function rejectUnknownKeys(value: Json, allowed: readonly string[], path: string
  *
  * Accepted shapes:
  * - basis: `{"schema": 1, "tools": {"<name>": {"description"?, "input_schema", "command": [argv],
- *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?}}}`
+ *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?, "max_concurrency"?}}}`
  * - yog list: `[{"name", "description"?, "input_schema", "command": [argv], "cwd"?}]`
  *
  * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`
  * (omitted: `{"type": "object"}`, a tool that takes no input);
  * `command` a non-empty array of strings with a non-empty first element; `env` an object of string
- * values; `env_passthrough` an array of variable names (`[A-Za-z_][A-Za-z0-9_]*`); `timeout_ms` a positive integer (ms). Unknown keys are rejected. `${VAR}` and
+ * values; `env_passthrough` an array of variable names (`[A-Za-z_][A-Za-z0-9_]*`); `timeout_ms` a positive integer (ms);
+ * `max_concurrency` a positive integer (calls of the tool running at once). Unknown keys are rejected. `${VAR}` and
  * `${VAR:-default}` are expanded in each argv element, `cwd` and each `env` value; a relative `cwd`
  * is resolved against `baseDir`.
  *
@@ -113,6 +114,12 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
     const t = entry.timeout_ms;
     if (typeof t !== 'number' || !Number.isInteger(t) || t <= 0) throw new ManifestError(join(path, 'timeout_ms'), 'must be a positive integer (ms)');
     spec.timeoutMs = t;
+  }
+  if (entry.max_concurrency !== undefined) {
+    const n = entry.max_concurrency;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n <= 0)
+      throw new ManifestError(join(path, 'max_concurrency'), 'must be a positive integer (calls running at once)');
+    spec.maxConcurrency = n;
   }
   return spec;
 }

@@ -14,7 +14,7 @@ import type { CommandSpec, ToolContext } from '../types.js';
 import { signalCapture, spawnFailureCapture } from './process-group.js';
 import { launchTool } from './spawn-helper.js';
 import { type EnvPolicy, toolEnv } from './tool-env.js';
-import type { ToolEvents, ToolLaunch, ToolProcess } from './tool-process.js';
+import { EXPIRED, type ToolEvents, type ToolLaunch, type ToolProcess } from './tool-process.js';
 
 /** Options of {@link runCommandTool}. Times in ms, sizes in bytes. */
 export interface RunCommandOptions {
@@ -34,6 +34,12 @@ export interface RunCommandOptions {
   spawnHelper?: boolean;
   /** How the tool's environment is built (`tool-env.ts`). Default: inherit, minus `TOOLWIRE_TOKEN` and `TOOLWIRE_TOKEN_FILE`. */
   env?: EnvPolicy;
+  /**
+   * The latest time the tool may start (ms since the epoch; the tool host passes the call's
+   * deadline). A spawn that would come later (a backlogged or stopped spawn helper) does not
+   * happen: the call ends 124. Default: none.
+   */
+  startBy?: number;
 }
 
 async function isDirectory(path: string): Promise<boolean> {
@@ -76,7 +82,8 @@ export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: Too
   } catch (error) {
     return failureCapture('invalid_input', `input cannot be encoded as JSON: ${error instanceof Error ? error.message : String(error)}`);
   }
-  const launch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx, options.env), input: text };
+  const launch: ToolLaunch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx, options.env), input: text };
+  if (options.startBy !== undefined) launch.notAfter = options.startBy;
   return supervise(launch, ctx.signal, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
@@ -96,72 +103,99 @@ function cwdCapture(argv0: string, cwd: string): Capture {
 
 type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'maxCaptureBytes' | 'spawnHelper'>>;
 
-/** Launch, feed stdin, collect output, handle abort/exit/drain; resolve exactly once. */
+/**
+ * Launch, feed stdin, collect output, handle abort/exit/drain; resolve exactly once. The closures
+ * that live as long as the call are made in {@link watch}, which never sees `launch`: its `input`
+ * (the whole input JSON) is not kept once the tool has it.
+ */
 function supervise(launch: ToolLaunch, signal: AbortSignal, t: Settings): Promise<Capture> {
-  return new Promise<Capture>((resolve) => {
-    const { head, tail } = headTailSplit(t.maxCaptureBytes);
-    const out = new HeadTailBuffer(head, tail);
-    const err = new HeadTailBuffer(head, tail);
-    let proc: ToolProcess | undefined;
-    let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
-    let closed = false;
-    let graceTimer: NodeJS.Timeout | undefined;
-    let drainTimer: NodeJS.Timeout | undefined;
-    let done = false;
+  let resolve!: (capture: Capture) => void;
+  const result = new Promise<Capture>((r) => (resolve = r));
+  const watcher = watch(launch.file, launch.cwd, signal, t, resolve);
+  watcher.attach(launchTool(launch, watcher.events, t.spawnHelper));
+  return result;
+}
 
-    const finish = (end?: { spawnError?: Error; lost?: string }): void => {
-      if (done) return;
-      done = true;
+/** The events of one running tool and what they lead to; `attach` hands over the launched tool. */
+function watch(
+  file: string,
+  cwd: string,
+  signal: AbortSignal,
+  t: Settings,
+  resolve: (capture: Capture) => void,
+): { events: ToolEvents; attach(proc: ToolProcess): void } {
+  const { head, tail } = headTailSplit(t.maxCaptureBytes);
+  const out = new HeadTailBuffer(head, tail);
+  const err = new HeadTailBuffer(head, tail);
+  let proc: ToolProcess | undefined;
+  let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  let closed = false;
+  let graceTimer: NodeJS.Timeout | undefined;
+  let drainTimer: NodeJS.Timeout | undefined;
+  let done = false;
+
+  const finish = (end?: { spawnError?: NodeJS.ErrnoException; lost?: string }): void => {
+    if (done) return;
+    done = true;
+    clearTimeout(graceTimer);
+    clearTimeout(drainTimer);
+    signal.removeEventListener('abort', onAbort);
+    proc?.release(); // closes the pipes and SIGKILLs leftovers of the group (backgrounded grandchildren)
+    const spawnError = end?.spawnError;
+    if (spawnError?.code === EXPIRED) {
+      // Never started: the abort's capture when the deadline timer came first, else the deadline's.
+      const { failure, reason } = signal.aborted ? describeAbort(signal) : { failure: 'deadline' as const, reason: spawnError.message };
+      resolve(failureCapture(failure, reason));
+      return;
+    }
+    if (spawnError !== undefined) {
+      void startFailureCapture(spawnError, file, cwd).then(resolve);
+      return;
+    }
+    const stdout = out.bytes('stdout');
+    const stderr = err.bytes('stderr');
+    if (signal.aborted) {
+      const { failure, reason } = describeAbort(signal);
+      resolve(failureCapture(failure, reason, { stdout, stderr }));
+    } else if (end?.lost !== undefined) {
+      resolve(failureCapture('host_error', end.lost, { stdout, stderr }));
+    } else if (exit?.signal) {
+      resolve(signalCapture(exit.signal, stdout, stderr));
+    } else {
+      resolve({ stdout, stderr, exitCode: exit?.code ?? 0 });
+    }
+  };
+
+  const onAbort = (): void => {
+    if (done || exit) return; // exited: the drain is bounded by drainMs, then the group gets SIGKILL
+    proc?.kill('SIGTERM');
+    graceTimer ??= setTimeout(() => {
+      proc?.kill('SIGKILL');
+      // Its end is not reported within drainMs (a stopped spawn helper): the call ends anyway.
+      graceTimer = setTimeout(finish, t.drainMs);
+    }, t.cancelGraceMs);
+  };
+
+  const events: ToolEvents = {
+    spawnFailed: (error) => finish({ spawnError: error }),
+    data: (fd, chunk) => (fd === 1 ? out : err).push(chunk),
+    exit: (code, sig) => {
+      exit = { code, signal: sig };
       clearTimeout(graceTimer);
-      clearTimeout(drainTimer);
-      signal.removeEventListener('abort', onAbort);
-      proc?.release(); // closes the pipes and SIGKILLs leftovers of the group (backgrounded grandchildren)
-      if (end?.spawnError !== undefined) {
-        void startFailureCapture(end.spawnError, launch.file, launch.cwd).then(resolve);
-        return;
-      }
-      const stdout = out.bytes('stdout');
-      const stderr = err.bytes('stderr');
-      if (signal.aborted) {
-        const { failure, reason } = describeAbort(signal);
-        resolve(failureCapture(failure, reason, { stdout, stderr }));
-      } else if (end?.lost !== undefined) {
-        resolve(failureCapture('host_error', end.lost, { stdout, stderr }));
-      } else if (exit?.signal) {
-        resolve(signalCapture(exit.signal, stdout, stderr));
-      } else {
-        resolve({ stdout, stderr, exitCode: exit?.code ?? 0 });
-      }
-    };
-
-    const onAbort = (): void => {
-      if (done || exit) return; // exited: the drain is bounded by drainMs, then the group gets SIGKILL
-      proc?.kill('SIGTERM');
-      graceTimer ??= setTimeout(() => {
-        proc?.kill('SIGKILL');
-        // Its end is not reported within drainMs (a stopped spawn helper): the call ends anyway.
-        graceTimer = setTimeout(finish, t.drainMs);
-      }, t.cancelGraceMs);
-    };
-
-    const events: ToolEvents = {
-      spawnFailed: (error) => finish({ spawnError: error }),
-      data: (fd, chunk) => (fd === 1 ? out : err).push(chunk),
-      exit: (code, sig) => {
-        exit = { code, signal: sig };
-        clearTimeout(graceTimer);
-        if (closed) finish();
-        else drainTimer = setTimeout(finish, t.drainMs);
-      },
-      closed: () => {
-        closed = true;
-        if (exit) finish();
-      },
-      lost: (reason) => finish({ lost: reason }),
-    };
-    proc = launchTool(launch, events, t.spawnHelper);
+      if (closed) finish();
+      else drainTimer = setTimeout(finish, t.drainMs);
+    },
+    closed: () => {
+      closed = true;
+      if (exit) finish();
+    },
+    lost: (reason) => finish({ lost: reason }),
+  };
+  const attach = (launched: ToolProcess): void => {
+    proc = launched;
     if (done)
-      proc.release(); // it failed while launching, before `proc` was set
+      launched.release(); // it failed while launching, before `proc` was set
     else signal.addEventListener('abort', onAbort, { once: true });
-  });
+  };
+  return { events, attach };
 }

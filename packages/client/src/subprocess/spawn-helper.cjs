@@ -8,7 +8,8 @@
  * each fork; from here neither happens (figures in bench/README.md items 16–17).
  *
  * Protocol (Node IPC, `serialization: 'advanced'`; the helper sends arrays of events, see `flush`):
- * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask}`; `{op:'kill', id, signal}`
+ * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask, notAfter?}` (not spawned at or
+ *   after `notAfter`, ms since the epoch: answered `{ev:'error', code:'TOOLWIRE_EXPIRED'}`); `{op:'kill', id, signal}`
  *   (signal the tool's process group); `{op:'release', id}` (the call is over: close its pipes,
  *   SIGKILL what is left of its group, forget it).
  * - helper → host, per id, in this order: `{ev:'spawn', id, pid}` or `{ev:'error', id, code, message}`;
@@ -95,7 +96,12 @@ function send(event, bytes = 0, urgent = false) {
   }
 }
 
-function start({ id, file, args, cwd, env, input, umask }) {
+function start({ id, file, args, cwd, env, input, umask, notAfter }) {
+  if (notAfter !== undefined && Date.now() >= notAfter) {
+    // Its call's deadline passed while the spawn waited here (a backlog, or this process was stopped): never start it.
+    send({ ev: 'error', id, code: 'TOOLWIRE_EXPIRED', message: 'the call reached its deadline before its tool could start' }, 0, true);
+    return;
+  }
   let child;
   const ownMask = process.umask(umask); // the host's umask for this spawn (inherited by the child)
   try {

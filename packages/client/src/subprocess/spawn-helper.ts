@@ -13,8 +13,9 @@
  * 64 KiB, else within 10 ms). If the helper dies, the calls it carried end as `lost` (exit code 70,
  * the reason on stderr, the output that had arrived) with their groups killed from here, and the
  * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
- * process ended, however (SIGKILL included) — so it is the orphan reaper of the tools it spawned;
- * `reaper.ts` serves tools spawned here. Tools get the environment this process builds per call
+ * process ended, however (SIGKILL included). Every tool it spawns is also registered with this
+ * process's orphan reaper (`reaper.ts`, as tools spawned here are), which does not depend on the
+ * helper: when this process and the helper are killed together, the reaper kills the tools. Tools get the environment this process builds per call
  * (`tool-env.ts`: never the host's credentials) and its umask;
  * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
  * Limit: a helper killed in the instant between a fork and its report of the pid leaves that one
@@ -23,6 +24,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
+import { forgetGroup, toolStarting } from './reaper.js';
 import { withoutCredentials } from './tool-env.js';
 import { type ToolEvents, type ToolLaunch, type ToolProcess, launchLocal } from './tool-process.js';
 
@@ -43,8 +45,11 @@ type HelperEvent =
   | { ev: 'closed'; id: number };
 
 interface Remote {
-  launch: ToolLaunch;
+  /** Kept for a relaunch here until the helper answers about it (then dropped: it holds the whole input). */
+  launch: ToolLaunch | undefined;
   events: ToolEvents;
+  /** Tells the orphan reaper the tool's group once the helper reported it (or that it never started). */
+  register?: ((pid: number | undefined) => void) | undefined;
   /** The tool's process group, once the helper reported it. */
   pid?: number;
   /** Set when the helper never started: the call was handed to {@link launchLocal}. */
@@ -88,7 +93,9 @@ class Helper {
 
   launch(launch: ToolLaunch, events: ToolEvents): ToolProcess {
     const id = ++this.#nextId;
-    const remote: Remote = { launch, events };
+    // The reaper learns of the tool before the helper forks it: if this process and the helper die
+    // together, the reaper still kills its group (or finds it by its call id, on Linux).
+    const remote: Remote = { launch, events, register: toolStarting(launch.callId) };
     this.#calls.set(id, remote);
     if (this.#calls.size === 1) this.#busy();
     this.#send({ op: 'spawn', id, umask: process.umask(), ...launch }); // this process's umask now, as a local spawn would
@@ -101,9 +108,14 @@ class Helper {
       release: () => {
         if (remote.local) return remote.local.release();
         if (!this.#forget(id)) return;
-        if (remote.exited && remote.closed) return; // over: the helper killed the rest of the group before it said so
-        this.#send({ op: 'release', id });
-        killGroup(remote.pid, 'SIGKILL');
+        if (!(remote.exited && remote.closed)) {
+          // Not over yet (when it is, the helper killed the rest of the group before it said so).
+          this.#send({ op: 'release', id });
+          killGroup(remote.pid, 'SIGKILL');
+        }
+        forgetGroup(remote.pid);
+        remote.register?.(undefined); // released before its pid came: the helper kills it at `release`
+        remote.register = undefined;
       },
     };
   }
@@ -139,12 +151,17 @@ class Helper {
     this.#answered = true;
     const remote = this.#calls.get(m.id);
     if (remote === undefined) return; // released meanwhile
+    remote.launch = undefined; // the helper has it: never relaunched here
     switch (m.ev) {
       case 'spawn':
         remote.pid = m.pid;
+        remote.register?.(m.pid);
+        remote.register = undefined;
         return;
       case 'error': {
         this.#forget(m.id);
+        remote.register?.(undefined);
+        remote.register = undefined;
         remote.events.spawnFailed(Object.assign(new Error(m.message), { code: m.code }));
         return;
       }
@@ -179,10 +196,13 @@ class Helper {
     const calls = [...this.#calls.values()];
     this.#calls.clear();
     for (const remote of calls) {
-      if (how.relaunch) {
+      if (how.relaunch && remote.launch !== undefined) {
+        remote.register?.(undefined); // launchLocal registers it again
         remote.local = launchLocal(remote.launch, remote.events);
       } else {
+        // A tool whose pid never came stays announced to the reaper by its call id (found when this process ends).
         killGroup(remote.pid, 'SIGKILL');
+        forgetGroup(remote.pid);
         remote.events.lost(reason);
       }
     }

@@ -15,6 +15,20 @@ export interface ToolLaunch {
   cwd: string;
   env: NodeJS.ProcessEnv;
   input: string;
+  /**
+   * Not started at or after this time (ms since the epoch: the call's deadline). A launch that
+   * comes later — behind a stopped or backlogged spawn helper — reports `spawnFailed` with
+   * {@link EXPIRED} instead: no tool ever starts after its call's deadline.
+   */
+  notAfter?: number;
+}
+
+/** The `code` of the `spawnFailed` error of a launch that came after its `notAfter`. */
+export const EXPIRED = 'TOOLWIRE_EXPIRED';
+
+/** The error a launch reports when it came after its `notAfter`. */
+export function expiredError(): Error {
+  return Object.assign(new Error('the call reached its deadline before its tool could start'), { code: EXPIRED });
 }
 
 /**
@@ -50,6 +64,7 @@ export interface ToolProcess {
 export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess {
   let pid: number | undefined;
   let released = false;
+  let child: ChildProcessWithoutNullStreams | undefined;
   const control: ToolProcess = {
     kill: (signal) => killGroup(pid, signal),
     release: () => {
@@ -59,8 +74,11 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
       forgetGroup(pid);
     },
   };
+  if (launch.notAfter !== undefined && Date.now() >= launch.notAfter) {
+    events.spawnFailed(expiredError());
+    return control;
+  }
   const started = toolStarting(launch.callId); // the reaper learns of the tool before it runs
-  let child: ChildProcessWithoutNullStreams | undefined;
   try {
     child = spawn(launch.file, launch.args, { cwd: launch.cwd, env: launch.env, shell: false, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
   } catch (error) {
