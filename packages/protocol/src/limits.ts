@@ -36,6 +36,10 @@ export const Defaults = {
   maxBadFrames: 16,
   /** Time the host keeps reading a killed tool's pipes (grandchildren may hold them), ms. */
   drainMs: 500,
+  /** Protocol 2: output bytes a call may have sent and not yet been credited for (its window). 1 MiB. */
+  outputWindowBytes: 1024 * 1024,
+  /** Protocol 2: largest `output` chunk, decoded bytes. 64 KiB. */
+  outputChunkBytes: 64 * 1024,
   /** Reconnect backoff of the tool host: first and largest delay before full jitter, ms. */
   reconnectBaseMs: 250,
   reconnectMaxMs: 30_000,
