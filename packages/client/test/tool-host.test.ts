@@ -49,7 +49,7 @@ const call = (id: string, tool: string, input: unknown = {}, deadlineMs = 10_000
   ({ type: 'call', id, tool, input, workspace: '/ws', agent: 'agent-1', deadlineMs }) as const;
 
 describe('ToolHost against a fake server', () => {
-  it('dials with the bearer token and subprotocol, says hello, and advertises every tool after welcome', async () => {
+  it('dials with the bearer token and every subprotocol, says hello at the version the server picked, and advertises every tool after welcome', async () => {
     const s = await server();
     const h = host({ server: s.url })
       .tool('echo', { description: 'echo input', inputSchema: object }, (input) => JSON.stringify(input))
@@ -61,8 +61,10 @@ describe('ToolHost against a fake server', () => {
     expect(welcome.host).toBe('test-host');
     const conn = s.connections[0]!;
     expect(conn.request.headers.authorization).toBe('Bearer tok');
+    // Every version is offered, newest first; this fake server speaks only v1, so the session is v1.
+    expect(conn.request.headers['sec-websocket-protocol']).toBe(`toolwire.v${PROTOCOL_VERSION},toolwire.v1`);
     expect(conn.ws.protocol).toBe('toolwire.v1');
-    expect(conn.frames[0]).toEqual({ type: 'hello', protocol: PROTOCOL_VERSION, software: expect.stringMatching(/^@toolwire\/client \d/) });
+    expect(conn.frames[0]).toEqual({ type: 'hello', protocol: 1, software: expect.stringMatching(/^@toolwire\/client \d/) });
     expect(conn.frames[1]).toEqual({
       type: 'advertise',
       tools: [

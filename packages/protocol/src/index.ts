@@ -6,18 +6,21 @@
  */
 export { ExitCode, type ExitCodeValue, SIGNAL_EXIT_BASE, FailureKind, type Failure, CloseCode, type CloseCodeValue, closeCodeName } from './codes.js';
 export { Defaults, MAX_NAME_LENGTH, NAME_PATTERN, QUALIFIER } from './limits.js';
-export { PROTOCOL_VERSION, SUBPROTOCOL } from './version.js';
+export { PROTOCOL_VERSION, PROTOCOL_VERSIONS, SUBPROTOCOL, SUBPROTOCOLS, subprotocolOf, versionOfSubprotocol } from './version.js';
 export type {
   ToolSpec,
   HelloMessage,
   AdvertiseMessage,
   ResultMessage,
+  OutputMessage,
   HostMessage,
   WelcomeLimits,
   WelcomeMessage,
   AdvertisedMessage,
   CallMessage,
   CancelMessage,
+  CreditMessage,
+  WelcomeOutput,
   ServerMessage,
 } from './messages.js';
 export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';

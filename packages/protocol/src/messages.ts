@@ -31,7 +31,11 @@ export interface AdvertiseMessage {
   tools: ToolSpec[];
 }
 
-/** The answer to one `call`. Bytes are UTF-8 text unless the matching `*Encoding` is `"base64"`. */
+/**
+ * The answer to one `call`. Bytes are UTF-8 text unless the matching `*Encoding` is `"base64"`.
+ * When the call streamed (protocol 2), `stdout`/`stderr` carry only the bytes not sent in `output`
+ * chunks, which come first: the capture is every chunk of the stream in `seq` order, then these.
+ */
 export interface ResultMessage {
   type: 'result';
   id: string;
@@ -42,9 +46,32 @@ export interface ResultMessage {
   /** 0–255. */
   exitCode: number;
   failure?: Failure;
+  /**
+   * Protocol 2: bytes of each stream sent in `output` chunks before this result, and how many
+   * chunks (`chunks` = the next `seq`). The server checks them against what it received (a
+   * mismatch is a protocol violation: 76), so a lost or extra chunk cannot pass unseen. Absent
+   * when the call sent no `output`.
+   */
+  streamed?: { stdout: number; stderr: number; chunks: number };
 }
 
-export type HostMessage = HelloMessage | AdvertiseMessage | ResultMessage;
+/**
+ * Protocol 2: a piece of a running call's output (DESIGN §5, "Live output"). `seq` counts the
+ * call's chunks from 0 over both streams, each one exactly one more than the last. Bytes as in
+ * `result`: UTF-8 text, or base64 with `encoding: "base64"`. A host sends chunks only while the call
+ * has window left: the decoded bytes of all its chunks never exceed `welcome.output.windowBytes`
+ * plus every `credit` the server sent for the call.
+ */
+export interface OutputMessage {
+  type: 'output';
+  id: string;
+  stream: 'stdout' | 'stderr';
+  seq: number;
+  data: string;
+  encoding?: 'base64';
+}
+
+export type HostMessage = HelloMessage | AdvertiseMessage | ResultMessage | OutputMessage;
 
 // ---- server → host -------------------------------------------------------------------------
 
@@ -58,6 +85,14 @@ export interface WelcomeLimits {
   maxTools: number;
 }
 
+/** Protocol 2: the server takes live output; each call starts with this window. */
+export interface WelcomeOutput {
+  /** Bytes of output a call may send before the server's first `credit`. */
+  windowBytes: number;
+  /** Largest `data` of one `output` chunk, decoded bytes. */
+  maxChunkBytes: number;
+}
+
 /** The server's answer to `hello`. */
 export interface WelcomeMessage {
   type: 'welcome';
@@ -67,6 +102,8 @@ export interface WelcomeMessage {
   /** Server ping interval, ms. */
   heartbeatMs: number;
   limits: WelcomeLimits;
+  /** Protocol 2: present when the server takes `output` chunks; absent, the host streams nothing. */
+  output?: WelcomeOutput;
 }
 
 /** The server's answer to `advertise`. `as` is the name callers see (qualified or bare). */
@@ -97,4 +134,15 @@ export interface CancelMessage {
   reason: 'stop' | 'deadline';
 }
 
-export type ServerMessage = WelcomeMessage | AdvertisedMessage | CallMessage | CancelMessage;
+/**
+ * Protocol 2: more window for one call's output — the server has passed `bytes` of the call's
+ * output on to its consumer. Credit for a call the host no longer runs is ignored.
+ */
+export interface CreditMessage {
+  type: 'credit';
+  id: string;
+  /** Bytes added to the call's window (≥ 1). */
+  bytes: number;
+}
+
+export type ServerMessage = WelcomeMessage | AdvertisedMessage | CallMessage | CancelMessage | CreditMessage;

@@ -7,6 +7,8 @@ import { FailureKind } from './codes.js';
 
 const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const shortText = { type: 'string', maxLength: 256 } as const;
+/** A count or offset: a non-negative integer no larger than a double holds exactly. */
+const count = { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER } as const;
 
 function message(type: string, properties: Record<string, unknown>, required: string[]) {
   return {
@@ -63,10 +65,25 @@ export const hostMessageSchemas = {
         stderrEncoding: { const: 'base64' },
         exitCode: { type: 'integer', minimum: 0, maximum: 255 },
         failure: { enum: Object.keys(FailureKind) },
+        streamed: {
+          type: 'object',
+          properties: { stdout: count, stderr: count, chunks: count },
+          required: ['stdout', 'stderr', 'chunks'],
+          additionalProperties: false,
+        },
       },
       ['id', 'stdout', 'stderr', 'exitCode'],
     ),
   ),
+  output: {
+    ...message('output', { id, stream: { enum: ['stdout', 'stderr'] }, seq: count, data: { type: 'string', minLength: 1 }, encoding: { const: 'base64' } }, [
+      'id',
+      'stream',
+      'seq',
+      'data',
+    ]),
+    dependencies: { encoding: { properties: { data: { type: 'string', pattern: BASE64 } } } },
+  },
 } as const;
 
 /** Schemas of server → host messages, keyed by `type`. */
@@ -85,6 +102,12 @@ export const serverMessageSchemas = {
           maxTools: { type: 'integer', minimum: 0 },
         },
         required: ['maxPayload', 'maxInFlight', 'maxTools'],
+        additionalProperties: false,
+      },
+      output: {
+        type: 'object',
+        properties: { windowBytes: { type: 'integer', minimum: 1 }, maxChunkBytes: { type: 'integer', minimum: 1 } },
+        required: ['windowBytes', 'maxChunkBytes'],
         additionalProperties: false,
       },
     },
@@ -127,4 +150,5 @@ export const serverMessageSchemas = {
     ['id', 'tool', 'input', 'workspace', 'agent', 'deadlineMs'],
   ),
   cancel: message('cancel', { id, reason: { enum: ['stop', 'deadline'] } }, ['id', 'reason']),
+  credit: message('credit', { id, bytes: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } }, ['id', 'bytes']),
 } as const;

@@ -322,7 +322,8 @@ return errors === 0;
 }
 
 export const host_result = validate13;
-const schema14 = {"type":"object","properties":{"type":{"const":"result"},"id":{"type":"string","minLength":1,"maxLength":128},"stdout":{"type":"string"},"stderr":{"type":"string"},"stdoutEncoding":{"const":"base64"},"stderrEncoding":{"const":"base64"},"exitCode":{"type":"integer","minimum":0,"maximum":255},"failure":{"enum":["invalid_input","unavailable","host_error","overloaded","protocol","deadline","cannot_execute","not_found","cancelled"]}},"required":["type","id","stdout","stderr","exitCode"],"additionalProperties":false,"dependencies":{"stdoutEncoding":{"properties":{"stdout":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}},"stderrEncoding":{"properties":{"stderr":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
+const schema14 = {"type":"object","properties":{"type":{"const":"result"},"id":{"type":"string","minLength":1,"maxLength":128},"stdout":{"type":"string"},"stderr":{"type":"string"},"stdoutEncoding":{"const":"base64"},"stderrEncoding":{"const":"base64"},"exitCode":{"type":"integer","minimum":0,"maximum":255},"failure":{"enum":["invalid_input","unavailable","host_error","overloaded","protocol","deadline","cannot_execute","not_found","cancelled"]},"streamed":{"type":"object","properties":{"stdout":{"type":"integer","minimum":0,"maximum":9007199254740991},"stderr":{"type":"integer","minimum":0,"maximum":9007199254740991},"chunks":{"type":"integer","minimum":0,"maximum":9007199254740991}},"required":["stdout","stderr","chunks"],"additionalProperties":false}},"required":["type","id","stdout","stderr","exitCode"],"additionalProperties":false,"dependencies":{"stdoutEncoding":{"properties":{"stdout":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}},"stderrEncoding":{"properties":{"stderr":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
+const func4 = Object.prototype.hasOwnProperty;
 const pattern0 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -380,7 +381,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!((((((((key0 === "type") || (key0 === "id")) || (key0 === "stdout")) || (key0 === "stderr")) || (key0 === "stdoutEncoding")) || (key0 === "stderrEncoding")) || (key0 === "exitCode")) || (key0 === "failure"))){
+if(!(func4.call(schema14.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -592,9 +593,11 @@ vErrors.push(err21);
 errors++;
 }
 }
-}
-else {
-const err22 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.streamed !== undefined){
+let data10 = data.streamed;
+if(data10 && typeof data10 == "object" && !Array.isArray(data10)){
+if(data10.stdout === undefined){
+const err22 = {instancePath:instancePath+"/streamed",schemaPath:"#/properties/streamed/required",keyword:"required",params:{missingProperty: "stdout"},message:"must have required property '"+"stdout"+"'"};
 if(vErrors === null){
 vErrors = [err22];
 }
@@ -603,14 +606,419 @@ vErrors.push(err22);
 }
 errors++;
 }
+if(data10.stderr === undefined){
+const err23 = {instancePath:instancePath+"/streamed",schemaPath:"#/properties/streamed/required",keyword:"required",params:{missingProperty: "stderr"},message:"must have required property '"+"stderr"+"'"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(data10.chunks === undefined){
+const err24 = {instancePath:instancePath+"/streamed",schemaPath:"#/properties/streamed/required",keyword:"required",params:{missingProperty: "chunks"},message:"must have required property '"+"chunks"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+for(const key1 in data10){
+if(!(((key1 === "stdout") || (key1 === "stderr")) || (key1 === "chunks"))){
+const err25 = {instancePath:instancePath+"/streamed",schemaPath:"#/properties/streamed/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data10.stdout !== undefined){
+let data11 = data10.stdout;
+if(!(((typeof data11 == "number") && (!(data11 % 1) && !isNaN(data11))) && (isFinite(data11)))){
+const err26 = {instancePath:instancePath+"/streamed/stdout",schemaPath:"#/properties/streamed/properties/stdout/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if((typeof data11 == "number") && (isFinite(data11))){
+if(data11 > 9007199254740991 || isNaN(data11)){
+const err27 = {instancePath:instancePath+"/streamed/stdout",schemaPath:"#/properties/streamed/properties/stdout/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+if(data11 < 0 || isNaN(data11)){
+const err28 = {instancePath:instancePath+"/streamed/stdout",schemaPath:"#/properties/streamed/properties/stdout/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+}
+}
+if(data10.stderr !== undefined){
+let data12 = data10.stderr;
+if(!(((typeof data12 == "number") && (!(data12 % 1) && !isNaN(data12))) && (isFinite(data12)))){
+const err29 = {instancePath:instancePath+"/streamed/stderr",schemaPath:"#/properties/streamed/properties/stderr/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+if((typeof data12 == "number") && (isFinite(data12))){
+if(data12 > 9007199254740991 || isNaN(data12)){
+const err30 = {instancePath:instancePath+"/streamed/stderr",schemaPath:"#/properties/streamed/properties/stderr/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+if(data12 < 0 || isNaN(data12)){
+const err31 = {instancePath:instancePath+"/streamed/stderr",schemaPath:"#/properties/streamed/properties/stderr/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+}
+}
+if(data10.chunks !== undefined){
+let data13 = data10.chunks;
+if(!(((typeof data13 == "number") && (!(data13 % 1) && !isNaN(data13))) && (isFinite(data13)))){
+const err32 = {instancePath:instancePath+"/streamed/chunks",schemaPath:"#/properties/streamed/properties/chunks/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err32];
+}
+else {
+vErrors.push(err32);
+}
+errors++;
+}
+if((typeof data13 == "number") && (isFinite(data13))){
+if(data13 > 9007199254740991 || isNaN(data13)){
+const err33 = {instancePath:instancePath+"/streamed/chunks",schemaPath:"#/properties/streamed/properties/chunks/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err33];
+}
+else {
+vErrors.push(err33);
+}
+errors++;
+}
+if(data13 < 0 || isNaN(data13)){
+const err34 = {instancePath:instancePath+"/streamed/chunks",schemaPath:"#/properties/streamed/properties/chunks/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err34];
+}
+else {
+vErrors.push(err34);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err35 = {instancePath:instancePath+"/streamed",schemaPath:"#/properties/streamed/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err35];
+}
+else {
+vErrors.push(err35);
+}
+errors++;
+}
+}
+}
+else {
+const err36 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err36];
+}
+else {
+vErrors.push(err36);
+}
+errors++;
+}
 validate13.errors = vErrors;
 return errors === 0;
 }
 
-export const server_welcome = validate14;
-const schema15 = {"type":"object","properties":{"type":{"const":"welcome"},"protocol":{"type":"integer"},"host":{"type":"string","maxLength":256},"heartbeatMs":{"type":"integer","minimum":1},"limits":{"type":"object","properties":{"maxPayload":{"type":"integer","minimum":1},"maxInFlight":{"type":"integer","minimum":1},"maxTools":{"type":"integer","minimum":0}},"required":["maxPayload","maxInFlight","maxTools"],"additionalProperties":false}},"required":["type","protocol","host","heartbeatMs","limits"],"additionalProperties":false};
+export const host_output = validate14;
+const schema15 = {"type":"object","properties":{"type":{"const":"output"},"id":{"type":"string","minLength":1,"maxLength":128},"stream":{"enum":["stdout","stderr"]},"seq":{"type":"integer","minimum":0,"maximum":9007199254740991},"data":{"type":"string","minLength":1},"encoding":{"const":"base64"}},"required":["type","id","stream","seq","data"],"additionalProperties":false,"dependencies":{"encoding":{"properties":{"data":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.stream === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "stream"},message:"must have required property '"+"stream"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+if(data.seq === undefined){
+const err3 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "seq"},message:"must have required property '"+"seq"+"'"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+if(data.data === undefined){
+const err4 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "data"},message:"must have required property '"+"data"+"'"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+for(const key0 in data){
+if(!((((((key0 === "type") || (key0 === "id")) || (key0 === "stream")) || (key0 === "seq")) || (key0 === "data")) || (key0 === "encoding"))){
+const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+if(data.encoding !== undefined){
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.data !== undefined){
+let data0 = data.data;
+if(typeof data0 === "string"){
+if(!pattern0.test(data0)){
+const err6 = {instancePath:instancePath+"/data",schemaPath:"#/dependencies/encoding/properties/data/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9+/]*={0,2}$"},message:"must match pattern \""+"^[A-Za-z0-9+/]*={0,2}$"+"\""};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/data",schemaPath:"#/dependencies/encoding/properties/data/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+}
+}
+if(data.type !== undefined){
+if("output" !== data.type){
+const err8 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "output"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data2 = data.id;
+if(typeof data2 === "string"){
+if(func2(data2) > 128){
+const err9 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(func2(data2) < 1){
+const err10 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+else {
+const err11 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data.stream !== undefined){
+let data3 = data.stream;
+if(!((data3 === "stdout") || (data3 === "stderr"))){
+const err12 = {instancePath:instancePath+"/stream",schemaPath:"#/properties/stream/enum",keyword:"enum",params:{allowedValues: schema15.properties.stream.enum},message:"must be equal to one of the allowed values"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+if(data.seq !== undefined){
+let data4 = data.seq;
+if(!(((typeof data4 == "number") && (!(data4 % 1) && !isNaN(data4))) && (isFinite(data4)))){
+const err13 = {instancePath:instancePath+"/seq",schemaPath:"#/properties/seq/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+if((typeof data4 == "number") && (isFinite(data4))){
+if(data4 > 9007199254740991 || isNaN(data4)){
+const err14 = {instancePath:instancePath+"/seq",schemaPath:"#/properties/seq/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+if(data4 < 0 || isNaN(data4)){
+const err15 = {instancePath:instancePath+"/seq",schemaPath:"#/properties/seq/minimum",keyword:"minimum",params:{comparison: ">=", limit: 0},message:"must be >= 0"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
+}
+errors++;
+}
+}
+}
+if(data.data !== undefined){
+let data5 = data.data;
+if(typeof data5 === "string"){
+if(func2(data5) < 1){
+const err16 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err16];
+}
+else {
+vErrors.push(err16);
+}
+errors++;
+}
+}
+else {
+const err17 = {instancePath:instancePath+"/data",schemaPath:"#/properties/data/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err17];
+}
+else {
+vErrors.push(err17);
+}
+errors++;
+}
+}
+if(data.encoding !== undefined){
+if("base64" !== data.encoding){
+const err18 = {instancePath:instancePath+"/encoding",schemaPath:"#/properties/encoding/const",keyword:"const",params:{allowedValue: "base64"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err18];
+}
+else {
+vErrors.push(err18);
+}
+errors++;
+}
+}
+}
+else {
+const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err19];
+}
+else {
+vErrors.push(err19);
+}
+errors++;
+}
+validate14.errors = vErrors;
+return errors === 0;
+}
+
+export const server_welcome = validate15;
+const schema16 = {"type":"object","properties":{"type":{"const":"welcome"},"protocol":{"type":"integer"},"host":{"type":"string","maxLength":256},"heartbeatMs":{"type":"integer","minimum":1},"limits":{"type":"object","properties":{"maxPayload":{"type":"integer","minimum":1},"maxInFlight":{"type":"integer","minimum":1},"maxTools":{"type":"integer","minimum":0}},"required":["maxPayload","maxInFlight","maxTools"],"additionalProperties":false},"output":{"type":"object","properties":{"windowBytes":{"type":"integer","minimum":1},"maxChunkBytes":{"type":"integer","minimum":1}},"required":["windowBytes","maxChunkBytes"],"additionalProperties":false}},"required":["type","protocol","host","heartbeatMs","limits"],"additionalProperties":false};
+
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -665,7 +1073,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(((((key0 === "type") || (key0 === "protocol")) || (key0 === "host")) || (key0 === "heartbeatMs")) || (key0 === "limits"))){
+if(!((((((key0 === "type") || (key0 === "protocol")) || (key0 === "host")) || (key0 === "heartbeatMs")) || (key0 === "limits")) || (key0 === "output"))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -883,9 +1291,11 @@ vErrors.push(err22);
 errors++;
 }
 }
-}
-else {
-const err23 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.output !== undefined){
+let data8 = data.output;
+if(data8 && typeof data8 == "object" && !Array.isArray(data8)){
+if(data8.windowBytes === undefined){
+const err23 = {instancePath:instancePath+"/output",schemaPath:"#/properties/output/required",keyword:"required",params:{missingProperty: "windowBytes"},message:"must have required property '"+"windowBytes"+"'"};
 if(vErrors === null){
 vErrors = [err23];
 }
@@ -894,14 +1304,109 @@ vErrors.push(err23);
 }
 errors++;
 }
-validate14.errors = vErrors;
+if(data8.maxChunkBytes === undefined){
+const err24 = {instancePath:instancePath+"/output",schemaPath:"#/properties/output/required",keyword:"required",params:{missingProperty: "maxChunkBytes"},message:"must have required property '"+"maxChunkBytes"+"'"};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+for(const key2 in data8){
+if(!((key2 === "windowBytes") || (key2 === "maxChunkBytes"))){
+const err25 = {instancePath:instancePath+"/output",schemaPath:"#/properties/output/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key2},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+if(data8.windowBytes !== undefined){
+let data9 = data8.windowBytes;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err26 = {instancePath:instancePath+"/output/windowBytes",schemaPath:"#/properties/output/properties/windowBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 1 || isNaN(data9)){
+const err27 = {instancePath:instancePath+"/output/windowBytes",schemaPath:"#/properties/output/properties/windowBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err27];
+}
+else {
+vErrors.push(err27);
+}
+errors++;
+}
+}
+}
+if(data8.maxChunkBytes !== undefined){
+let data10 = data8.maxChunkBytes;
+if(!(((typeof data10 == "number") && (!(data10 % 1) && !isNaN(data10))) && (isFinite(data10)))){
+const err28 = {instancePath:instancePath+"/output/maxChunkBytes",schemaPath:"#/properties/output/properties/maxChunkBytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err28];
+}
+else {
+vErrors.push(err28);
+}
+errors++;
+}
+if((typeof data10 == "number") && (isFinite(data10))){
+if(data10 < 1 || isNaN(data10)){
+const err29 = {instancePath:instancePath+"/output/maxChunkBytes",schemaPath:"#/properties/output/properties/maxChunkBytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err29];
+}
+else {
+vErrors.push(err29);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err30 = {instancePath:instancePath+"/output",schemaPath:"#/properties/output/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err30];
+}
+else {
+vErrors.push(err30);
+}
+errors++;
+}
+}
+}
+else {
+const err31 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err31];
+}
+else {
+vErrors.push(err31);
+}
+errors++;
+}
+validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const server_advertised = validate15;
-const schema16 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}}},"required":["type","accepted","rejected"],"additionalProperties":false};
+export const server_advertised = validate16;
+const schema17 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}}},"required":["type","accepted","rejected"],"additionalProperties":false};
 
-function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1144,14 +1649,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const server_call = validate16;
-const schema17 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
+export const server_call = validate17;
+const schema18 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1379,14 +1884,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const server_cancel = validate17;
-const schema18 = {"type":"object","properties":{"type":{"const":"cancel"},"id":{"type":"string","minLength":1,"maxLength":128},"reason":{"enum":["stop","deadline"]}},"required":["type","id","reason"],"additionalProperties":false};
+export const server_cancel = validate18;
+const schema19 = {"type":"object","properties":{"type":{"const":"cancel"},"id":{"type":"string","minLength":1,"maxLength":128},"reason":{"enum":["stop","deadline"]}},"required":["type","id","reason"],"additionalProperties":false};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1482,7 +1987,7 @@ errors++;
 if(data.reason !== undefined){
 let data2 = data.reason;
 if(!((data2 === "stop") || (data2 === "deadline"))){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema18.properties.reason.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema19.properties.reason.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -1503,7 +2008,153 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
+return errors === 0;
+}
+
+export const server_credit = validate19;
+const schema20 = {"type":"object","properties":{"type":{"const":"credit"},"id":{"type":"string","minLength":1,"maxLength":128},"bytes":{"type":"integer","minimum":1,"maximum":9007199254740991}},"required":["type","id","bytes"],"additionalProperties":false};
+
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+if(data.bytes === undefined){
+const err2 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "bytes"},message:"must have required property '"+"bytes"+"'"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "type") || (key0 === "id")) || (key0 === "bytes"))){
+const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("credit" !== data.type){
+const err4 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "credit"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data1 = data.id;
+if(typeof data1 === "string"){
+if(func2(data1) > 128){
+const err5 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err6 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+else {
+const err7 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.bytes !== undefined){
+let data2 = data.bytes;
+if(!(((typeof data2 == "number") && (!(data2 % 1) && !isNaN(data2))) && (isFinite(data2)))){
+const err8 = {instancePath:instancePath+"/bytes",schemaPath:"#/properties/bytes/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+if((typeof data2 == "number") && (isFinite(data2))){
+if(data2 > 9007199254740991 || isNaN(data2)){
+const err9 = {instancePath:instancePath+"/bytes",schemaPath:"#/properties/bytes/maximum",keyword:"maximum",params:{comparison: "<=", limit: 9007199254740991},message:"must be <= 9007199254740991"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+if(data2 < 1 || isNaN(data2)){
+const err10 = {instancePath:instancePath+"/bytes",schemaPath:"#/properties/bytes/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err11 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+validate19.errors = vErrors;
 return errors === 0;
 }
 

@@ -69,6 +69,52 @@ describe('authentication at the upgrade', () => {
   });
 });
 
+describe('protocol versions (DESIGN §5)', () => {
+  it('picks the newest subprotocol both speak: a host offering v2 and v1 gets v2 and a v2 welcome', async () => {
+    const h = await startEndpoint();
+    const ws = new WebSocket(h.url, ['toolwire.v2', 'toolwire.v1'], { headers: { authorization: `Bearer ${ALPHA_TOKEN}` } });
+    ws.on('error', () => {});
+    await once(ws, 'open');
+    expect(ws.protocol).toBe('toolwire.v2');
+    const { welcome } = await helloAndAdvertise(ws, [SLOW], { protocol: 2 });
+    expect(welcome).toMatchObject({ type: 'welcome', protocol: 2, host: 'alpha' });
+    ws.terminate();
+  });
+
+  it('an older host offering only v1 is served at v1', async () => {
+    const h = await startEndpoint();
+    const ws = new WebSocket(h.url, 'toolwire.v1', { headers: { authorization: `Bearer ${ALPHA_TOKEN}` } });
+    ws.on('error', () => {});
+    await once(ws, 'open');
+    expect(ws.protocol).toBe('toolwire.v1');
+    const { welcome, advertised } = await helloAndAdvertise(ws, [SLOW]);
+    expect(welcome).toMatchObject({ protocol: 1 });
+    expect(welcome).not.toHaveProperty('output');
+    expect(advertised.accepted).toHaveLength(1);
+    ws.terminate();
+  });
+
+  it('a hello whose version is not the negotiated one closes 1002, naming both', async () => {
+    const h = await startEndpoint();
+    const ws = new WebSocket(h.url, ['toolwire.v2'], { headers: { authorization: `Bearer ${ALPHA_TOKEN}` } });
+    ws.on('error', () => {});
+    await once(ws, 'open');
+    const closed = new Promise<[number, string]>((resolve) => ws.once('close', (code, reason) => resolve([code, reason.toString()])));
+    ws.send(JSON.stringify({ type: 'hello', protocol: 1 }));
+    const [code, reason] = await closed;
+    expect(code).toBe(1002);
+    expect(reason).toMatch(/hello\.protocol 1 is not the version this connection negotiated \(2/);
+  });
+
+  it('names no subprotocol for an upgrade that offers none of ours, so a WebSocket client fails the handshake', async () => {
+    const h = await startEndpoint();
+    const ws = new WebSocket(h.url, ['toolwire.v9'], { headers: { authorization: `Bearer ${ALPHA_TOKEN}` } });
+    const [error] = (await once(ws, 'error')) as [Error];
+    expect(error.message).toMatch(/no subprotocol/);
+    ws.terminate();
+  });
+});
+
 describe('loopback dev mode', () => {
   it('refuses a tokenless upgrade with 401 when dev mode is off', async () => {
     const h = await startEndpoint();

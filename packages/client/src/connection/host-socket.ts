@@ -7,13 +7,15 @@ import {
   type AdvertisedMessage,
   type CallMessage,
   type CancelMessage,
+  type CreditMessage,
   CloseCode,
   type HelloMessage,
   type HostMessage,
-  SUBPROTOCOL,
+  SUBPROTOCOLS,
   TickCoalescer,
   type WelcomeMessage,
   decodeServerMessage,
+  versionOfSubprotocol,
   encodeMessage,
 } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
@@ -21,7 +23,7 @@ import { WebSocket } from 'ws';
 import type { Logger } from '../types.js';
 
 /** Messages after `welcome`. */
-export type SessionMessage = AdvertisedMessage | CallMessage | CancelMessage;
+export type SessionMessage = AdvertisedMessage | CallMessage | CancelMessage | CreditMessage;
 
 /** How a connection ended. */
 export interface CloseInfo {
@@ -105,7 +107,7 @@ export class HostSocket {
     this.#handlers = handlers;
     const headers: Record<string, string> = {};
     if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
-    this.#ws = new WebSocket(options.url, SUBPROTOCOL, {
+    this.#ws = new WebSocket(options.url, [...SUBPROTOCOLS], {
       headers,
       maxPayload: options.maxPayload,
       handshakeTimeout: options.welcomeTimeoutMs,
@@ -170,6 +172,11 @@ export class HostSocket {
     });
   }
 
+  /** The wire protocol version the server chose at the upgrade (1 before the upgrade, or from a server that named none). */
+  get protocol(): number {
+    return versionOfSubprotocol(this.#ws.protocol) ?? 1;
+  }
+
   /** The `welcome` of this connection, once received. */
   get welcome(): WelcomeMessage | undefined {
     return this.#welcome;
@@ -223,7 +230,8 @@ export class HostSocket {
 
   #onOpen(): void {
     this.#opened = true;
-    this.send(this.#options.hello);
+    // The version the server picked among those offered (DESIGN §5, versions): hello says it back.
+    this.send({ ...this.#options.hello, protocol: this.protocol });
     this.#timer = setTimeout(() => {
       this.#options.logger.warn({ ms: this.#options.welcomeTimeoutMs }, 'toolwire: no welcome from the server in time; reconnecting');
       this.#error ??= new Error(`no welcome within ${this.#options.welcomeTimeoutMs} ms`);

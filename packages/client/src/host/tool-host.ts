@@ -184,8 +184,8 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
 
   #onWelcome(socket: HostSocket, welcome: WelcomeMessage): void {
     const o = this.#options;
-    if (welcome.protocol !== PROTOCOL_VERSION) {
-      o.logger.warn({ server: welcome.protocol, ours: PROTOCOL_VERSION }, 'toolwire: server speaks another protocol version');
+    if (welcome.protocol !== socket.protocol) {
+      o.logger.warn({ server: welcome.protocol, negotiated: socket.protocol }, 'toolwire: the welcome names another protocol version than the upgrade');
     }
     const session = new CallSession(
       (frame) => socket.sendFrame(frame),
@@ -222,6 +222,9 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         break;
       case 'cancel':
         current.session.cancel(message);
+        break;
+      case 'credit':
+        // Live output (protocol 2) is not sent yet: hello never asks for a window, so credit has nothing to top up.
         break;
     }
   }

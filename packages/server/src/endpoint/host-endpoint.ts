@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { SUBPROTOCOL } from '@toolwire/protocol';
+import { SUBPROTOCOLS } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { type AuthLimiter, tooManyFailures } from '../auth/limiter.js';
@@ -73,7 +73,8 @@ export class HostEndpoint {
       perMessageDeflate: this.#options.perMessageDeflate,
       clientTracking: false,
       // Select `toolwire.v1` when offered; otherwise answer without a subprotocol.
-      handleProtocols: (protocols) => (protocols.has(SUBPROTOCOL) ? SUBPROTOCOL : false),
+      // The newest protocol version both sides speak (DESIGN §5, versions); none of ours → refused.
+      handleProtocols: (protocols) => SUBPROTOCOLS.find((p) => protocols.has(p)) ?? false,
     });
     this.#wss.on('error', (error) => this.#options.logger.error({ err: error }, 'host endpoint error'));
   }

@@ -2,7 +2,7 @@
  * The `hello` → `welcome` step of a host session (DESIGN §5): which host identity the connection
  * gets, and the `welcome` that announces it with the server's limits.
  */
-import { CloseCode, type HelloMessage, NAME_PATTERN, PROTOCOL_VERSION, QUALIFIER, type WelcomeMessage } from '@toolwire/protocol';
+import { CloseCode, type HelloMessage, NAME_PATTERN, QUALIFIER, type WelcomeMessage } from '@toolwire/protocol';
 
 /**
  * Who the connection is, as decided at the upgrade: a token's host identity, or (loopback dev mode
@@ -18,18 +18,18 @@ export type HelloOutcome = { ok: true; host: string } | { ok: false; closeCode: 
 
 /**
  * Decide the host name for `hello`:
- * - `protocol` other than `PROTOCOL_VERSION` → close 1002 (a protocol fault);
+ * - `protocol` other than `version`, the one the upgrade negotiated (the subprotocol) → close 1002 (a protocol fault);
  * - token identity → the token's name (`hello.name` is ignored: a host never names itself);
  * - loopback dev identity → `hello.name` (default `local`), which must match `[A-Za-z0-9_-]{1,64}`
  *   without `__` and must not be a configured host identity (`reserved`) → else close 1008.
  */
-export function acceptHello(hello: HelloMessage, identity: HostIdentity, reserved: (name: string) => boolean): HelloOutcome {
-  if (hello.protocol !== PROTOCOL_VERSION) {
+export function acceptHello(hello: HelloMessage, identity: HostIdentity, reserved: (name: string) => boolean, version: number): HelloOutcome {
+  if (hello.protocol !== version) {
     return {
       ok: false,
       fault: true,
       closeCode: CloseCode.PROTOCOL_ERROR,
-      reason: `unsupported protocol version ${hello.protocol}; this server speaks ${PROTOCOL_VERSION}`,
+      reason: `hello.protocol ${hello.protocol} is not the version this connection negotiated (${version}, subprotocol toolwire.v${version})`,
     };
   }
   if (identity.kind === 'token') return { ok: true, host: identity.name };
@@ -51,11 +51,11 @@ export interface WelcomeOptions {
   maxToolsPerHost: number;
 }
 
-/** The `welcome` for host `host`: protocol version, identity, heartbeat interval (ms) and limits. */
-export function welcomeFor(host: string, options: WelcomeOptions): WelcomeMessage {
+/** The `welcome` for host `host` on a connection of protocol `version`: identity, heartbeat interval (ms) and limits. */
+export function welcomeFor(host: string, options: WelcomeOptions, version: number): WelcomeMessage {
   return {
     type: 'welcome',
-    protocol: PROTOCOL_VERSION,
+    protocol: version,
     host,
     heartbeatMs: options.heartbeatMs,
     limits: {

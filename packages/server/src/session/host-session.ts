@@ -14,8 +14,14 @@ import {
   type ResultMessage,
   type ServerMessage,
   TickCoalescer,
+  versionOfSubprotocol,
   type WireError,
 } from '@toolwire/protocol';
+
+/** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
+function assertNever(value: never): never {
+  throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
+}
 import { type RawData, WebSocket } from 'ws';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
@@ -98,6 +104,8 @@ export class HostSession implements HostLink {
     this.#ws = ws;
     this.remote = deps.remote;
     this.#identity = deps.identity;
+    // The version the upgrade negotiated (the subprotocol ws accepted); a session built without one is v1.
+    this.protocol = versionOfSubprotocol(ws.protocol) ?? 1;
     this.#options = options;
     this.#router = deps.router;
     this.#reserved = deps.reserved ?? (() => false);
@@ -123,6 +131,9 @@ export class HostSession implements HostLink {
     this.#helloTimer = setTimeout(() => this.#guard(() => this.#end(endings.helloTimeout(options.helloTimeoutMs))), options.helloTimeoutMs);
     this.#heartbeat.start();
   }
+
+  /** The wire protocol version of this connection (DESIGN §5, versions): 1 or 2. */
+  readonly protocol: number;
 
   /** The host identity; `''` until a loopback dev host's `hello`. */
   get host(): string {
@@ -200,6 +211,17 @@ export class HostSession implements HostLink {
         return this.#onAdvertise(message);
       case 'result':
         return this.#onResult(message);
+      case 'output':
+        // Live output is not taken yet: `welcome` offers no window, so a chunk is a violation for its call.
+        return this.#onBadFrame({
+          fatal: false,
+          closeCode: CloseCode.PROTOCOL_ERROR,
+          reason: 'output: this server offered no output window',
+          id: message.id,
+          type: 'output',
+        });
+      default:
+        return assertNever(message);
     }
   }
 
@@ -218,7 +240,7 @@ export class HostSession implements HostLink {
   }
 
   #onHello(hello: HelloMessage): void {
-    const outcome = acceptHello(hello, this.#identity, this.#reserved);
+    const outcome = acceptHello(hello, this.#identity, this.#reserved, this.protocol);
     if (!outcome.ok) {
       if (outcome.fault) return this.#violation(outcome.closeCode, outcome.reason);
       return this.#end(endings.refused(outcome.closeCode, outcome.reason));
@@ -229,7 +251,7 @@ export class HostSession implements HostLink {
     this.#state = 'open';
     this.#router.bind(this);
     this.#logger.info({ host: this.#host, software: hello.software }, 'host connected');
-    this.#send(welcomeFor(this.#host, this.#options));
+    this.#send(welcomeFor(this.#host, this.#options, this.protocol));
   }
 
   #onAdvertise(advertise: AdvertiseMessage): void {
