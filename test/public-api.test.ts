@@ -92,6 +92,7 @@ describe('public API: the names each package root exports', () => {
       'PROTOCOL_VERSION',
       'PROTOCOL_VERSIONS',
       'PartialOutput',
+      'ProgressMessage',
       'QUALIFIER',
       'ResultMessage',
       'SIGNAL_EXIT_BASE',

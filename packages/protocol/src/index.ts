@@ -13,6 +13,7 @@ export type {
   AdvertiseMessage,
   ResultMessage,
   OutputMessage,
+  ProgressMessage,
   HostMessage,
   WelcomeLimits,
   WelcomeMessage,

@@ -71,7 +71,19 @@ export interface OutputMessage {
   encoding?: 'base64';
 }
 
-export type HostMessage = HelloMessage | AdvertiseMessage | ResultMessage | OutputMessage;
+/**
+ * Protocol 2: a running call says how far it got, without output (an in-process tool's
+ * `ctx.progress(message)`). The server passes `message` on as the call's progress message (the MCP
+ * door's `notifications/progress`); it uses no window.
+ */
+export interface ProgressMessage {
+  type: 'progress';
+  id: string;
+  /** What the tool is doing now, one line, at most 256 characters. */
+  message?: string;
+}
+
+export type HostMessage = HelloMessage | AdvertiseMessage | ResultMessage | OutputMessage | ProgressMessage;
 
 // ---- server → host -------------------------------------------------------------------------
 

@@ -75,6 +75,7 @@ export const hostMessageSchemas = {
       ['id', 'stdout', 'stderr', 'exitCode'],
     ),
   ),
+  progress: message('progress', { id, message: shortText }, ['id']),
   output: {
     ...message('output', { id, stream: { enum: ['stdout', 'stderr'] }, seq: count, data: { type: 'string', minLength: 1 }, encoding: { const: 'base64' } }, [
       'id',

@@ -770,10 +770,136 @@ validate13.errors = vErrors;
 return errors === 0;
 }
 
-export const host_output = validate14;
-const schema15 = {"type":"object","properties":{"type":{"const":"output"},"id":{"type":"string","minLength":1,"maxLength":128},"stream":{"enum":["stdout","stderr"]},"seq":{"type":"integer","minimum":0,"maximum":9007199254740991},"data":{"type":"string","minLength":1},"encoding":{"const":"base64"}},"required":["type","id","stream","seq","data"],"additionalProperties":false,"dependencies":{"encoding":{"properties":{"data":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
+export const host_progress = validate14;
+const schema15 = {"type":"object","properties":{"type":{"const":"progress"},"id":{"type":"string","minLength":1,"maxLength":128},"message":{"type":"string","maxLength":256}},"required":["type","id"],"additionalProperties":false};
 
 function validate14(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+let vErrors = null;
+let errors = 0;
+if(data && typeof data == "object" && !Array.isArray(data)){
+if(data.type === undefined){
+const err0 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err0];
+}
+else {
+vErrors.push(err0);
+}
+errors++;
+}
+if(data.id === undefined){
+const err1 = {instancePath,schemaPath:"#/required",keyword:"required",params:{missingProperty: "id"},message:"must have required property '"+"id"+"'"};
+if(vErrors === null){
+vErrors = [err1];
+}
+else {
+vErrors.push(err1);
+}
+errors++;
+}
+for(const key0 in data){
+if(!(((key0 === "type") || (key0 === "id")) || (key0 === "message"))){
+const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err2];
+}
+else {
+vErrors.push(err2);
+}
+errors++;
+}
+}
+if(data.type !== undefined){
+if("progress" !== data.type){
+const err3 = {instancePath:instancePath+"/type",schemaPath:"#/properties/type/const",keyword:"const",params:{allowedValue: "progress"},message:"must be equal to constant"};
+if(vErrors === null){
+vErrors = [err3];
+}
+else {
+vErrors.push(err3);
+}
+errors++;
+}
+}
+if(data.id !== undefined){
+let data1 = data.id;
+if(typeof data1 === "string"){
+if(func2(data1) > 128){
+const err4 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/maxLength",keyword:"maxLength",params:{limit: 128},message:"must NOT have more than 128 characters"};
+if(vErrors === null){
+vErrors = [err4];
+}
+else {
+vErrors.push(err4);
+}
+errors++;
+}
+if(func2(data1) < 1){
+const err5 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err5];
+}
+else {
+vErrors.push(err5);
+}
+errors++;
+}
+}
+else {
+const err6 = {instancePath:instancePath+"/id",schemaPath:"#/properties/id/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err6];
+}
+else {
+vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.message !== undefined){
+let data2 = data.message;
+if(typeof data2 === "string"){
+if(func2(data2) > 256){
+const err7 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+else {
+const err8 = {instancePath:instancePath+"/message",schemaPath:"#/properties/message/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+}
+else {
+const err9 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+validate14.errors = vErrors;
+return errors === 0;
+}
+
+export const host_output = validate15;
+const schema16 = {"type":"object","properties":{"type":{"const":"output"},"id":{"type":"string","minLength":1,"maxLength":128},"stream":{"enum":["stdout","stderr"]},"seq":{"type":"integer","minimum":0,"maximum":9007199254740991},"data":{"type":"string","minLength":1},"encoding":{"const":"base64"}},"required":["type","id","stream","seq","data"],"additionalProperties":false,"dependencies":{"encoding":{"properties":{"data":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
+
+function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -918,7 +1044,7 @@ errors++;
 if(data.stream !== undefined){
 let data3 = data.stream;
 if(!((data3 === "stdout") || (data3 === "stderr"))){
-const err12 = {instancePath:instancePath+"/stream",schemaPath:"#/properties/stream/enum",keyword:"enum",params:{allowedValues: schema15.properties.stream.enum},message:"must be equal to one of the allowed values"};
+const err12 = {instancePath:instancePath+"/stream",schemaPath:"#/properties/stream/enum",keyword:"enum",params:{allowedValues: schema16.properties.stream.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err12];
 }
@@ -1011,14 +1137,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate14.errors = vErrors;
+validate15.errors = vErrors;
 return errors === 0;
 }
 
-export const server_welcome = validate15;
-const schema16 = {"type":"object","properties":{"type":{"const":"welcome"},"protocol":{"type":"integer"},"host":{"type":"string","maxLength":256},"heartbeatMs":{"type":"integer","minimum":1},"limits":{"type":"object","properties":{"maxPayload":{"type":"integer","minimum":1},"maxInFlight":{"type":"integer","minimum":1},"maxTools":{"type":"integer","minimum":0}},"required":["maxPayload","maxInFlight","maxTools"],"additionalProperties":false},"output":{"type":"object","properties":{"windowBytes":{"type":"integer","minimum":1},"maxChunkBytes":{"type":"integer","minimum":1}},"required":["windowBytes","maxChunkBytes"],"additionalProperties":false}},"required":["type","protocol","host","heartbeatMs","limits"],"additionalProperties":false};
+export const server_welcome = validate16;
+const schema17 = {"type":"object","properties":{"type":{"const":"welcome"},"protocol":{"type":"integer"},"host":{"type":"string","maxLength":256},"heartbeatMs":{"type":"integer","minimum":1},"limits":{"type":"object","properties":{"maxPayload":{"type":"integer","minimum":1},"maxInFlight":{"type":"integer","minimum":1},"maxTools":{"type":"integer","minimum":0}},"required":["maxPayload","maxInFlight","maxTools"],"additionalProperties":false},"output":{"type":"object","properties":{"windowBytes":{"type":"integer","minimum":1},"maxChunkBytes":{"type":"integer","minimum":1}},"required":["windowBytes","maxChunkBytes"],"additionalProperties":false}},"required":["type","protocol","host","heartbeatMs","limits"],"additionalProperties":false};
 
-function validate15(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1399,14 +1525,14 @@ vErrors.push(err31);
 }
 errors++;
 }
-validate15.errors = vErrors;
+validate16.errors = vErrors;
 return errors === 0;
 }
 
-export const server_advertised = validate16;
-const schema17 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}}},"required":["type","accepted","rejected"],"additionalProperties":false};
+export const server_advertised = validate17;
+const schema18 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}}},"required":["type","accepted","rejected"],"additionalProperties":false};
 
-function validate16(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1649,14 +1775,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate16.errors = vErrors;
+validate17.errors = vErrors;
 return errors === 0;
 }
 
-export const server_call = validate17;
-const schema18 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
+export const server_call = validate18;
+const schema19 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
 
-function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1884,14 +2010,14 @@ vErrors.push(err19);
 }
 errors++;
 }
-validate17.errors = vErrors;
+validate18.errors = vErrors;
 return errors === 0;
 }
 
-export const server_cancel = validate18;
-const schema19 = {"type":"object","properties":{"type":{"const":"cancel"},"id":{"type":"string","minLength":1,"maxLength":128},"reason":{"enum":["stop","deadline"]}},"required":["type","id","reason"],"additionalProperties":false};
+export const server_cancel = validate19;
+const schema20 = {"type":"object","properties":{"type":{"const":"cancel"},"id":{"type":"string","minLength":1,"maxLength":128},"reason":{"enum":["stop","deadline"]}},"required":["type","id","reason"],"additionalProperties":false};
 
-function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -1987,7 +2113,7 @@ errors++;
 if(data.reason !== undefined){
 let data2 = data.reason;
 if(!((data2 === "stop") || (data2 === "deadline"))){
-const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema19.properties.reason.enum},message:"must be equal to one of the allowed values"};
+const err8 = {instancePath:instancePath+"/reason",schemaPath:"#/properties/reason/enum",keyword:"enum",params:{allowedValues: schema20.properties.reason.enum},message:"must be equal to one of the allowed values"};
 if(vErrors === null){
 vErrors = [err8];
 }
@@ -2008,14 +2134,14 @@ vErrors.push(err9);
 }
 errors++;
 }
-validate18.errors = vErrors;
+validate19.errors = vErrors;
 return errors === 0;
 }
 
-export const server_credit = validate19;
-const schema20 = {"type":"object","properties":{"type":{"const":"credit"},"id":{"type":"string","minLength":1,"maxLength":128},"bytes":{"type":"integer","minimum":1,"maximum":9007199254740991}},"required":["type","id","bytes"],"additionalProperties":false};
+export const server_credit = validate20;
+const schema21 = {"type":"object","properties":{"type":{"const":"credit"},"id":{"type":"string","minLength":1,"maxLength":128},"bytes":{"type":"integer","minimum":1,"maximum":9007199254740991}},"required":["type","id","bytes"],"additionalProperties":false};
 
-function validate19(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
+function validate20(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
 let errors = 0;
 if(data && typeof data == "object" && !Array.isArray(data)){
@@ -2154,7 +2280,7 @@ vErrors.push(err11);
 }
 errors++;
 }
-validate19.errors = vErrors;
+validate20.errors = vErrors;
 return errors === 0;
 }
 

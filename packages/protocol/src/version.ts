@@ -6,7 +6,7 @@
  * v2 message (`output`, `credit`) or field (`welcome.output`, `result.streamed`).
  *
  * - 1 — hello, advertise, result; welcome, advertised, call, cancel.
- * - 2 — adds live output: `output` (host → server), `credit` (server → host), `welcome.output`,
+ * - 2 — adds live output: `output` and `progress` (host → server), `credit` (server → host), `welcome.output`,
  *   `result.streamed` (DESIGN §5, "Live output").
  */
 

@@ -220,6 +220,9 @@ export class HostSession implements HostLink {
           id: message.id,
           type: 'output',
         });
+      case 'progress':
+        // Progress is not passed on yet (live output, v2): dropped, like other news of a call nobody streams.
+        return;
       default:
         return assertNever(message);
     }
