@@ -6,17 +6,32 @@
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
  *   (counts only: the path is unauthenticated);
  * - anything else → 404.
+ *
+ * Every accepted connection is unauthenticated until a request on it passes authentication; until
+ * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At `listen()` the
+ * server logs its open-files limit and the connection caps in force.
  */
-import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server as HttpServer, type ServerOptions as HttpServerOptions, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
-import { type CallerCredential, type HostCredential, type Logger, type ServerSeams, type ToolwireServerOptions, resolveServerConfig } from './options.js';
+import {
+  type CallerCredential,
+  type Descriptors,
+  type HostCredential,
+  type HttpOptions,
+  type Logger,
+  type ServerSeams,
+  type ToolwireServerOptions,
+  resolveServerConfig,
+} from './options.js';
+import { RESERVED_DESCRIPTORS } from './preauth/fd-limit.js';
+import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
 
 /** What {@link ToolwireServer.updateCredentials} closed. */
@@ -40,6 +55,29 @@ export interface ListenInfo {
 
 /** Extra time, beyond `cancelGraceMs`, that `close()` waits for stopped calls to settle, ms. */
 const STOP_MARGIN_MS = 500;
+/** How often node:http checks `headersTimeout` and `requestTimeout`, ms (its default, 30 s, would stretch both). */
+const CONNECTIONS_CHECK_MS = 1_000;
+
+/** The `node:http` server options of {@link HttpOptions}. */
+function httpServerOptions(http: HttpOptions): HttpServerOptions {
+  return {
+    maxHeaderSize: http.maxHeaderBytes,
+    headersTimeout: http.headersTimeoutMs,
+    requestTimeout: http.requestTimeoutMs,
+    connectionsCheckingInterval: Math.min(CONNECTIONS_CHECK_MS, http.headersTimeoutMs),
+  };
+}
+
+/** The start log line of the open-files limit and the caps sized from it. */
+function describeDescriptors(d: Descriptors): string {
+  const limit = d.openFiles.limit === Infinity ? 'unlimited' : String(d.openFiles.limit);
+  const from = d.openFiles.source === 'fallback' ? `assumed (${d.openFiles.why ?? 'unknown'})` : `from ${d.openFiles.source}`;
+  const sized = d.sized.length === 0 ? 'all caps given as options' : `sized from it: ${d.sized.join(', ')}`;
+  return (
+    `open-files limit ${limit} ${from}: unauthenticated connections at most ${d.maxPreAuthConnections} ` +
+    `(${d.maxPreAuthPerAddress} per address), host connections at most ${d.maxConnections} (${sized})`
+  );
+}
 
 /** The toolwire server: host endpoint, router, executor and MCP door on one port. */
 export class ToolwireServer {
@@ -51,6 +89,9 @@ export class ToolwireServer {
   /** Failed-authentication limiter shared by the host endpoint and the MCP door. */
   readonly limiter: AuthLimiter;
   readonly #http: HttpServer;
+  readonly #preAuth: PreAuthGuard;
+  readonly #descriptors: Descriptors;
+  #started = false;
   readonly #secure: boolean;
   readonly #logger: Logger;
   readonly #cancelGraceMs: number;
@@ -67,20 +108,25 @@ export class ToolwireServer {
     const log = config.logger;
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
+    this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);
     this.limiter = new AuthLimiter(config.limiter);
-    this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter });
+    const preAuth = new PreAuthGuard(config.preAuth);
+    this.#preAuth = preAuth;
+    const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
+    this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
     this.executor = new Executor({
       injection: this.router,
       options: config.executor,
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
     });
-    this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter });
+    this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter, authenticated });
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
+    const httpOptions = httpServerOptions(config.http);
     if (tls !== undefined) {
-      const https = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
+      const https = createHttpsServer({ ...httpOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
       // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
       https.on('tlsClientError', (error, socket) => {
         log.debug({ err: error }, 'TLS handshake failed');
@@ -88,9 +134,13 @@ export class ToolwireServer {
       });
       this.#http = https;
     } else {
-      this.#http = createServer(onRequest);
+      this.#http = createServer(httpOptions, onRequest);
     }
+    this.#http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+    this.#http.maxHeadersCount = config.http.maxHeadersCount;
     this.#secure = tls !== undefined;
+    // The TCP socket, also under TLS (its handshake is pre-auth time too).
+    this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
     this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
     this.#http.on('clientError', (error, socket) => {
@@ -108,6 +158,22 @@ export class ToolwireServer {
   async listen(port = 0, host = '127.0.0.1'): Promise<ListenInfo> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`listen: port must be an integer 0-65535, got ${port}`);
     if (this.#closing) throw new Error('listen: the server is closed');
+    if (!this.#started) {
+      this.#started = true;
+      const d = this.#descriptors;
+      const fields = { openFiles: d.openFiles.limit === Infinity ? 'unlimited' : d.openFiles.limit, source: d.openFiles.source };
+      this.#logger.info(
+        { ...fields, maxPreAuthConnections: d.maxPreAuthConnections, maxPreAuthPerAddress: d.maxPreAuthPerAddress, maxConnections: d.maxConnections },
+        describeDescriptors(d),
+      );
+      const needed = d.maxConnections + d.maxPreAuthConnections + RESERVED_DESCRIPTORS;
+      if (needed > d.openFiles.limit) {
+        this.#logger.warn(
+          { ...fields, needed },
+          `open-files limit ${d.openFiles.limit} is below maxConnections + maxPreAuthConnections + ${RESERVED_DESCRIPTORS} (${needed}): raise it (ulimit -n, systemd LimitNOFILE=) or lower those limits`,
+        );
+      }
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#http.once('error', onError);
@@ -162,6 +228,7 @@ export class ToolwireServer {
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
     await hostsClosed;
+    this.#preAuth.close();
     if (this.#http.listening) {
       const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
       this.#http.closeAllConnections();
@@ -170,6 +237,7 @@ export class ToolwireServer {
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.#preAuth.watch(req, res);
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/mcp') {
       void this.mcp.handle(req, res); // never rejects
