@@ -9,7 +9,8 @@
  *
  * Every accepted connection is unauthenticated until a request on it passes authentication; until
  * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At `listen()` the
- * server logs its open-files limit and the connection caps in force.
+ * server logs its open-files limit and the connection caps in force, and closes the disk records
+ * of calls an earlier server process left in flight (`executor/record-recovery.ts`).
  */
 import { type IncomingMessage, type Server as HttpServer, type ServerOptions as HttpServerOptions, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -173,6 +174,7 @@ export class ToolwireServer {
           `open-files limit ${d.openFiles.limit} is below maxConnections + maxPreAuthConnections + ${RESERVED_DESCRIPTORS} (${needed}): raise it (ulimit -n, systemd LimitNOFILE=) or lower those limits`,
         );
       }
+      await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
