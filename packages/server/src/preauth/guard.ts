@@ -6,9 +6,13 @@
  * for its whole life, until idle — or when it closes.
  *
  * - Caps: a new connection over `maxPerAddress` closes its address's oldest unauthenticated
- *   connection; over `maxConnections`, the oldest overall. Closing the oldest, not the newest, is
- *   what keeps the door open: a slow client holds its slot for seconds, a legitimate one
- *   authenticates within a round trip, so a slowloris can only push out its own sockets.
+ *   connection; over `maxConnections`, the oldest connection of the address holding the most
+ *   (`groups.ts`). Closing the oldest, not the newest, keeps the door open to a legitimate client
+ *   that shares nothing with the attacker: a slow client holds its slot for seconds, a legitimate
+ *   one authenticates within a round trip; and closing from the largest address first means a
+ *   slowloris from a few addresses pushes out its own sockets, not a caller's single one, however
+ *   fast it dials. (Peers behind one address share its slots; a flood from more addresses than
+ *   `maxConnections` is beyond what per-address accounting can separate.)
  * - Time: a connection still unauthenticated `timeoutMs` after it was accepted is closed, whatever
  *   it is doing (TLS handshake, slow headers, idle keep-alive after a `/healthz`, a refused body).
  * - Bodies: once an unauthenticated request has been answered (401, 403, 404, 429, …), its socket is
@@ -22,6 +26,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { addressKey } from '../auth/limiter.js';
 import type { Logger } from '../options.js';
+import { AddressGroups } from './groups.js';
 
 /** What the guard reads (`ToolwireServerOptions.maxPreAuthConnections`, `maxPreAuthPerAddress`, `preAuthTimeoutMs`). */
 export interface PreAuthOptions {
@@ -72,8 +77,8 @@ export class PreAuthGuard {
   readonly #options: Required<PreAuthOptions>;
   /** Unauthenticated connections by tuple, oldest first (Map order = accept order). */
   readonly #pending = new Map<string, Entry>();
-  /** The same entries by address group, oldest first. */
-  readonly #groups = new Map<string, Map<string, Entry>>();
+  /** The same entries by address group. */
+  readonly #groups = new AddressGroups<Entry>();
   readonly #stats = { accepted: 0, authenticated: 0, evicted: 0, timedOut: 0, bodiesRefused: 0 };
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -98,15 +103,14 @@ export class PreAuthGuard {
     this.#stats.accepted++;
     this.#forget(this.#pending.get(tuple)); // a stale entry of a reused tuple (its close not yet seen)
     const group = addressKey(socket.remoteAddress);
-    const peers = this.#groups.get(group);
-    if (peers !== undefined && peers.size >= this.#options.maxPerAddress) this.#evict(peers.values().next().value!);
-    if (this.#pending.size >= this.#options.maxConnections) this.#evict(this.#pending.values().next().value!);
     const entry: Entry = { socket, tuple, group, deadline: this.#options.now() + this.#options.timeoutMs, onClose: () => this.#forget(entry) };
     this.#pending.set(tuple, entry);
-    const left = this.#groups.get(group); // re-read: an eviction above may have emptied and dropped it
-    if (left !== undefined) left.set(tuple, entry);
-    else this.#groups.set(group, new Map([[tuple, entry]]));
+    this.#groups.add(entry);
     socket.once('close', entry.onClose);
+    // The new entry is the newest of its address and overall: neither pick below is the new one
+    // while an older connection exists to close.
+    if (this.#groups.sizeOf(group) > this.#options.maxPerAddress) this.#evict(this.#groups.oldestOf(group)!);
+    if (this.#pending.size > this.#options.maxConnections) this.#evict(this.#groups.largestOldest()!);
     this.#arm();
   }
 
@@ -158,7 +162,7 @@ export class PreAuthGuard {
     if (now - this.#lastWarn >= WARN_EVERY_MS) {
       this.#options.logger.warn(
         { evicted: this.#evictedSinceWarn, maxPreAuthConnections: this.#options.maxConnections, maxPreAuthPerAddress: this.#options.maxPerAddress },
-        'unauthenticated connections at their cap: closing the oldest',
+        'unauthenticated connections at their cap: closing the oldest of the address holding the most',
       );
       this.#lastWarn = now;
       this.#evictedSinceWarn = 0;
@@ -168,9 +172,7 @@ export class PreAuthGuard {
   #forget(entry: Entry | undefined): void {
     if (entry === undefined || this.#pending.get(entry.tuple) !== entry) return;
     this.#pending.delete(entry.tuple);
-    const peers = this.#groups.get(entry.group);
-    peers?.delete(entry.tuple);
-    if (peers?.size === 0) this.#groups.delete(entry.group);
+    this.#groups.remove(entry);
     if (this.#pending.size === 0) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
