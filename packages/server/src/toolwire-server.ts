@@ -19,6 +19,7 @@ import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
+import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
 import {
@@ -89,8 +90,9 @@ export class ToolwireServer {
   readonly mcp: McpDoor;
   /** Failed-authentication limiter shared by the host endpoint and the MCP door. */
   readonly limiter: AuthLimiter;
+  /** Accounting of the connections not yet authenticated (caps, timeout; `stats()` for counts). */
+  readonly preAuth: PreAuthGuard;
   readonly #http: HttpServer;
-  readonly #preAuth: PreAuthGuard;
   readonly #descriptors: Descriptors;
   #started = false;
   readonly #secure: boolean;
@@ -114,7 +116,7 @@ export class ToolwireServer {
     this.router = new Router(config.router);
     this.limiter = new AuthLimiter(config.limiter);
     const preAuth = new PreAuthGuard(config.preAuth);
-    this.#preAuth = preAuth;
+    this.preAuth = preAuth;
     const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
     this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
     this.executor = new Executor({
@@ -144,9 +146,13 @@ export class ToolwireServer {
     this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
     this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
-    this.#http.on('clientError', (error, socket) => {
+    // A request node:http cannot take (head too large or too slow, malformed): answer as node:http
+    // would (431, 408, 400), then close.
+    this.#http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       log.debug({ err: error }, 'http client error');
-      socket.destroy();
+      const status = clientErrorStatus(error);
+      if (status === undefined) socket.destroy();
+      else rejectUpgrade(socket, status);
     });
   }
 
@@ -230,7 +236,7 @@ export class ToolwireServer {
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
     await hostsClosed;
-    this.#preAuth.close();
+    this.preAuth.close();
     if (this.#http.listening) {
       const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
       this.#http.closeAllConnections();
@@ -239,7 +245,7 @@ export class ToolwireServer {
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
-    this.#preAuth.watch(req, res);
+    this.preAuth.watch(req, res);
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/mcp') {
       void this.mcp.handle(req, res); // never rejects
