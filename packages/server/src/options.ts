@@ -10,7 +10,8 @@ import type { EndpointOptions } from './endpoint/host-endpoint.js';
 import type { ExecutorOptions, Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
-import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit, sizeFromOpenFiles } from './preauth/fd-limit.js';
+import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
+import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';
 import type { PreAuthOptions } from './preauth/guard.js';
 import type { RouterOptions } from './router/router.js';
 import type { SessionOptions } from './session/host-session.js';
@@ -148,7 +149,9 @@ export interface ToolwireServerOptions {
  * The default of every {@link ToolwireServerOptions} limit, in one place (wire limits shared with
  * the tool host come from protocol `Defaults`). Times in ms, sizes in bytes. Options without an
  * entry default to "none" (`hosts`, `callers`: none; `recordDir`, `toolControl`, `fallback`, `tls`:
- * off; `logger`: a silent pino logger).
+ * off; `logger`: a silent pino logger). `maxConnections`, `maxPreAuthConnections` and
+ * `maxPreAuthPerAddress` hold their ceilings: a server sizes them from its open-files limit at
+ * start (never above these; see each option).
  */
 export const ServerDefaults = Object.freeze({
   naming: 'qualified',
@@ -207,25 +210,6 @@ export interface ServerSeams {
   newCallId?: () => string;
   /** The process's open-files limit, read once per server. Default {@link readOpenFilesLimit} (`/proc/self/limits`). */
   openFilesLimit?: () => OpenFilesLimit;
-}
-
-/** The `node:http` server knobs (ms, bytes). */
-export interface HttpOptions {
-  headersTimeoutMs: number;
-  requestTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-  maxHeaderBytes: number;
-  maxHeadersCount: number;
-}
-
-/** The open-files limit and the connection caps in force, for the start log. */
-export interface Descriptors {
-  openFiles: OpenFilesLimit;
-  maxConnections: number;
-  maxPreAuthConnections: number;
-  maxPreAuthPerAddress: number;
-  /** Which of the three were sized from the limit (not given as options). */
-  sized: readonly string[];
 }
 
 /**
@@ -299,7 +283,9 @@ function defined<T extends object>(options: T): Partial<T> {
 
 /**
  * Fill defaults and check every option, then cut the result into per-component slices.
- * @throws RangeError for a limit that is not a positive (or non-negative) integer; TypeError for a
+ * Reads the open-files limit (`seams.openFilesLimit`) to size the connection defaults.
+ * @throws RangeError for a limit that is not a positive (or non-negative) integer, or
+ *   `headersTimeoutMs` above `requestTimeoutMs`; TypeError for a
  *   bad `naming`, `allowedOrigins`, `perMessageDeflate`, `loopbackDev`, `tls` or `newCallId`
  * @internal
  */
@@ -307,8 +293,8 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   if (typeof options !== 'object' || options === null) throw new TypeError('ToolwireServer needs an options object');
   const given = defined(options);
   const openFiles = (seams.openFilesLimit ?? readOpenFilesLimit)();
-  const sizedDefaults = sizeFromOpenFiles(openFiles.limit);
-  const o = { ...ServerDefaults, ...sizedDefaults, ...given };
+  const sized = sizedDefaults(openFiles, given);
+  const o = { ...ServerDefaults, ...sized.defaults, ...given };
   for (const key of positive) {
     const v = o[key];
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`ToolwireServerOptions.${key} must be a positive integer, got ${v}`);
@@ -319,9 +305,6 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   }
   for (const key of ['perMessageDeflate', 'loopbackDev'] as const) {
     if (typeof o[key] !== 'boolean') throw new TypeError(`ToolwireServerOptions.${key} must be a boolean`);
-  }
-  if (o.headersTimeoutMs > o.requestTimeoutMs) {
-    throw new RangeError(`ToolwireServerOptions.headersTimeoutMs (${o.headersTimeoutMs}) must not exceed requestTimeoutMs (${o.requestTimeoutMs})`);
   }
   if (o.naming !== 'qualified' && o.naming !== 'bare') {
     throw new TypeError(`ToolwireServerOptions.naming must be "qualified" or "bare", got ${String(o.naming)}`);
@@ -361,26 +344,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       blockMs: o.authBlockMs,
       maxTracked: o.authMaxTrackedAddresses,
     },
-    preAuth: {
-      maxConnections: o.maxPreAuthConnections,
-      maxPerAddress: o.maxPreAuthPerAddress,
-      timeoutMs: o.preAuthTimeoutMs,
-      logger,
-    },
-    http: {
-      headersTimeoutMs: o.headersTimeoutMs,
-      requestTimeoutMs: o.requestTimeoutMs,
-      keepAliveTimeoutMs: o.keepAliveTimeoutMs,
-      maxHeaderBytes: o.maxHeaderBytes,
-      maxHeadersCount: o.maxHeadersCount,
-    },
-    descriptors: {
-      openFiles,
-      maxConnections: o.maxConnections,
-      maxPreAuthConnections: o.maxPreAuthConnections,
-      maxPreAuthPerAddress: o.maxPreAuthPerAddress,
-      sized: (Object.keys(sizedDefaults) as (keyof typeof sizedDefaults)[]).filter((key) => given[key] === undefined),
-    },
+    ...preAuthSlices(o, openFiles, sized.sized, logger),
     router: {
       naming: o.naming,
       maxToolsPerHost: o.maxToolsPerHost,

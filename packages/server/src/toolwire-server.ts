@@ -12,7 +12,7 @@
  * server logs its open-files limit and the connection caps in force, and closes the disk records
  * of calls an earlier server process left in flight (`executor/record-recovery.ts`).
  */
-import { type IncomingMessage, type Server as HttpServer, type ServerOptions as HttpServerOptions, type ServerResponse, createServer } from 'node:http';
+import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
@@ -22,17 +22,8 @@ import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
-import {
-  type CallerCredential,
-  type Descriptors,
-  type HostCredential,
-  type HttpOptions,
-  type Logger,
-  type ServerSeams,
-  type ToolwireServerOptions,
-  resolveServerConfig,
-} from './options.js';
-import { RESERVED_DESCRIPTORS } from './preauth/fd-limit.js';
+import { type CallerCredential, type HostCredential, type Logger, type ServerSeams, type ToolwireServerOptions, resolveServerConfig } from './options.js';
+import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/config.js';
 import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
 
@@ -57,30 +48,6 @@ export interface ListenInfo {
 
 /** Extra time, beyond `cancelGraceMs`, that `close()` waits for stopped calls to settle, ms. */
 const STOP_MARGIN_MS = 500;
-/** How often node:http checks `headersTimeout` and `requestTimeout`, ms (its default, 30 s, would stretch both). */
-const CONNECTIONS_CHECK_MS = 1_000;
-
-/** The `node:http` server options of {@link HttpOptions}. */
-function httpServerOptions(http: HttpOptions): HttpServerOptions {
-  return {
-    maxHeaderSize: http.maxHeaderBytes,
-    headersTimeout: http.headersTimeoutMs,
-    requestTimeout: http.requestTimeoutMs,
-    connectionsCheckingInterval: Math.min(CONNECTIONS_CHECK_MS, http.headersTimeoutMs),
-  };
-}
-
-/** The start log line of the open-files limit and the caps sized from it. */
-function describeDescriptors(d: Descriptors): string {
-  const limit = d.openFiles.limit === Infinity ? 'unlimited' : String(d.openFiles.limit);
-  const from = d.openFiles.source === 'fallback' ? `assumed (${d.openFiles.why ?? 'unknown'})` : `from ${d.openFiles.source}`;
-  const sized = d.sized.length === 0 ? 'all caps given as options' : `sized from it: ${d.sized.join(', ')}`;
-  return (
-    `open-files limit ${limit} ${from}: unauthenticated connections at most ${d.maxPreAuthConnections} ` +
-    `(${d.maxPreAuthPerAddress} per address), host connections at most ${d.maxConnections} (${sized})`
-  );
-}
-
 /** The toolwire server: host endpoint, router, executor and MCP door on one port. */
 export class ToolwireServer {
   readonly tokens: TokenTable;
@@ -167,19 +134,7 @@ export class ToolwireServer {
     if (this.#closing) throw new Error('listen: the server is closed');
     if (!this.#started) {
       this.#started = true;
-      const d = this.#descriptors;
-      const fields = { openFiles: d.openFiles.limit === Infinity ? 'unlimited' : d.openFiles.limit, source: d.openFiles.source };
-      this.#logger.info(
-        { ...fields, maxPreAuthConnections: d.maxPreAuthConnections, maxPreAuthPerAddress: d.maxPreAuthPerAddress, maxConnections: d.maxConnections },
-        describeDescriptors(d),
-      );
-      const needed = d.maxConnections + d.maxPreAuthConnections + RESERVED_DESCRIPTORS;
-      if (needed > d.openFiles.limit) {
-        this.#logger.warn(
-          { ...fields, needed },
-          `open-files limit ${d.openFiles.limit} is below maxConnections + maxPreAuthConnections + ${RESERVED_DESCRIPTORS} (${needed}): raise it (ulimit -n, systemd LimitNOFILE=) or lower those limits`,
-        );
-      }
+      logDescriptors(this.#descriptors, this.#logger);
       await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }
     await new Promise<void>((resolve, reject) => {

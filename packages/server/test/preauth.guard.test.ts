@@ -4,9 +4,15 @@
  * authenticated hosts and callers are never counted, timed or closed by it. Real server on
  * 127.0.0.1 port 0, real TCP sockets (from 127.0.0.x source addresses to look like several peers).
  */
+import { execFileSync, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, type IncomingMessage, request } from 'node:http';
+import { request as requestTls } from 'node:https';
 import { type Socket, connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect as connectTls } from 'node:tls';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { slowloris } from '../../../test/soak/attacks/slowloris.js';
@@ -212,6 +218,34 @@ describe('caps', () => {
     expect(peak).toBeLessThanOrEqual(16);
     for (const kind of ['headers', 'bodies', 'upgrades'] as const) expect(report.byKind[kind].closedByServer).toBeGreaterThan(0);
     expect(report.byKind.bodies.answered).toBeGreaterThan(0); // 401 (or 429), then closed
+  });
+});
+
+describe.runIf(spawnSync('openssl', ['version']).status === 0)('under TLS', () => {
+  it('counts the TCP connection from accept (handshake included) and lets it go when a request on the TLS socket authenticates', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'toolwire-preauth-tls-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const key = join(dir, 'key.pem');
+    const cert = join(dir, 'cert.pem');
+    const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+    execFileSync('openssl', ['req', '-x509', ...ec, '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
+    const s = await start({ preAuthTimeoutMs: 300, tls: { cert: readFileSync(cert), key: readFileSync(key) } });
+    const req = requestTls(s.mcpUrl, {
+      method: 'POST',
+      rejectUnauthorized: false,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${CALLER}` },
+    });
+    req.end(INIT);
+    const [res] = (await once(req, 'response')) as [IncomingMessage];
+    res.resume();
+    await once(res, 'end');
+    expect(res.statusCode).toBe(200);
+    expect(s.server.preAuth.stats()).toMatchObject({ accepted: 1, authenticated: 1, pending: 0 });
+    const silent = connectTls({ port: s.port, host: '127.0.0.1', rejectUnauthorized: false }); // handshakes, then says nothing
+    silent.on('error', () => {});
+    cleanups.push(() => void silent.destroy());
+    await once(silent, 'close');
+    expect(s.server.preAuth.stats()).toMatchObject({ accepted: 2, timedOut: 1, pending: 0 });
   });
 });
 
