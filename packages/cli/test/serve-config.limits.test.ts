@@ -28,7 +28,7 @@ describe('server limits', () => {
     for (const [key, value] of limits) expect(config.options[key as keyof typeof config.options], key).toBe(Math.max(1, value));
   });
 
-  it('each have a row in the README limits table (call timing and the projection are documented with the failure semantics and the envelope)', async () => {
+  it('each have a row in the README limits table (call timing and the projection size are settings, not bounds on a peer)', async () => {
     const text = await readFile(readme, 'utf8');
     const table = text.slice(text.indexOf('### Limits'), text.indexOf('### Running with TLS'));
     const elsewhere = new Set(['deadlineMs', 'cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes']);
