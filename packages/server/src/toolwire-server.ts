@@ -8,9 +8,10 @@
  * - anything else → 404.
  *
  * Every accepted connection is unauthenticated until a request on it passes authentication; until
- * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At `listen()` the
- * server logs its open-files limit and the connection caps in force, and closes the disk records
- * of calls an earlier server process left in flight (`executor/record-recovery.ts`).
+ * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At the first `listen()`
+ * the server closes the disk records of calls an earlier server process left in flight
+ * (`executor/record-recovery.ts`) before the port opens, and once listening logs its open-files
+ * limit and the connection caps in force.
  */
 import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
@@ -61,7 +62,8 @@ export class ToolwireServer {
   readonly preAuth: PreAuthGuard;
   readonly #http: HttpServer;
   readonly #descriptors: Descriptors;
-  #started = false;
+  #recovered = false;
+  #listened = false;
   readonly #secure: boolean;
   readonly #logger: Logger;
   readonly #cancelGraceMs: number;
@@ -124,7 +126,9 @@ export class ToolwireServer {
   }
 
   /**
-   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`).
+   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`). The first call first closes
+   * the disk records an earlier server process left in flight (with `recordDir`; logged at info);
+   * once listening, the open-files limit and the connection caps are logged at info.
    * @param port TCP port, default 0 (any free port)
    * @param host address to bind, default `127.0.0.1`
    * @throws RangeError for a port outside 0–65535
@@ -132,9 +136,8 @@ export class ToolwireServer {
   async listen(port = 0, host = '127.0.0.1'): Promise<ListenInfo> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`listen: port must be an integer 0-65535, got ${port}`);
     if (this.#closing) throw new Error('listen: the server is closed');
-    if (!this.#started) {
-      this.#started = true;
-      logDescriptors(this.#descriptors, this.#logger);
+    if (!this.#recovered) {
+      this.#recovered = true;
       await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }
     await new Promise<void>((resolve, reject) => {
@@ -145,6 +148,10 @@ export class ToolwireServer {
         resolve();
       });
     });
+    if (!this.#listened) {
+      this.#listened = true; // once listening: a failed listen says only why
+      logDescriptors(this.#descriptors, this.#logger);
+    }
     const address = this.#http.address() as AddressInfo;
     const hostPart = address.address.includes(':') ? `[${address.address}]` : address.address;
     const s = this.#secure ? 's' : '';
