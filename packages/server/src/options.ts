@@ -10,6 +10,9 @@ import type { EndpointOptions } from './endpoint/host-endpoint.js';
 import type { ExecutorOptions, Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
+import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
+import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';
+import type { PreAuthOptions } from './preauth/guard.js';
 import type { RouterOptions } from './router/router.js';
 import type { SessionOptions } from './session/host-session.js';
 import { sequentialCallId } from './session/pending-calls.js';
@@ -78,7 +81,10 @@ export interface ToolwireServerOptions {
   loopbackDev?: boolean;
   /** Longest tool description an advertise may carry, characters; default 4096; longer → that tool rejected. */
   maxDescriptionChars?: number;
-  /** Open host WebSocket connections in total (including those before `hello`); default 1024; over → HTTP 503 at the upgrade. */
+  /**
+   * Open host WebSocket connections in total (including those before `hello`); over → HTTP 503 at
+   * the upgrade. Default: half of (open-files limit − 64), at most 1024 (480 for a limit of 1024).
+   */
   maxConnections?: number;
   /** Open connections per host identity (token); default 4; over → HTTP 429 at the upgrade. Loopback dev hosts count only toward `maxConnections`. */
   maxConnectionsPerHost?: number;
@@ -99,6 +105,29 @@ export interface ToolwireServerOptions {
   authBlockMs?: number;
   /** Addresses the failure limiter remembers at most (oldest forgotten first); default 10000. */
   authMaxTrackedAddresses?: number;
+  /**
+   * Connections not yet authenticated (TCP accepted, no request with a valid token yet), in total;
+   * a new one over the cap closes the oldest. Default: an eighth of (open-files limit − 64), 8 to
+   * 1024 (120 for a limit of 1024). Authenticated hosts and callers are never counted.
+   */
+  maxPreAuthConnections?: number;
+  /**
+   * Connections not yet authenticated from one address (IPv4 address, IPv6 /64); a new one over
+   * the cap closes that address's oldest. Default: a quarter of `maxPreAuthConnections`, 2 to 64.
+   */
+  maxPreAuthPerAddress?: number;
+  /** Time from accepting a connection to its first authenticated request (TLS handshake and headers included), ms; default 10000; over → connection closed. */
+  preAuthTimeoutMs?: number;
+  /** Time to receive a request's headers, ms (node:http `headersTimeout`); default 10000; over → HTTP 408, connection closed. At most `requestTimeoutMs`. */
+  headersTimeoutMs?: number;
+  /** Time to receive a whole request, body included, ms (node:http `requestTimeout`); default 60000; over → HTTP 408, connection closed. */
+  requestTimeoutMs?: number;
+  /** An idle keep-alive connection is closed after this long, ms (node:http `keepAliveTimeout`); default 5000. */
+  keepAliveTimeoutMs?: number;
+  /** Largest request head (request line and headers), bytes (node:http `maxHeaderSize`); default 16384; over → HTTP 431. */
+  maxHeaderBytes?: number;
+  /** Headers read per request (node:http `maxHeadersCount`); default 100; the rest are ignored. */
+  maxHeadersCount?: number;
   /** Default: a silent pino logger. */
   logger?: Logger;
   /** Policy hook consulted before each call (fails closed). Default: none. */
@@ -120,7 +149,9 @@ export interface ToolwireServerOptions {
  * The default of every {@link ToolwireServerOptions} limit, in one place (wire limits shared with
  * the tool host come from protocol `Defaults`). Times in ms, sizes in bytes. Options without an
  * entry default to "none" (`hosts`, `callers`: none; `recordDir`, `toolControl`, `fallback`, `tls`:
- * off; `logger`: a silent pino logger).
+ * off; `logger`: a silent pino logger). `maxConnections`, `maxPreAuthConnections` and
+ * `maxPreAuthPerAddress` hold their ceilings: a server sizes them from its open-files limit at
+ * start (never above these; see each option).
  */
 export const ServerDefaults = Object.freeze({
   naming: 'qualified',
@@ -139,7 +170,8 @@ export const ServerDefaults = Object.freeze({
   projectionTailBytes: Defaults.projectionTailBytes,
   loopbackDev: false,
   maxDescriptionChars: Defaults.maxDescriptionChars,
-  maxConnections: 1024,
+  /** At most; lowered to fit the open-files limit (see `maxConnections`). */
+  maxConnections: PreAuthCeilings.maxConnections,
   maxConnectionsPerHost: 4,
   allowedOrigins: Object.freeze<string[]>([]),
   perMessageDeflate: false,
@@ -147,6 +179,17 @@ export const ServerDefaults = Object.freeze({
   authFailureWindowMs: 60_000,
   authBlockMs: 1_000,
   authMaxTrackedAddresses: 10_000,
+  /** At most; lowered to fit the open-files limit (see `maxPreAuthConnections`). */
+  maxPreAuthConnections: PreAuthCeilings.maxPreAuthConnections,
+  /** At most; lowered to fit the open-files limit (see `maxPreAuthPerAddress`). */
+  maxPreAuthPerAddress: PreAuthCeilings.maxPreAuthPerAddress,
+  preAuthTimeoutMs: 10_000,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  /** 16 KiB. */
+  maxHeaderBytes: 16 * 1024,
+  maxHeadersCount: 100,
   mcpMaxSessions: 1024,
   /** 4 MiB. */
   mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
@@ -165,6 +208,8 @@ export interface ServerSeams {
    * draws settles the new call 70.
    */
   newCallId?: () => string;
+  /** The process's open-files limit, read once per server. Default {@link readOpenFilesLimit} (`/proc/self/limits`). */
+  openFilesLimit?: () => OpenFilesLimit;
 }
 
 /**
@@ -183,6 +228,9 @@ export interface ServerConfig {
   toolControl: ToolControl | undefined;
   fallback: Fallback | undefined;
   limiter: AuthLimiterOptions;
+  preAuth: PreAuthOptions;
+  http: HttpOptions;
+  descriptors: Descriptors;
   router: RouterOptions;
   endpoint: EndpointOptions;
   executor: ExecutorOptions;
@@ -209,6 +257,14 @@ const positive = [
   'authMaxTrackedAddresses',
   'mcpMaxSessions',
   'mcpMaxRequestBodyBytes',
+  'maxPreAuthConnections',
+  'maxPreAuthPerAddress',
+  'preAuthTimeoutMs',
+  'headersTimeoutMs',
+  'requestTimeoutMs',
+  'keepAliveTimeoutMs',
+  'maxHeaderBytes',
+  'maxHeadersCount',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
 
@@ -227,13 +283,18 @@ function defined<T extends object>(options: T): Partial<T> {
 
 /**
  * Fill defaults and check every option, then cut the result into per-component slices.
- * @throws RangeError for a limit that is not a positive (or non-negative) integer; TypeError for a
+ * Reads the open-files limit (`seams.openFilesLimit`) to size the connection defaults.
+ * @throws RangeError for a limit that is not a positive (or non-negative) integer, or
+ *   `headersTimeoutMs` above `requestTimeoutMs`; TypeError for a
  *   bad `naming`, `allowedOrigins`, `perMessageDeflate`, `loopbackDev`, `tls` or `newCallId`
  * @internal
  */
 export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): ServerConfig {
   if (typeof options !== 'object' || options === null) throw new TypeError('ToolwireServer needs an options object');
-  const o = { ...ServerDefaults, ...defined(options) };
+  const given = defined(options);
+  const openFiles = (seams.openFilesLimit ?? readOpenFilesLimit)();
+  const sized = sizedDefaults(openFiles, given);
+  const o = { ...ServerDefaults, ...sized.defaults, ...given };
   for (const key of positive) {
     const v = o[key];
     if (!Number.isInteger(v) || v <= 0) throw new RangeError(`ToolwireServerOptions.${key} must be a positive integer, got ${v}`);
@@ -283,6 +344,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       blockMs: o.authBlockMs,
       maxTracked: o.authMaxTrackedAddresses,
     },
+    ...preAuthSlices(o, openFiles, sized.sized, logger),
     router: {
       naming: o.naming,
       maxToolsPerHost: o.maxToolsPerHost,

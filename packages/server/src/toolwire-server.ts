@@ -6,17 +6,26 @@
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
  *   (counts only: the path is unauthenticated);
  * - anything else → 404.
+ *
+ * Every accepted connection is unauthenticated until a request on it passes authentication; until
+ * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At the first `listen()`
+ * the server closes the disk records of calls an earlier server process left in flight
+ * (`executor/record-recovery.ts`) before the port opens, and once listening logs its open-files
+ * limit and the connection caps in force.
  */
 import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
+import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
 import { type CallerCredential, type HostCredential, type Logger, type ServerSeams, type ToolwireServerOptions, resolveServerConfig } from './options.js';
+import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/config.js';
+import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
 
 /** What {@link ToolwireServer.updateCredentials} closed. */
@@ -40,7 +49,6 @@ export interface ListenInfo {
 
 /** Extra time, beyond `cancelGraceMs`, that `close()` waits for stopped calls to settle, ms. */
 const STOP_MARGIN_MS = 500;
-
 /** The toolwire server: host endpoint, router, executor and MCP door on one port. */
 export class ToolwireServer {
   readonly tokens: TokenTable;
@@ -50,7 +58,12 @@ export class ToolwireServer {
   readonly mcp: McpDoor;
   /** Failed-authentication limiter shared by the host endpoint and the MCP door. */
   readonly limiter: AuthLimiter;
+  /** Accounting of the connections not yet authenticated (caps, timeout; `stats()` for counts). */
+  readonly preAuth: PreAuthGuard;
   readonly #http: HttpServer;
+  readonly #descriptors: Descriptors;
+  #recovered = false;
+  #listened = false;
   readonly #secure: boolean;
   readonly #logger: Logger;
   readonly #cancelGraceMs: number;
@@ -67,20 +80,25 @@ export class ToolwireServer {
     const log = config.logger;
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
+    this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);
     this.limiter = new AuthLimiter(config.limiter);
-    this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter });
+    const preAuth = new PreAuthGuard(config.preAuth);
+    this.preAuth = preAuth;
+    const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
+    this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
     this.executor = new Executor({
       injection: this.router,
       options: config.executor,
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
     });
-    this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter });
+    this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter, authenticated });
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
+    const httpOptions = httpServerOptions(config.http);
     if (tls !== undefined) {
-      const https = createHttpsServer({ cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
+      const https = createHttpsServer({ ...httpOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
       // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
       https.on('tlsClientError', (error, socket) => {
         log.debug({ err: error }, 'TLS handshake failed');
@@ -88,19 +106,29 @@ export class ToolwireServer {
       });
       this.#http = https;
     } else {
-      this.#http = createServer(onRequest);
+      this.#http = createServer(httpOptions, onRequest);
     }
+    this.#http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+    this.#http.maxHeadersCount = config.http.maxHeadersCount;
     this.#secure = tls !== undefined;
+    // The TCP socket, also under TLS (its handshake is pre-auth time too).
+    this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
     this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
-    this.#http.on('clientError', (error, socket) => {
+    // A request node:http cannot take (head too large or too slow, malformed): answer as node:http
+    // would (431, 408, 400), then close.
+    this.#http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
       log.debug({ err: error }, 'http client error');
-      socket.destroy();
+      const status = clientErrorStatus(error);
+      if (status === undefined) socket.destroy();
+      else rejectUpgrade(socket, status);
     });
   }
 
   /**
-   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`).
+   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`). The first call first closes
+   * the disk records an earlier server process left in flight (with `recordDir`; logged at info);
+   * once listening, the open-files limit and the connection caps are logged at info.
    * @param port TCP port, default 0 (any free port)
    * @param host address to bind, default `127.0.0.1`
    * @throws RangeError for a port outside 0–65535
@@ -108,6 +136,10 @@ export class ToolwireServer {
   async listen(port = 0, host = '127.0.0.1'): Promise<ListenInfo> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`listen: port must be an integer 0-65535, got ${port}`);
     if (this.#closing) throw new Error('listen: the server is closed');
+    if (!this.#recovered) {
+      this.#recovered = true;
+      await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#http.once('error', onError);
@@ -116,6 +148,10 @@ export class ToolwireServer {
         resolve();
       });
     });
+    if (!this.#listened) {
+      this.#listened = true; // once listening: a failed listen says only why
+      logDescriptors(this.#descriptors, this.#logger);
+    }
     const address = this.#http.address() as AddressInfo;
     const hostPart = address.address.includes(':') ? `[${address.address}]` : address.address;
     const s = this.#secure ? 's' : '';
@@ -162,6 +198,7 @@ export class ToolwireServer {
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
     await hostsClosed;
+    this.preAuth.close();
     if (this.#http.listening) {
       const closed = new Promise<void>((resolve) => this.#http.close(() => resolve()));
       this.#http.closeAllConnections();
@@ -170,6 +207,7 @@ export class ToolwireServer {
   }
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
+    this.preAuth.watch(req, res);
     const path = (req.url ?? '/').split('?', 1)[0];
     if (path === '/mcp') {
       void this.mcp.handle(req, res); // never rejects

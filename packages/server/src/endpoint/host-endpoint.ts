@@ -3,6 +3,7 @@
  * handshake with `ws` (noServer, JSON text only), and runs one {@link HostSession} per connection.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { SUBPROTOCOLS } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
@@ -43,6 +44,8 @@ export interface HostEndpointDeps {
   router: Router;
   /** Failed-authentication limiter, shared with the MCP door. */
   limiter: AuthLimiter;
+  /** Told about the socket of every admitted upgrade (it leaves the pre-auth accounting). Default: nothing. */
+  authenticated?: (socket: Socket) => void;
 }
 
 /**
@@ -55,6 +58,7 @@ export class HostEndpoint {
   readonly #router: Router;
   readonly #wss: WebSocketServer;
   readonly #limiter: AuthLimiter;
+  readonly #authenticated: ((socket: Socket) => void) | undefined;
   /** Open sessions and the token principal each was admitted with (`undefined`: loopback dev). */
   readonly #sessions = new Map<HostSession, Principal | undefined>();
   /** Open sessions per token identity (for `maxConnectionsPerHost`). */
@@ -66,6 +70,7 @@ export class HostEndpoint {
     this.#tokens = deps.tokens;
     this.#router = deps.router;
     this.#limiter = deps.limiter;
+    this.#authenticated = deps.authenticated;
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: this.#options.maxPayload,
@@ -131,6 +136,7 @@ export class HostEndpoint {
       log.warn({ remote, host: name, limit: this.#options.maxConnectionsPerHost }, 'host upgrade refused: maxConnectionsPerHost reached');
       return rejectUpgrade(socket, 429, 1_000);
     }
+    this.#authenticated?.(req.socket);
     try {
       // Without verifyClient, ws completes the handshake synchronously: the counts checked above
       // cannot be overtaken by another upgrade before this one is counted in #accept.

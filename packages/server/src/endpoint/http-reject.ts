@@ -3,8 +3,24 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { retryAfterSeconds } from '../auth/limiter.js';
 
-/** Why an upgrade is refused: 401 failed auth, 403 origin not allowed, 429 too many failures or connections of one identity, 503 endpoint closed or full. */
-export type RejectStatus = 401 | 403 | 429 | 503;
+/**
+ * Why an upgrade (or a request node:http could not parse) is refused: 400 malformed request, 401
+ * failed auth, 403 origin not allowed, 408 headers or body too slow, 429 too many failures or
+ * connections of one identity, 431 request head too large, 503 endpoint closed or full.
+ */
+export type RejectStatus = 400 | 401 | 403 | 408 | 429 | 431 | 503;
+
+/**
+ * The status node:http would answer a `'clientError'` with: 431 for a request head over
+ * `maxHeaderSize`, 408 for `headersTimeout`/`requestTimeout`, 400 for any other parse error;
+ * `undefined` when the peer is gone (nothing to answer).
+ */
+export function clientErrorStatus(error: NodeJS.ErrnoException): RejectStatus | undefined {
+  if (error.code === 'ECONNRESET' || error.code === 'EPIPE') return undefined;
+  if (error.code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  return 400;
+}
 
 /**
  * Answer the upgrade with `status`, then destroy the socket once the response is flushed. 401

@@ -23,6 +23,7 @@ import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
 import { type Projection, project } from './projection.js';
 import { DiskRecord, assertSegment } from './record.js';
+import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 
 /** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
 export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
@@ -92,6 +93,7 @@ export type ExecuteResult = { outcome: 'declined'; id: string; reason: string } 
 
 interface InFlight {
   agent: string;
+  id: string;
   controller: AbortController;
 }
 
@@ -144,6 +146,21 @@ export class Executor {
     return stopped;
   }
 
+  /**
+   * Complete the disk records an earlier server process left open (`input.json`, no `output.json`)
+   * with an interrupted capture 69 (`record-recovery.ts`), leaving this executor's calls in flight
+   * alone, and log how many at info. Resolves with the counts (all zero without `recordDir`);
+   * never rejects (a failure is logged at error).
+   */
+  async closeInterruptedRecords(): Promise<RecoveryReport> {
+    const log = this.#options.logger;
+    if (this.#record === undefined) return { closed: 0, tempFilesRemoved: 0, failed: 0 };
+    const live = (agent: string, id: string): boolean => [...this.#inFlight].some((e) => e.agent === agent && e.id === id);
+    const report = await closeInterruptedRecords(this.#record, live, (error, path) => log.error({ err: error, path }, 'cannot close an interrupted disk record'));
+    log.info({ recordDir: this.#record.root, ...report }, `closed ${report.closed} disk record(s) of calls interrupted by an earlier server stop`);
+    return report;
+  }
+
   /** Resolves when no call is in flight (at once when none is). Used by `ToolwireServer.close()`. */
   whenIdle(): Promise<void> {
     if (this.#inFlight.size === 0) return Promise.resolve();
@@ -159,7 +176,7 @@ export class Executor {
       return { outcome: 'declined', id, reason };
     }
     const controller = new AbortController();
-    const entry: InFlight = { agent, controller };
+    const entry: InFlight = { agent, id, controller };
     this.#inFlight.add(entry);
     const signal = req.signal ? AbortSignal.any([req.signal, controller.signal]) : controller.signal;
     const startedAt = new Date();

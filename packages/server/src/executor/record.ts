@@ -4,9 +4,10 @@
  * partial file. The executor writes it for every call that reaches a capture, never the router.
  *
  * - `input.json`: `{id, name, input}`.
- * - `output.json`: `{stdout, stderr, exitCode, startedAt, endedAt, failure?}` — full, uncapped
- *   streams; each stream is a UTF-8 string, or `{"base64": "..."}` when it is not valid UTF-8;
- *   times ISO-8601; `failure` only for a synthetic capture.
+ * - `output.json`: `{stdout, stderr, exitCode, startedAt, endedAt, failure?, interrupted?}` — full,
+ *   uncapped streams; each stream is a UTF-8 string, or `{"base64": "..."}` when it is not valid
+ *   UTF-8; times ISO-8601; `failure` only for a synthetic capture; `interrupted: true` only when a
+ *   later server start closed the record of a call its process left in flight (`record-recovery.ts`).
  *
  * Directories are created mode 0700 and files mode 0600 (inputs and outputs may be sensitive).
  */
@@ -39,13 +40,19 @@ export function recordBytes(bytes: Uint8Array): RecordedBytes {
   return isUtf8(buf) ? buf.toString('utf8') : { base64: buf.toString('base64') };
 }
 
+/** A temp file of {@link writeAtomic}: `input.json.<12 hex>.tmp` or `output.json.<12 hex>.tmp`. */
+export const TEMP_FILE = /^(?:input|output)\.json\.[0-9a-f]{12}\.tmp$/;
+
 /** Writes the records of calls under one root directory. */
 export class DiskRecord {
+  /** The record root, absolute. */
+  readonly root: string;
   readonly #root: string;
 
   /** @param root record root; resolved against the process cwd. */
   constructor(root: string) {
     this.#root = resolve(root);
+    this.root = this.#root;
   }
 
   /**
@@ -67,8 +74,11 @@ export class DiskRecord {
     await writeAtomic(join(dir, 'input.json'), { id, name, input });
   }
 
-  /** Write `output.json` with the full capture (its directory is made only if `input.json` did not make it). Rejects on an I/O error. */
-  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date): Promise<void> {
+  /**
+   * Write `output.json` with the full capture (its directory is made only if `input.json` did not
+   * make it); `interrupted` adds `"interrupted": true`. Rejects on an I/O error.
+   */
+  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted = false): Promise<void> {
     const dir = this.dirOf(agent, id);
     const output: Record<string, unknown> = {
       stdout: recordBytes(capture.stdout),
@@ -78,6 +88,7 @@ export class DiskRecord {
       endedAt: endedAt.toISOString(),
     };
     if (capture.failure !== undefined) output.failure = capture.failure;
+    if (interrupted) output.interrupted = true;
     try {
       await writeAtomic(join(dir, 'output.json'), output);
     } catch (error) {

@@ -26,6 +26,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
@@ -61,6 +62,8 @@ export interface McpDoorDeps {
   options: McpDoorOptions;
   /** Failed-authentication limiter (shared with the host endpoint). Default: none. */
   limiter?: AuthLimiter;
+  /** Told about the socket of every request with a valid caller token (it leaves the pre-auth accounting). Default: nothing. */
+  authenticated?: (socket: Socket) => void;
 }
 
 interface Session {
@@ -157,6 +160,7 @@ export class McpDoor {
       replyError(res, 401, -32000, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       return;
     }
+    this.#deps.authenticated?.(req.socket);
     if (this.#closed) {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;

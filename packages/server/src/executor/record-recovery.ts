@@ -1,0 +1,99 @@
+/**
+ * Closing the disk records a stopped server left open (issue 11 §5). A server killed with calls in
+ * flight (SIGKILL, a crash, power loss) leaves `<root>/<agent>/<id>/input.json` without
+ * `output.json`. At the next start each such record is completed with an `output.json` whose capture
+ * is 69 (`failure: "unavailable"`) with stderr `toolwire: the server stopped while the call was in
+ * flight` and `"interrupted": true`; `startedAt` is `input.json`'s modification time and `endedAt`
+ * the time of the closing. The temp files of a write the stop cut short (`*.json.<hex>.tmp`) are
+ * removed from those records. Written like every record (temp file, then rename): never half-written.
+ *
+ * Only directories whose names are valid agent and call ids are visited (symbolic links are not
+ * followed); a record whose call is in flight in this process is left alone.
+ */
+import { type Dirent, promises as fs } from 'node:fs';
+import { join } from 'node:path';
+import { failureCapture } from '@toolwire/protocol';
+import { type DiskRecord, SEGMENT_PATTERN, TEMP_FILE } from './record.js';
+
+/** The reason line of an interrupted call's capture (after `toolwire: `). */
+export const INTERRUPTED_REASON = 'the server stopped while the call was in flight';
+
+/** Call directories examined at once. */
+const BATCH = 32;
+
+/** What {@link closeInterruptedRecords} did. */
+export interface RecoveryReport {
+  /** Records completed with an interrupted `output.json`. */
+  closed: number;
+  /** Temp files of cut-short writes removed. */
+  tempFilesRemoved: number;
+  /** Records that could not be examined or completed (each logged by the caller through `onError`). */
+  failed: number;
+}
+
+/** A directory name that is a valid agent or call id. */
+const isSegment = (entry: Dirent): boolean => entry.isDirectory() && SEGMENT_PATTERN.test(entry.name) && entry.name !== '.' && entry.name !== '..';
+
+/** The entries of `dir`; `[]` when it does not exist. */
+async function entries(dir: string): Promise<Dirent[]> {
+  try {
+    return await fs.readdir(dir, { withFileTypes: true });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+}
+
+/**
+ * Complete every record under `record`'s root that has `input.json` and no `output.json`, unless
+ * `live(agent, id)` (a call of this process still in flight). Never rejects: an unreadable
+ * directory or a failed write is passed to `onError` and counted in `failed`.
+ */
+export async function closeInterruptedRecords(
+  record: DiskRecord,
+  live: (agent: string, id: string) => boolean,
+  onError: (error: unknown, path: string) => void,
+  now: () => Date = () => new Date(),
+): Promise<RecoveryReport> {
+  const report: RecoveryReport = { closed: 0, tempFilesRemoved: 0, failed: 0 };
+  const closeOne = async (agent: string, id: string): Promise<void> => {
+    const dir = join(record.root, agent, id);
+    try {
+      const names = new Set((await entries(dir)).filter((e) => e.isFile()).map((e) => e.name));
+      if (!names.has('input.json') || names.has('output.json') || live(agent, id)) return;
+      for (const name of names) {
+        if (!TEMP_FILE.test(name)) continue;
+        await fs.rm(join(dir, name), { force: true });
+        report.tempFilesRemoved++;
+      }
+      const { mtime } = await fs.stat(join(dir, 'input.json'));
+      await record.writeOutput(agent, id, failureCapture('unavailable', INTERRUPTED_REASON), mtime, now(), true);
+      report.closed++;
+    } catch (error) {
+      report.failed++;
+      onError(error, dir);
+    }
+  };
+  let agents: Dirent[];
+  try {
+    agents = (await entries(record.root)).filter(isSegment);
+  } catch (error) {
+    report.failed++;
+    onError(error, record.root);
+    return report;
+  }
+  for (const agent of agents) {
+    let calls: Dirent[];
+    try {
+      calls = (await entries(join(record.root, agent.name))).filter(isSegment);
+    } catch (error) {
+      report.failed++;
+      onError(error, join(record.root, agent.name));
+      continue;
+    }
+    for (let i = 0; i < calls.length; i += BATCH) {
+      await Promise.all(calls.slice(i, i + BATCH).map((call) => closeOne(agent.name, call.name)));
+    }
+  }
+  return report;
+}

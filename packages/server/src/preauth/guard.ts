@@ -1,0 +1,202 @@
+/**
+ * Bounds on connections that have not authenticated yet (issue 11 §2). Every TCP connection the
+ * server accepts starts here, counted in total and per address (IPv4 address or IPv6 /64, as the
+ * failed-authentication limiter groups them). It leaves when a request on it passes authentication
+ * (a host upgrade admitted, an MCP request with a valid caller token) — then it is authenticated
+ * for its whole life, until idle — or when it closes.
+ *
+ * - Caps: a new connection over `maxPerAddress` closes its address's oldest unauthenticated
+ *   connection; over `maxConnections`, the oldest connection of the address holding the most
+ *   (`groups.ts`). Closing the oldest, not the newest, keeps the door open to a legitimate client
+ *   that shares nothing with the attacker: a slow client holds its slot for seconds, a legitimate
+ *   one authenticates within a round trip; and closing from the largest address first means a
+ *   slowloris from a few addresses pushes out its own sockets, not a caller's single one, however
+ *   fast it dials. (Peers behind one address share its slots; a flood from more addresses than
+ *   `maxConnections` is beyond what per-address accounting can separate.)
+ * - Time: a connection still unauthenticated `timeoutMs` after it was accepted is closed, whatever
+ *   it is doing (TLS handshake, slow headers, idle keep-alive after a `/healthz`, a refused body).
+ * - Bodies: once an unauthenticated request has been answered (401, 403, 404, 429, …), its socket is
+ *   closed if the body has not fully arrived; the body is never read.
+ *
+ * Authenticated connections are never counted or closed here, so they always have room: the caps
+ * are sized far below the process's open-files limit (`fd-limit.ts`). One timer, for the oldest
+ * connection, runs while any connection is unauthenticated; `close()` clears it.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { addressKey } from '../auth/limiter.js';
+import type { Logger } from '../options.js';
+import { AddressGroups } from './groups.js';
+
+/** What the guard reads (`ToolwireServerOptions.maxPreAuthConnections`, `maxPreAuthPerAddress`, `preAuthTimeoutMs`). */
+export interface PreAuthOptions {
+  /** Unauthenticated connections at most; over → the oldest is closed. */
+  maxConnections: number;
+  /** Unauthenticated connections per address (IPv4, IPv6 /64) at most; over → that address's oldest is closed. */
+  maxPerAddress: number;
+  /** Time from accept to authentication, ms; over → closed. */
+  timeoutMs: number;
+  logger: Logger;
+  /** Clock, ms. Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Counts since the guard was made. */
+export interface PreAuthStats {
+  /** Unauthenticated connections open now. */
+  pending: number;
+  /** Connections accepted. */
+  accepted: number;
+  /** Connections that authenticated. */
+  authenticated: number;
+  /** Closed to make room (per-address or total cap). */
+  evicted: number;
+  /** Closed at `timeoutMs`. */
+  timedOut: number;
+  /** Closed after an unauthenticated request was answered before its body arrived. */
+  bodiesRefused: number;
+}
+
+interface Entry {
+  socket: Socket;
+  /** `address|port` of the connection: the same for a TLS socket and the TCP socket under it. */
+  tuple: string;
+  /** The address group the per-address cap counts. */
+  group: string;
+  deadline: number;
+  onClose: () => void;
+}
+
+/** Minimum time between two "cap reached" warnings, ms (an attack would otherwise flood the log). */
+const WARN_EVERY_MS = 10_000;
+
+const tupleOf = (socket: Socket): string | undefined => (socket.remoteAddress === undefined ? undefined : `${socket.remoteAddress}|${String(socket.remotePort)}`);
+
+/** Pre-authentication accounting of one server's connections. */
+export class PreAuthGuard {
+  readonly #options: Required<PreAuthOptions>;
+  /** Unauthenticated connections by tuple, oldest first (Map order = accept order). */
+  readonly #pending = new Map<string, Entry>();
+  /** The same entries by address group. */
+  readonly #groups = new AddressGroups<Entry>();
+  readonly #stats = { accepted: 0, authenticated: 0, evicted: 0, timedOut: 0, bodiesRefused: 0 };
+  #timer: NodeJS.Timeout | undefined;
+  #closed = false;
+  #lastWarn = -Infinity;
+  #evictedSinceWarn = 0;
+
+  constructor(options: PreAuthOptions) {
+    this.#options = { now: Date.now, ...options };
+  }
+
+  stats(): PreAuthStats {
+    return { pending: this.#pending.size, ...this.#stats };
+  }
+
+  /** A connection was accepted (the server's `'connection'` event: the TCP socket, also under TLS). */
+  accept(socket: Socket): void {
+    const tuple = tupleOf(socket);
+    if (this.#closed || tuple === undefined) {
+      socket.destroy(); // closing, or already reset by the peer
+      return;
+    }
+    this.#stats.accepted++;
+    this.#forget(this.#pending.get(tuple)); // a stale entry of a reused tuple (its close not yet seen)
+    const group = addressKey(socket.remoteAddress);
+    const entry: Entry = { socket, tuple, group, deadline: this.#options.now() + this.#options.timeoutMs, onClose: () => this.#forget(entry) };
+    this.#pending.set(tuple, entry);
+    this.#groups.add(entry);
+    socket.once('close', entry.onClose);
+    // The new entry is the newest of its address and overall: neither pick below is the new one
+    // while an older connection exists to close.
+    if (this.#groups.sizeOf(group) > this.#options.maxPerAddress) this.#evict(this.#groups.oldestOf(group)!);
+    if (this.#pending.size > this.#options.maxConnections) this.#evict(this.#groups.largestOldest()!);
+    this.#arm();
+  }
+
+  /** A request on `socket` (the TCP or TLS socket) passed authentication: it is no longer counted or timed. */
+  authenticated(socket: Socket): void {
+    const tuple = tupleOf(socket);
+    const entry = tuple === undefined ? undefined : this.#pending.get(tuple);
+    if (entry === undefined) return; // already authenticated, or not accepted through this guard
+    this.#stats.authenticated++;
+    entry.socket.off('close', entry.onClose);
+    this.#forget(entry);
+  }
+
+  /** True while `socket` has not authenticated. */
+  isPending(socket: Socket): boolean {
+    const tuple = tupleOf(socket);
+    return tuple !== undefined && this.#pending.has(tuple);
+  }
+
+  /**
+   * Watch one request: when its response has been sent and the connection is still unauthenticated
+   * while the request body has not fully arrived, close the connection (the body is not read).
+   */
+  watch(req: IncomingMessage, res: ServerResponse): void {
+    if (!this.isPending(req.socket)) return;
+    res.once('finish', () => {
+      if (req.complete || !this.isPending(req.socket)) return;
+      this.#stats.bodiesRefused++;
+      req.socket.destroy();
+    });
+  }
+
+  /** Close every unauthenticated connection and stop the timer. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    for (const entry of [...this.#pending.values()]) this.#evict(entry, false);
+  }
+
+  /** Close `entry`'s connection to make room (`counted`: an eviction, not a shutdown). */
+  #evict(entry: Entry, counted = true): void {
+    this.#forget(entry);
+    entry.socket.destroy();
+    if (!counted) return;
+    this.#stats.evicted++;
+    this.#evictedSinceWarn++;
+    const now = this.#options.now();
+    if (now - this.#lastWarn >= WARN_EVERY_MS) {
+      this.#options.logger.warn(
+        { evicted: this.#evictedSinceWarn, maxPreAuthConnections: this.#options.maxConnections, maxPreAuthPerAddress: this.#options.maxPerAddress },
+        'unauthenticated connections at their cap: closing the oldest of the address holding the most',
+      );
+      this.#lastWarn = now;
+      this.#evictedSinceWarn = 0;
+    }
+  }
+
+  #forget(entry: Entry | undefined): void {
+    if (entry === undefined || this.#pending.get(entry.tuple) !== entry) return;
+    this.#pending.delete(entry.tuple);
+    this.#groups.remove(entry);
+    if (this.#pending.size === 0) {
+      clearTimeout(this.#timer);
+      this.#timer = undefined;
+    }
+  }
+
+  /** Keep one timer, for the oldest connection's deadline (every entry has the same timeout, so Map order is deadline order). */
+  #arm(): void {
+    if (this.#timer !== undefined || this.#closed) return;
+    const oldest = this.#pending.values().next().value;
+    if (oldest === undefined) return;
+    this.#timer = setTimeout(() => this.#expire(), Math.max(0, oldest.deadline - this.#options.now()));
+    this.#timer.unref();
+  }
+
+  #expire(): void {
+    this.#timer = undefined;
+    const now = this.#options.now();
+    for (const entry of this.#pending.values()) {
+      if (entry.deadline > now) break;
+      this.#stats.timedOut++;
+      this.#forget(entry);
+      entry.socket.destroy();
+    }
+    if (this.#timer === undefined) this.#arm();
+  }
+}
