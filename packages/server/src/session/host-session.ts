@@ -11,17 +11,13 @@ import {
   encodeMessage,
   failureCapture,
   type HelloMessage,
+  type OutputMessage,
   type ResultMessage,
   type ServerMessage,
   TickCoalescer,
   versionOfSubprotocol,
   type WireError,
 } from '@toolwire/protocol';
-
-/** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
-function assertNever(value: never): never {
-  throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
-}
 import { type RawData, WebSocket } from 'ws';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
@@ -33,6 +29,7 @@ import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
 import { acceptHello, type HostIdentity, type WelcomeOptions, welcomeFor } from './hello.js';
+import type { OutputSettings } from './output-stream.js';
 import { PendingCalls } from './pending-calls.js';
 
 /** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
@@ -46,6 +43,8 @@ export interface SessionOptions extends WelcomeOptions {
   maxBufferedBytesPerHost: number;
   /** Wrong-shape frames before close 1008. */
   maxBadFrames: number;
+  /** Live output on protocol 2 connections: `welcome.output` and the capture cap of a streamed call. */
+  output: OutputSettings;
   /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
   newCallId: () => string;
   logger: Logger;
@@ -72,6 +71,11 @@ function rawToBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
+}
+
+/** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
+function assertNever(value: never): never {
+  throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
 }
 
 /**
@@ -112,7 +116,8 @@ export class HostSession implements HostLink {
     this.#logger = options.logger;
     this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
-    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
+    const output = this.protocol >= 2 ? { settings: options.output, logger: options.logger } : undefined;
+    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId, output);
     this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () => this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))));
     let onClosed!: () => void;
     this.closed = new Promise<void>((resolve) => (onClosed = resolve));
@@ -212,14 +217,7 @@ export class HostSession implements HostLink {
       case 'result':
         return this.#onResult(message);
       case 'output':
-        // Live output is not taken yet: `welcome` offers no window, so a chunk is a violation for its call.
-        return this.#onBadFrame({
-          fatal: false,
-          closeCode: CloseCode.PROTOCOL_ERROR,
-          reason: 'output: this server offered no output window',
-          id: message.id,
-          type: 'output',
-        });
+        return this.#onOutput(message);
       default:
         return assertNever(message);
     }
@@ -231,9 +229,14 @@ export class HostSession implements HostLink {
     // the ajv reason (cut to 123 bytes by the ending) so the host learns why.
     if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason);
     if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
+    this.#callFault(error.id, `sent a wrong-shape frame: ${error.reason}`);
+  }
+
+  /** A frame broke the protocol for call `id` (if pending): it settles 76, the session stays (DESIGN §6) and counts the frame. */
+  #callFault(id: string | undefined, what: string): void {
     this.#badFrames += 1;
-    const named = error.id !== undefined && this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
-    this.#logger.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
+    const named = id !== undefined && this.#pending.fail(id, 'protocol', `host ${this.#host} ${what}`);
+    this.#logger.warn({ host: this.#host, id, settled: named, reason: what }, 'protocol violation by host for one call');
     if (this.#badFrames > this.#options.maxBadFrames) {
       this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
     }
@@ -263,9 +266,16 @@ export class HostSession implements HostLink {
   }
 
   #onResult(result: ResultMessage): void {
-    if (!this.#pending.resolve(result)) {
-      this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
-    }
+    const taken = this.#pending.resolve(result);
+    if (taken === false) this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
+    else if (taken !== true) this.#callFault(result.id, `broke the output protocol: ${taken}`);
+  }
+
+  /** Live output (DESIGN §5): a chunk for a settled or unknown call is dropped; a bad one fails its call 76. */
+  #onOutput(output: OutputMessage): void {
+    const taken = this.#pending.output(output);
+    if (taken === false) this.#logger.warn({ host: this.#host, id: output.id, seq: output.seq }, 'output for an unknown or settled call dropped');
+    else if (taken !== true) this.#callFault(output.id, `broke the output protocol: ${taken}`);
   }
 
   #onError(error: Error): void {
