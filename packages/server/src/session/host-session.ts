@@ -6,7 +6,6 @@
 import {
   type AdvertiseMessage,
   CloseCode,
-  type Corkable,
   decodeHostMessage,
   encodeMessage,
   failureCapture,
@@ -21,49 +20,17 @@ import {
 import { type RawData, WebSocket } from 'ws';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
-import type { Router } from '../router/router.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
 import { normalizeDeadline, refuseOverload } from './admission.js';
 import { closeReasonText, peerReasonText, wsErrorCloseCode } from './close-codes.js';
 import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
-import { acceptHello, type HostIdentity, type WelcomeOptions, welcomeFor } from './hello.js';
-import type { OutputSettings } from './output-stream.js';
+import { acceptHello, type HostIdentity, welcomeFor } from './hello.js';
 import { PendingCalls } from './pending-calls.js';
+import type { HostSessionDeps, SessionOptions } from './session-options.js';
 
-/** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
-export interface SessionOptions extends WelcomeOptions {
-  /** Time from upgrade to `hello` (`helloTimeoutMs`). */
-  helloTimeoutMs: number;
-  /** How long a stopped call waits for partial output before settling 130 (`cancelGraceMs`). */
-  cancelGraceMs: number;
-  /** Deadline of a call that names none (`deadlineMs`). */
-  deadlineMs: number;
-  maxBufferedBytesPerHost: number;
-  /** Wrong-shape frames before close 1008. */
-  maxBadFrames: number;
-  /** Live output on protocol 2 connections: `welcome.output` and the capture cap of a streamed call. */
-  output: OutputSettings;
-  /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
-  newCallId: () => string;
-  logger: Logger;
-}
-
-/** Dependencies of a {@link HostSession}. */
-export interface HostSessionDeps {
-  /** The upgraded socket, OPEN. */
-  ws: WebSocket;
-  identity: HostIdentity;
-  options: SessionOptions;
-  router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
-  /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
-  reserved?: (name: string) => boolean;
-  /** The socket `ws` writes to (from the upgrade); when given, frames sent in one tick leave in one syscall. */
-  socket?: Corkable;
-  /** The peer's address (`req.socket.remoteAddress`), for logs. */
-  remote?: string | undefined;
-}
+export type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 type State = 'hello' | 'open' | 'closed';
 
@@ -215,9 +182,8 @@ export class HostSession implements HostLink {
       case 'advertise':
         return this.#onAdvertise(message);
       case 'result':
-        return this.#onResult(message);
       case 'output':
-        return this.#onOutput(message);
+        return this.#onCallFrame(message);
       default:
         return assertNever(message);
     }
@@ -265,17 +231,14 @@ export class HostSession implements HostLink {
     this.#send(advertised);
   }
 
-  #onResult(result: ResultMessage): void {
-    const taken = this.#pending.resolve(result);
-    if (taken === false) this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
-    else if (taken !== true) this.#callFault(result.id, `broke the output protocol: ${taken}`);
-  }
-
-  /** Live output (DESIGN §5): a chunk for a settled or unknown call is dropped; a bad one fails its call 76. */
-  #onOutput(output: OutputMessage): void {
-    const taken = this.#pending.output(output);
-    if (taken === false) this.#logger.warn({ host: this.#host, id: output.id, seq: output.seq }, 'output for an unknown or settled call dropped');
-    else if (taken !== true) this.#callFault(output.id, `broke the output protocol: ${taken}`);
+  /**
+   * A call's `result` or live-output chunk (DESIGN §5): for an unknown or settled call it is dropped
+   * and logged; one that breaks the output protocol fails its call 76.
+   */
+  #onCallFrame(message: ResultMessage | OutputMessage): void {
+    const taken = message.type === 'result' ? this.#pending.resolve(message) : this.#pending.output(message);
+    if (taken === false) this.#logger.warn({ host: this.#host, id: message.id }, `${message.type} for an unknown or settled call dropped`);
+    else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
   }
 
   #onError(error: Error): void {
