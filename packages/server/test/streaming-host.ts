@@ -41,6 +41,11 @@ export class StreamingCall {
     return this.#window;
   }
 
+  /** True while {@link write} waits for credit (the window has no room for its next chunk). */
+  get waiting(): boolean {
+    return this.#wake !== undefined;
+  }
+
   /** Send `data` as `output` chunks (at most `maxChunkBytes` each), each once the window has room for it. */
   async write(stream: 'stdout' | 'stderr', data: string | Uint8Array): Promise<void> {
     const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
