@@ -19,7 +19,7 @@ import { type StreamingCall, StreamingHost } from './streaming-host.js';
 const HOST_TOKEN = 'host-token-mcp-live-1';
 const CALLER_TOKEN = 'caller-token-mcp-live-1';
 
-const cleanups: (() => Promise<unknown> | unknown)[] = [];
+const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
 });
@@ -109,7 +109,7 @@ describe('notifications/toolwire/output (toolwire/stream)', () => {
     });
     const client = await sdkClient(info);
     const seen: { method: string; params?: Record<string, unknown> }[] = [];
-    client.fallbackNotificationHandler = async (n) => void seen.push(n as (typeof seen)[number]);
+    client.fallbackNotificationHandler = async (n) => void seen.push(n);
     const result = await client.callTool({ name: 'alpha__slow', arguments: {}, _meta: { 'toolwire/stream': true } });
     expect(seen.filter((n) => n.method === 'notifications/toolwire/output').map((n) => n.params)).toEqual([
       { stream: 'stdout', seq: 0, data: 'hello\n' },
@@ -141,7 +141,12 @@ async function rawSession(info: ListenInfo) {
     for await (const chunk of res) text += String(chunk);
     return text;
   };
-  const init = await post({ jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+  const init = await post({
+    jsonrpc: '2.0',
+    id: 0,
+    method: 'initialize',
+    params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+  });
   const sessionId = init.headers['mcp-session-id'] as string;
   await readAll(init);
   await readAll(await post({ jsonrpc: '2.0', method: 'notifications/initialized' }, sessionId));
@@ -176,7 +181,12 @@ describe('backpressure from the caller', () => {
       call.end(0);
     });
     const session = await rawSession(info);
-    const res = await session.post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'alpha__slow', arguments: {}, _meta: { 'toolwire/stream': true } } });
+    const res = await session.post({
+      jsonrpc: '2.0',
+      id: 7,
+      method: 'tools/call',
+      params: { name: 'alpha__slow', arguments: {}, _meta: { 'toolwire/stream': true } },
+    });
     // Nobody reads `res`: the socket fills, the door waits for 'drain', credit stops, the host blocks.
     // Held = waiting for credit with nothing sent over a span a reading caller never leaves it waiting.
     let held = -1;

@@ -101,8 +101,7 @@ describe('chunks and capture', () => {
         for (const p of pieces) await wire.write(p.stream, p.bytes);
         wire.end(0, { stdout: restOut, stderr: restErr });
         const capture = (await pending)!;
-        const all = (stream: 'stdout' | 'stderr', rest: Uint8Array) =>
-          Buffer.concat([...pieces.filter((p) => p.stream === stream).map((p) => p.bytes), rest]);
+        const all = (stream: 'stdout' | 'stderr', rest: Uint8Array) => Buffer.concat([...pieces.filter((p) => p.stream === stream).map((p) => p.bytes), rest]);
         const stdout = all('stdout', restOut);
         const stderr = all('stderr', restErr);
         expect(Buffer.from(capture.stdout)).toEqual(Buffer.from(headTail(stdout, cap / 2, cap / 2, 'stdout')));

@@ -49,7 +49,7 @@ export class StreamingCall {
   /** Send `data` as `output` chunks (at most `maxChunkBytes` each), each once the window has room for it. */
   async write(stream: 'stdout' | 'stderr', data: string | Uint8Array): Promise<void> {
     const bytes = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
-    for (let at = 0; at < bytes.length; ) {
+    for (let at = 0; at < bytes.length;) {
       const chunk = bytes.subarray(at, at + Math.min(this.#maxChunk, bytes.length - at));
       while (this.#window < chunk.length) await new Promise<void>((resolve) => (this.#wake = resolve));
       this.#window -= chunk.length;

@@ -33,9 +33,10 @@ const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 type RequestId = number;
 
 /** A JSON-RPC message as read off the wire (only the fields looked at). */
-interface RpcMessage {
+export interface RpcMessage {
   id?: unknown;
   method?: unknown;
+  params?: unknown;
   result?: unknown;
   error?: { code?: unknown; message?: unknown };
 }
@@ -56,6 +57,11 @@ export interface RequestBound {
   bound: string;
   /** Aborts the request (Ctrl-C): it is cancelled on the server and rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Called with each notification the server sends on the request's response stream (e.g. live
+   * output), in order. A returned promise pauses reading the response until it settles (backpressure).
+   */
+  onNotification?: (notification: RpcMessage) => Promise<void> | undefined;
 }
 
 /** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
@@ -107,6 +113,12 @@ function errorDetail(body: string): string {
 function answerOf(parsed: unknown, id: RequestId): RpcMessage | undefined {
   const messages = Array.isArray(parsed) ? parsed : [parsed];
   return messages.find((m): m is RpcMessage => typeof m === 'object' && m !== null && !('method' in m) && (m as RpcMessage).id === id);
+}
+
+/** The notifications (a method, no id) among `parsed` (a JSON-RPC message or a batch). */
+function notificationsOf(parsed: unknown): RpcMessage[] {
+  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return messages.filter((m): m is RpcMessage => typeof m === 'object' && m !== null && 'method' in m && !('id' in m));
 }
 
 /** What one HTTP exchange with the door gave: the answer to its request (if it carried one) and the response headers. */
@@ -164,7 +176,7 @@ export class McpSession {
     const signal = options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal;
     try {
       const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
-      return resultOf((await this.#exchange('POST', message, id, signal)).answer);
+      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification)).answer);
     } catch (error) {
       if (!signal.aborted) throw error;
       const reason: unknown = signal.reason;
@@ -204,7 +216,13 @@ export class McpSession {
    * One HTTP request to the door. With `id`, resolves once the answer to request `id` has been read
    * from the response (an SSE stream or a JSON body); without, once the response headers arrive.
    */
-  #exchange(method: 'POST' | 'DELETE', message: object | undefined, id: RequestId | undefined, signal?: AbortSignal): Promise<Exchange> {
+  #exchange(
+    method: 'POST' | 'DELETE',
+    message: object | undefined,
+    id: RequestId | undefined,
+    signal?: AbortSignal,
+    onNotification?: RequestBound['onNotification'],
+  ): Promise<Exchange> {
     return new Promise<Exchange>((resolve, reject) => {
       const body = message === undefined ? undefined : JSON.stringify(message);
       const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json, text/event-stream' };
@@ -264,10 +282,18 @@ export class McpSession {
         }
         const parser = createParser({
           onEvent: (event) => {
-            const answer = answerOf(parseJson(event.data), id);
+            const parsed = parseJson(event.data);
+            if (onNotification !== undefined && !settled) notificationsOf(parsed).forEach((n) => pauseFor(onNotification(n)));
+            const answer = answerOf(parsed, id);
             if (answer) settle(() => resolve({ answer, sessionId }));
           },
         });
+        const pauseFor = (wait: Promise<void> | undefined): void => {
+          if (wait === undefined) return;
+          res.pause();
+          const resume = (): void => void res.resume();
+          wait.then(resume, resume);
+        };
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => parser.feed(chunk));
         res.on('error', (error) => settle(() => reject(new ServerLostError(`the response stream broke (${describe(error)})`))));

@@ -67,7 +67,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       progressToken: meta?.progressToken,
       stream: meta?.[STREAM_META] === true,
       progressIntervalMs: deps.progressIntervalMs,
-      send: (notification) => extra.sendNotification(notification as Notification & Parameters<typeof extra.sendNotification>[0]),
+      send: (notification: Notification) => extra.sendNotification(notification),
       response: extra.authInfo?.extra?.response as ServerResponse | undefined,
       logger: deps.logger,
     });
