@@ -141,7 +141,16 @@ describe('public API: the names each package root exports', () => {
   });
 
   it('@toolwire/server', () => {
-    expect(runtime(server)).toEqual(['CloseCode', 'DEADLINE_META', 'ExitCode', 'OUTPUT_NOTIFICATION', 'STREAM_META', 'ServerDefaults', 'ToolwireServer', 'WORKSPACE_META']);
+    expect(runtime(server)).toEqual([
+      'CloseCode',
+      'DEADLINE_META',
+      'ExitCode',
+      'OUTPUT_NOTIFICATION',
+      'STREAM_META',
+      'ServerDefaults',
+      'ToolwireServer',
+      'WORKSPACE_META',
+    ]);
     expect(exportedNames('server')).toEqual([
       'CallerCredential',
       'CloseCode',

@@ -90,32 +90,43 @@ describe('chunks and capture', () => {
     expect(joined(chunks, 'stdout')).toBe('one\ntwo\nthree\n');
   });
 
-  it('property: random chunk sizes, interleaved streams and a remainder give the capture a host would have sent (head + tail, marker)', async () => {
-    const cap = 96; // per stream; head 48 + tail 48 with the marker past it
-    const h = await startEndpoint({ maxCaptureBytes: cap, outputWindowBytes: 64, outputChunkBytes: 32 });
-    const host = await connect(h);
-    const piece = fc.record({ stream: fc.constantFrom('stdout' as const, 'stderr' as const), bytes: fc.uint8Array({ minLength: 1, maxLength: 32 }) });
-    await fc.assert(
-      fc.asyncProperty(fc.array(piece, { maxLength: 24 }), fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ maxLength: 40 }), async (pieces, restOut, restErr) => {
-        const { pending, chunks, wire } = await start(h, host);
-        for (const p of pieces) await wire.write(p.stream, p.bytes);
-        wire.end(0, { stdout: restOut, stderr: restErr });
-        const capture = (await pending)!;
-        const all = (stream: 'stdout' | 'stderr', rest: Uint8Array) => Buffer.concat([...pieces.filter((p) => p.stream === stream).map((p) => p.bytes), rest]);
-        const stdout = all('stdout', restOut);
-        const stderr = all('stderr', restErr);
-        expect(Buffer.from(capture.stdout)).toEqual(Buffer.from(headTail(stdout, cap / 2, cap / 2, 'stdout')));
-        expect(Buffer.from(capture.stderr)).toEqual(Buffer.from(headTail(stderr, cap / 2, cap / 2, 'stderr')));
-        // A call that streamed: the consumer saw every byte, in order (the capture keeps head and tail
-        // of it); one that did not stream never calls it.
-        if (pieces.length === 0) return void expect(chunks).toEqual([]);
-        expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_, i) => i));
-        expect(Buffer.concat(chunks.filter((c) => c.stream === 'stdout').map((c) => c.bytes))).toEqual(stdout);
-        expect(Buffer.concat(chunks.filter((c) => c.stream === 'stderr').map((c) => c.bytes))).toEqual(stderr);
-      }),
-      { numRuns: 40 },
-    );
-  });
+  it.each([
+    { cap: 96, window: 64, chunk: 32, runs: 40 }, // small chunks, gathered before they are kept
+    { cap: 20_000, window: 64 * 1024, chunk: 12_000, runs: 15 }, // small and large chunks mixed
+  ])(
+    'property: random chunk sizes, interleaved streams and a remainder give the capture a host would have sent (cap $cap, chunks ≤ $chunk)',
+    async ({ cap, window, chunk, runs }) => {
+      // per stream: head cap/2 + tail cap/2, with the marker past it
+      const h = await startEndpoint({ maxCaptureBytes: cap, outputWindowBytes: window, outputChunkBytes: chunk });
+      const host = await connect(h);
+      const piece = fc.record({ stream: fc.constantFrom('stdout' as const, 'stderr' as const), bytes: fc.uint8Array({ minLength: 1, maxLength: chunk }) });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(piece, { maxLength: 24 }),
+          fc.uint8Array({ maxLength: 40 }),
+          fc.uint8Array({ maxLength: 40 }),
+          async (pieces, restOut, restErr) => {
+            const { pending, chunks, wire } = await start(h, host);
+            for (const p of pieces) await wire.write(p.stream, p.bytes);
+            wire.end(0, { stdout: restOut, stderr: restErr });
+            const capture = (await pending)!;
+            const all = (stream: 'stdout' | 'stderr', rest: Uint8Array) => Buffer.concat([...pieces.filter((p) => p.stream === stream).map((p) => p.bytes), rest]);
+            const stdout = all('stdout', restOut);
+            const stderr = all('stderr', restErr);
+            expect(Buffer.from(capture.stdout)).toEqual(Buffer.from(headTail(stdout, cap / 2, cap / 2, 'stdout')));
+            expect(Buffer.from(capture.stderr)).toEqual(Buffer.from(headTail(stderr, cap / 2, cap / 2, 'stderr')));
+            // A call that streamed: the consumer saw every byte, in order (the capture keeps head and tail
+            // of it); one that did not stream never calls it.
+            if (pieces.length === 0) return void expect(chunks).toEqual([]);
+            expect(chunks.map((c) => c.seq)).toEqual(chunks.map((_, i) => i));
+            expect(Buffer.concat(chunks.filter((c) => c.stream === 'stdout').map((c) => c.bytes))).toEqual(stdout);
+            expect(Buffer.concat(chunks.filter((c) => c.stream === 'stderr').map((c) => c.bytes))).toEqual(stderr);
+          },
+        ),
+        { numRuns: runs },
+      );
+    },
+  );
 
   it('property: a stop at a random point keeps what streamed, then the host partial answer, with one stop line', async () => {
     const h = await startEndpoint({ cancelGraceMs: 2_000 });

@@ -189,7 +189,7 @@ export class Executor {
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
         capture = await this.#route(call);
-        await streamLog?.close(); // the logs are complete before output.json appears
+        if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const endedAt = new Date();
       await this.#write('output.json', () => this.#record?.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);

@@ -24,39 +24,53 @@ class StreamLog {
   full = false;
 }
 
-/** The two stream logs of one call. */
+/**
+ * The two stream logs of one call. Made for every call while a record is kept, so it does nothing
+ * until the first chunk (most calls never stream).
+ */
 export class RecordLog {
-  readonly #dir: string;
+  readonly #record: DiskRecord;
+  readonly #agent: string;
+  readonly #id: string;
   readonly #maxBytes: number;
   readonly #logger: Logger;
-  readonly #logs = { stdout: new StreamLog(), stderr: new StreamLog() };
+  #logs: { stdout: StreamLog; stderr: StreamLog } | undefined;
   /** The last write queued: writes run one at a time, in chunk order. */
-  #tail: Promise<void> = Promise.resolve();
+  #tail: Promise<void> | undefined;
   #failed = false;
 
-  /** @throws TypeError when `agent`/`id` are not safe path segments (checked by the executor before) */
+  /** `agent` and `id` must be safe path segments (the executor checked them). */
   constructor(record: DiskRecord, agent: string, id: string, maxBytes: number, logger: Logger) {
-    this.#dir = record.dirOf(agent, id);
+    this.#record = record;
+    this.#agent = agent;
+    this.#id = id;
     this.#maxBytes = maxBytes;
     this.#logger = logger;
   }
 
+  /** True once a chunk was appended (then {@link close} must be awaited). */
+  get used(): boolean {
+    return this.#tail !== undefined;
+  }
+
   /** Append `chunk` to its stream's log; resolves once written (or given up). Never rejects. */
   append(chunk: OutputChunk): Promise<void> {
-    this.#tail = this.#tail.then(() => this.#write(chunk.stream, chunk.bytes));
+    const previous = this.#tail ?? Promise.resolve();
+    this.#tail = previous.then(() => this.#write(chunk.stream, chunk.bytes));
     return this.#tail;
   }
 
   /** Wait for the queued writes, then close both files. Never rejects. */
   async close(): Promise<void> {
     await this.#tail;
-    for (const log of Object.values(this.#logs)) {
+    for (const log of Object.values(this.#logs ?? {})) {
       const handle = await log.handle;
       await handle?.close().catch((error: unknown) => this.#fail(error));
     }
   }
 
   async #write(stream: 'stdout' | 'stderr', bytes: Uint8Array): Promise<void> {
+    this.#logs ??= { stdout: new StreamLog(), stderr: new StreamLog() };
     const log = this.#logs[stream];
     if (log.full || this.#failed) return;
     log.handle ??= this.#open(stream);
@@ -80,8 +94,9 @@ export class RecordLog {
 
   async #open(stream: 'stdout' | 'stderr'): Promise<FileHandle | undefined> {
     try {
-      await mkdir(this.#dir, { recursive: true, mode: 0o700 });
-      return await open(join(this.#dir, `${stream}.log`), FLAGS, 0o600);
+      const dir = this.#record.dirOf(this.#agent, this.#id);
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      return await open(join(dir, `${stream}.log`), FLAGS, 0o600);
     } catch (error) {
       this.#fail(error);
       return undefined;
@@ -91,7 +106,7 @@ export class RecordLog {
   #fail(error: unknown): void {
     if (this.#failed) return;
     this.#failed = true;
-    this.#logger.error({ err: error, dir: this.#dir }, 'disk record: appending live output failed; the call goes on');
+    this.#logger.error({ err: error, agent: this.#agent, id: this.#id }, 'disk record: appending live output failed; the call goes on');
   }
 }
 

@@ -42,6 +42,54 @@ export interface OutputSettings {
   capBytes: number;
 }
 
+/**
+ * Chunks smaller than this are copied together before they are kept: a small Buffer is a slice of
+ * Node's shared 8 KiB pool, and keeping thousands of them in a capture's tail would keep thousands
+ * of pool slabs alive.
+ */
+const SMALL_CHUNK_BYTES = 4096;
+/** Bytes of small chunks gathered before they are kept as one buffer. */
+const GATHER_BYTES = 64 * 1024;
+
+/** One stream's capture: head + tail ({@link HeadTailBuffer}), small chunks gathered first. */
+class Kept {
+  readonly #buffer: HeadTailBuffer;
+  #gather: Buffer | undefined;
+  #gathered = 0;
+
+  constructor(capBytes: number) {
+    const head = Math.floor(capBytes / 2);
+    this.#buffer = new HeadTailBuffer(head, capBytes - head);
+  }
+
+  push(bytes: Uint8Array): void {
+    if (bytes.length >= SMALL_CHUNK_BYTES) {
+      this.#flush();
+      this.#buffer.push(bytes);
+      return;
+    }
+    if (this.#gathered + bytes.length > GATHER_BYTES) this.#flush();
+    this.#gather ??= Buffer.allocUnsafeSlow(GATHER_BYTES);
+    this.#gather.set(bytes, this.#gathered);
+    this.#gathered += bytes.length;
+  }
+
+  /** The kept bytes (head + marker + tail when over the cap). */
+  bytes(label: string): Uint8Array {
+    this.#flush();
+    return this.#buffer.bytes(label);
+  }
+
+  /** Keep the gathered bytes as one buffer of their own size (not from the pool); the gather buffer is reused. */
+  #flush(): void {
+    if (this.#gathered === 0) return;
+    const kept = Buffer.allocUnsafeSlow(this.#gathered);
+    this.#gather!.copy(kept, 0, 0, this.#gathered);
+    this.#buffer.push(kept);
+    this.#gathered = 0;
+  }
+}
+
 /** The two streams of a capture so far (capped). */
 export interface StreamedPart {
   stdout: Uint8Array;
@@ -56,8 +104,8 @@ export class OutputStream {
   readonly #logger: Logger;
   readonly #maxChunk: number;
   readonly #creditAt: number;
-  readonly #stdout: HeadTailBuffer;
-  readonly #stderr: HeadTailBuffer;
+  readonly #stdout: Kept;
+  readonly #stderr: Kept;
   /** The next `seq` (wire chunks, then the remainder and reason line handed to the consumer). */
   #seq = 0;
   /** Bytes of the chunks received, per stream (what `result.streamed` must say). */
@@ -86,9 +134,8 @@ export class OutputStream {
     this.#maxChunk = settings.maxChunkBytes;
     this.#granted = settings.windowBytes;
     this.#creditAt = Math.max(1, Math.floor(settings.windowBytes / 2));
-    const head = Math.floor(settings.capBytes / 2);
-    this.#stdout = new HeadTailBuffer(head, settings.capBytes - head);
-    this.#stderr = new HeadTailBuffer(head, settings.capBytes - head);
+    this.#stdout = new Kept(settings.capBytes);
+    this.#stderr = new Kept(settings.capBytes);
   }
 
   /** Take one `output` chunk; `undefined` when taken, else why it breaks the protocol. */
