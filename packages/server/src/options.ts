@@ -10,9 +10,12 @@ import type { EndpointOptions } from './endpoint/host-endpoint.js';
 import type { ExecutorOptions, Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
+import { SchemaCompiler } from './registry/schema-compiler.js';
 import type { RouterOptions } from './router/router.js';
+import { FrameDecoder } from './session/frame-decoder.js';
 import type { SessionOptions } from './session/host-session.js';
 import { sequentialCallId } from './session/pending-calls.js';
+import { sharedWorkers } from './worker/shared.js';
 
 /** The logging surface toolwire uses (a pino logger fits). */
 export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -110,6 +113,28 @@ export interface ToolwireServerOptions {
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
   mcpMaxRequestBodyBytes?: number;
   /**
+   * Compile time of advertised schemas one host identity may spend at once, and earns back per
+   * `schemaCompileWindowMs`, ms; default 10000. A tool whose schema would need more is rejected
+   * with the reason ("advertise again later"); a schema compiled before (by any host) costs nothing.
+   */
+  schemaCompileBudgetMs?: number;
+  /** The window of `schemaCompileBudgetMs`, ms; default 60000. */
+  schemaCompileWindowMs?: number;
+  /**
+   * Largest validator code one advertised schema may compile to, bytes; default 131072 (128 KiB,
+   * about 400 plain properties); more → that tool rejected. The event loop parses that code once.
+   */
+  maxSchemaCodeBytes?: number;
+  /**
+   * Time a frame over 256 KiB may take to decode (off the event loop), ms; default 10000; longer, or
+   * more memory than the decoder has (512 MiB) → close 1009.
+   */
+  frameDecodeTimeoutMs?: number;
+  /** Warning lines logged about one host per `logWindowMs`; default 20; more are counted and reported as one "N more … suppressed" line. */
+  maxLogLinesPerHost?: number;
+  /** The window of `maxLogLinesPerHost`, ms; default 10000. */
+  logWindowMs?: number;
+  /**
    * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
    * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
    */
@@ -150,6 +175,13 @@ export const ServerDefaults = Object.freeze({
   mcpMaxSessions: 1024,
   /** 4 MiB. */
   mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
+  schemaCompileBudgetMs: 10_000,
+  schemaCompileWindowMs: 60_000,
+  /** 128 KiB. */
+  maxSchemaCodeBytes: 128 * 1024,
+  frameDecodeTimeoutMs: 10_000,
+  maxLogLinesPerHost: 20,
+  logWindowMs: 10_000,
 });
 
 /**
@@ -165,6 +197,8 @@ export interface ServerSeams {
    * draws settles the new call 70.
    */
   newCallId?: () => string;
+  /** How long an offload worker stays without a job before it ends, ms; default `WORKER_IDLE_MS` (worker/shared.ts). */
+  workerIdleMs?: number;
 }
 
 /**
@@ -209,6 +243,12 @@ const positive = [
   'authMaxTrackedAddresses',
   'mcpMaxSessions',
   'mcpMaxRequestBodyBytes',
+  'schemaCompileBudgetMs',
+  'schemaCompileWindowMs',
+  'maxSchemaCodeBytes',
+  'frameDecodeTimeoutMs',
+  'maxLogLinesPerHost',
+  'logWindowMs',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
 
@@ -256,6 +296,9 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   if (typeof newCallId !== 'function') throw new TypeError('newCallId must be a function returning a string');
   const logger = o.logger ?? pino({ level: 'silent' });
   const allowedOrigins = normalizeOrigins(o.allowedOrigins);
+  // Shared by the servers of this process; threads start at the first job only.
+  const { decode: decodeWorker, compile: compileWorker } = sharedWorkers(seams.workerIdleMs);
+  const toolLimits = { maxSchemaBytes: o.maxSchemaBytes, maxSchemaDepth: o.maxSchemaDepth, maxDescriptionChars: o.maxDescriptionChars };
   const session: SessionOptions = {
     heartbeatMs: o.heartbeatMs,
     helloTimeoutMs: o.helloTimeoutMs,
@@ -266,7 +309,10 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     maxInFlightPerHost: o.maxInFlightPerHost,
     maxBufferedBytesPerHost: o.maxBufferedBytesPerHost,
     maxBadFrames: o.maxBadFrames,
+    maxLogLinesPerHost: o.maxLogLinesPerHost,
+    logWindowMs: o.logWindowMs,
     newCallId,
+    decoder: new FrameDecoder({ limits: { ...toolLimits, maxToolsPerHost: o.maxToolsPerHost }, decodeTimeoutMs: o.frameDecodeTimeoutMs }, decodeWorker),
     logger,
   };
   return {
@@ -286,9 +332,11 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     router: {
       naming: o.naming,
       maxToolsPerHost: o.maxToolsPerHost,
-      maxSchemaBytes: o.maxSchemaBytes,
-      maxSchemaDepth: o.maxSchemaDepth,
-      maxDescriptionChars: o.maxDescriptionChars,
+      ...toolLimits,
+      compiler: new SchemaCompiler(
+        { budgetMs: o.schemaCompileBudgetMs, windowMs: o.schemaCompileWindowMs, maxCodeBytes: o.maxSchemaCodeBytes, logger },
+        compileWorker,
+      ),
       logger,
     },
     endpoint: {

@@ -4,10 +4,9 @@
  * makes this throw; every way of ending settles every pending call exactly once.
  */
 import {
-  type AdvertiseMessage,
   CloseCode,
   type Corkable,
-  decodeHostMessage,
+  type Decoded,
   encodeMessage,
   failureCapture,
   type HelloMessage,
@@ -26,11 +25,16 @@ import { closeReasonText, peerReasonText, wsErrorCloseCode } from './close-codes
 import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
+import type { FrameDecoder } from './frame-decoder.js';
 import { acceptHello, type HostIdentity, type WelcomeOptions, welcomeFor } from './hello.js';
+import { Advertising } from './advertising.js';
+import { Flow, FrameInbox, MAX_WAITING_FRAMES } from './inbox.js';
+import { type LogLimits, LogLimiter } from './log-limiter.js';
 import { PendingCalls } from './pending-calls.js';
+import type { HostFrame } from '../worker/jobs.js';
 
 /** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
-export interface SessionOptions extends WelcomeOptions {
+export interface SessionOptions extends WelcomeOptions, LogLimits {
   /** Time from upgrade to `hello` (`helloTimeoutMs`). */
   helloTimeoutMs: number;
   /** How long a stopped call waits for partial output before settling 130 (`cancelGraceMs`). */
@@ -42,6 +46,8 @@ export interface SessionOptions extends WelcomeOptions {
   maxBadFrames: number;
   /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
   newCallId: () => string;
+  /** Decodes frames, large ones off the event loop (one per server). */
+  decoder: FrameDecoder;
   logger: Logger;
 }
 
@@ -62,12 +68,6 @@ export interface HostSessionDeps {
 
 type State = 'hello' | 'open' | 'closed';
 
-function rawToBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
-
 /**
  * A host connection from upgrade to close. Created by the endpoint right after the upgrade; binds
  * itself to the router on a valid `hello` and unbinds when it ends.
@@ -85,6 +85,10 @@ export class HostSession implements HostLink {
   readonly #router: HostSessionDeps['router'];
   readonly #reserved: (name: string) => boolean;
   readonly #logger: Logger;
+  /** Warnings about this host, rate-limited. */
+  readonly #log: LogLimiter;
+  readonly #inbox: FrameInbox;
+  readonly #advertising: Advertising;
   readonly #pending: PendingCalls;
   readonly #heartbeat: Heartbeat;
   readonly #coalescer: TickCoalescer | undefined;
@@ -102,6 +106,22 @@ export class HostSession implements HostLink {
     this.#router = deps.router;
     this.#reserved = deps.reserved ?? (() => false);
     this.#logger = options.logger;
+    this.#log = new LogLimiter(options.logger, options);
+    const flow = new Flow(ws, () => this.#heartbeat.pong());
+    this.#inbox = new FrameInbox({
+      decode: (data, isBinary) => options.decoder.decode(data, isBinary),
+      deliver: (frame) => this.#guard(this.#onFrame, frame),
+      overflow: () => this.#guard(() => this.#violation(CloseCode.POLICY_VIOLATION, `more than ${MAX_WAITING_FRAMES} frames waiting`)),
+      flow,
+    });
+    this.#advertising = new Advertising({
+      advertise: (prepared) => this.#router.advertise(this, prepared),
+      reply: (advertised) => this.#guard(() => this.#send(advertised)),
+      warn: (fields, msg) => this.#log.warn({ host: this.#host, ...fields }, msg),
+      failed: (error) => this.#internalError(error),
+      maxToolsPerHost: options.maxToolsPerHost,
+      flow,
+    });
     this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
     this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
@@ -186,7 +206,12 @@ export class HostSession implements HostLink {
 
   #onMessage(data: RawData, isBinary: boolean): void {
     if (this.#state === 'closed') return;
-    const decoded = decodeHostMessage(rawToBuffer(data), isBinary);
+    this.#inbox.push(data, isBinary);
+  }
+
+  /** One decoded frame, in arrival order. */
+  #onFrame(decoded: Decoded<HostFrame>): void {
+    if (this.#state === 'closed') return;
     if (!decoded.ok) return this.#onBadFrame(decoded.error);
     const message = decoded.message;
     if (this.#state === 'hello') {
@@ -197,7 +222,7 @@ export class HostSession implements HostLink {
       case 'hello':
         return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello');
       case 'advertise':
-        return this.#onAdvertise(message);
+        return this.#advertising.push(message.prepared);
       case 'result':
         return this.#onResult(message);
     }
@@ -211,7 +236,7 @@ export class HostSession implements HostLink {
     if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
     this.#badFrames += 1;
     const named = error.id !== undefined && this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
-    this.#logger.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
+    this.#log.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
     if (this.#badFrames > this.#options.maxBadFrames) {
       this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
     }
@@ -232,17 +257,9 @@ export class HostSession implements HostLink {
     this.#send(welcomeFor(this.#host, this.#options));
   }
 
-  #onAdvertise(advertise: AdvertiseMessage): void {
-    const advertised = this.#router.advertise(this, advertise.tools);
-    if (advertised.rejected.length > 0) {
-      this.#logger.warn({ host: this.#host, rejected: advertised.rejected }, 'host advertised invalid tools');
-    }
-    this.#send(advertised);
-  }
-
   #onResult(result: ResultMessage): void {
     if (!this.#pending.resolve(result)) {
-      this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
+      this.#log.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
     }
   }
 
@@ -268,15 +285,20 @@ export class HostSession implements HostLink {
     try {
       handler.call(this, a as A, b as B);
     } catch (error) {
-      this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
-      try {
-        this.#end(endings.internalError(this.#host));
-      } catch (inner) {
-        this.#logger.error({ host: this.#host, err: inner }, 'ending a host session failed');
-      }
-      // If the failure was inside an ending already under way, the socket may still be open.
-      if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
+      this.#internalError(error);
     }
+  }
+
+  /** A bug of ours while handling this connection: end it 1011, whatever state it is in. */
+  #internalError(error: unknown): void {
+    this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
+    try {
+      this.#end(endings.internalError(this.#host));
+    } catch (inner) {
+      this.#logger.error({ host: this.#host, err: inner }, 'ending a host session failed');
+    }
+    // If the failure was inside an ending already under way, the socket may still be open.
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
   }
 
   #violation(code: number, reason: string): void {
@@ -291,8 +313,10 @@ export class HostSession implements HostLink {
     clearTimeout(this.#helloTimer);
     this.#helloTimer = undefined;
     this.#heartbeat.stop();
+    this.#inbox.close();
     this.#pending.failAll(ending.kind, ending.reason);
     if (wasBound) this.#router.unbind(this);
+    this.#log.flush(this.#host);
     this.#logger.info({ host: this.#host, reason: ending.reason }, 'host session ended');
     try {
       if (ending.terminate) this.#ws.terminate();

@@ -1,0 +1,48 @@
+/**
+ * The messages between the event loop and the offload worker (`offload-worker.ts`). A reply carries
+ * the `id` of its job.
+ */
+import type { Decoded, HelloMessage, ResultMessage } from '@toolwire/protocol';
+import type { PrepareLimits, PreparedAdvertise } from '../registry/prepare.js';
+
+/** An `advertise` after preparing (bounded entries, cheap checks done), in place of its raw tools. */
+export interface AdvertiseFrame {
+  type: 'advertise';
+  prepared: PreparedAdvertise;
+}
+
+/** A decoded host frame as the session handles it. */
+export type HostFrame = HelloMessage | ResultMessage | AdvertiseFrame;
+
+/** Decode one frame (its bytes moved to the worker). */
+export interface DecodeJob {
+  kind: 'decode';
+  id: number;
+  data: Uint8Array;
+  limits: PrepareLimits;
+}
+
+export interface DecodeReply {
+  id: number;
+  frame: Decoded<HostFrame>;
+}
+
+/**
+ * Compile schemas (their JSON texts), in order, to standalone validator code of at most
+ * `maxCodeBytes` each; start no compile once `budgetMs` have gone by in this job.
+ */
+export interface CompileJob {
+  kind: 'compile';
+  id: number;
+  texts: string[];
+  maxCodeBytes: number;
+  budgetMs: number;
+}
+
+/** One schema's code, or why it is refused (`ms`: its compile time in the worker), or `skipped` (the budget ran out first). */
+export type CompileResult = { skipped?: false; ms: number } & ({ ok: true; source: string } | { ok: false; reason: string });
+
+export interface CompileReply {
+  id: number;
+  results: (CompileResult | { skipped: true })[];
+}
