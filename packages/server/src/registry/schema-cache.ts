@@ -20,9 +20,9 @@ export { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM };
 /** Compiles served by one event-loop ajv instance before a fresh one takes over. */
 export const COMPILES_PER_GENERATION = 256;
 /** Distinct schema texts whose compile outcome is kept for reuse (least recently used dropped first). */
-export const MAX_CACHED_SCHEMAS = 512;
-/** Bytes of schema text and validator code the text cache holds at most. 32 MiB. */
-export const MAX_CACHED_SCHEMA_BYTES = 32 * 1024 * 1024;
+export const MAX_CACHED_SCHEMAS = 256;
+/** Bytes of schema text and validator code the text cache holds at most. 8 MiB. */
+export const MAX_CACHED_SCHEMA_BYTES = 8 * 1024 * 1024;
 
 /** Outcome of compiling one input schema. */
 export type Compiled = { ok: true; validate: ValidateFunction } | { ok: false; reason: string };

@@ -5,6 +5,13 @@
 import type { Decoded, HelloMessage, ResultMessage } from '@toolwire/protocol';
 import type { PrepareLimits, PreparedAdvertise } from '../registry/prepare.js';
 
+/**
+ * JSON values one frame decoded off the event loop may hold (an advertise's entries past those
+ * examined not counted); more → close 1009. Parsing a million small values takes the worker about a
+ * second; a frame decoded on the event loop (256 KiB at most) holds fewer than 131,072.
+ */
+export const MAX_FRAME_VALUES = 1_000_000;
+
 /** An `advertise` after preparing (bounded entries, cheap checks done), in place of its raw tools. */
 export interface AdvertiseFrame {
   type: 'advertise';

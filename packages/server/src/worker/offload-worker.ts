@@ -3,28 +3,40 @@
  * advertised schemas, off the event loop. One job per message, one reply per job, matched by `id`.
  * - `{kind: 'decode', id, data, limits}` → `{id, frame}`: the codec's outcome; an `advertise` comes
  *   back prepared (`prepareAdvertise`: bounded entries, cheap checks, schema texts), so what crosses
- *   back to the event loop is bounded whatever the frame held.
+ *   back to the event loop is bounded whatever the frame held. The text is scanned first
+ *   (`json-scan.ts`): entries past those examined are cut before `JSON.parse`, and a frame of more
+ *   than {@link MAX_FRAME_VALUES} values is refused unparsed.
  * - `{kind: 'compile', id, texts, maxCodeBytes, budgetMs}` → `{id, results}`: per schema, standalone
  *   validator code or why it is refused (with its compile time), or `skipped` once `budgetMs` ran out.
  */
 import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { decodeHostMessage } from '@toolwire/protocol';
+import { CloseCode, decodeHostMessage } from '@toolwire/protocol';
 import type { Ajv } from 'ajv';
-import { type PrepareLimits, prepareAdvertise } from '../registry/prepare.js';
-import type { CompileJob, CompileReply, CompileResult, DecodeJob, DecodeReply } from './jobs.js';
+import { EXAMINED_PER_TOOL, type PrepareLimits, prepareAdvertise } from '../registry/prepare.js';
+import { cutTools, scanFrame } from './json-scan.js';
+import { type CompileJob, type CompileReply, type CompileResult, type DecodeJob, type DecodeReply, MAX_FRAME_VALUES } from './jobs.js';
 
 /** Compiles served by one ajv instance before a fresh one takes over (its tables only grow). */
 const COMPILES_PER_GENERATION = 64;
 
 function decode(job: DecodeJob): DecodeReply {
-  const data = Buffer.from(job.data.buffer, job.data.byteOffset, job.data.byteLength);
-  const decoded = decodeHostMessage(data, false);
+  const text = Buffer.from(job.data.buffer, job.data.byteOffset, job.data.byteLength).toString('utf8');
+  const limits: PrepareLimits = job.limits;
+  // Build no more than the frame needs: an advertise's entries past those examined are only counted.
+  const scan = scanFrame(text, EXAMINED_PER_TOOL * limits.maxToolsPerHost, MAX_FRAME_VALUES);
+  if (!scan.ok) {
+    const reason = `frame of ${job.data.byteLength} bytes refused: more than ${MAX_FRAME_VALUES} JSON values`;
+    return { id: job.id, frame: { ok: false, error: { fatal: true, closeCode: CloseCode.MESSAGE_TOO_BIG, reason } } };
+  }
+  const { text: cut, left } = cutTools(text, scan.tools);
+  const decoded = decodeHostMessage(cut);
   if (!decoded.ok) return { id: job.id, frame: decoded };
   if (decoded.message.type !== 'advertise') return { id: job.id, frame: { ok: true, message: decoded.message } };
-  const limits: PrepareLimits = job.limits;
-  return { id: job.id, frame: { ok: true, message: { type: 'advertise', prepared: prepareAdvertise(decoded.message.tools, limits, false) } } };
+  const prepared = prepareAdvertise(decoded.message.tools, limits, false);
+  prepared.unexamined += left;
+  return { id: job.id, frame: { ok: true, message: { type: 'advertise', prepared } } };
 }
 
 // ajv is loaded at the first compile job: a thread that only decodes never loads it.
