@@ -70,8 +70,9 @@ export function rememberOutcome(text: string, compiled: Compiled, schema?: objec
   if (compiled.ok && schema !== undefined) byObject.set(schema, compiled.validate);
   const old = byText.get(text);
   if (old !== undefined) drop(text, old);
-  const bytes = text.length + (codeBytes ?? (compiled.ok ? text.length * 16 : 0));
-  byText.set(text, { compiled, bytes, generation: fromGeneration });
+  const estimate = compiled.ok ? text.length * 16 : 0;
+  const bytes = text.length + (codeBytes ?? (old?.compiled === compiled ? old.bytes - text.length : estimate));
+  byText.set(text, { compiled, bytes, generation: old?.compiled === compiled ? old.generation : fromGeneration });
   cachedBytes += bytes;
   for (const [key, entry] of byText) {
     if (byText.size <= MAX_CACHED_SCHEMAS && cachedBytes <= MAX_CACHED_SCHEMA_BYTES) break;

@@ -12,10 +12,9 @@ let workers: { decode: OffloadWorker; compile: OffloadWorker } | undefined;
 /** The shared workers; `idleMs` (a test seam) changes their idle time. */
 export function sharedWorkers(idleMs?: number): { decode: OffloadWorker; compile: OffloadWorker } {
   workers ??= {
-    // Decoding gets the memory a 16 MiB frame of small values needs, and the usual priority: a
-    // host's large result waits for it.
-    decode: new OffloadWorker({ name: 'decode', idleMs: WORKER_IDLE_MS, resourceLimits: { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 64 }, nice: 0 }),
-    // Compiling yields the CPU to the event loop first: it is paid from the advertising host's budget.
+    // Both yield the CPU to the event loop first (which serves every host); decoding gets the memory
+    // a 16 MiB frame of a million values needs.
+    decode: new OffloadWorker({ name: 'decode', idleMs: WORKER_IDLE_MS, resourceLimits: { maxOldGenerationSizeMb: 512, maxYoungGenerationSizeMb: 64 }, nice: 5 }),
     compile: new OffloadWorker({ name: 'compile', idleMs: WORKER_IDLE_MS, resourceLimits: { maxOldGenerationSizeMb: 256 }, nice: 5 }),
   };
   if (idleMs !== undefined) {
