@@ -138,7 +138,6 @@ export class OffloadWorker {
     const thread = startThread(this.#options.resourceLimits, this.#options.nice);
     this.started++;
     this.#ready = false;
-    thread.unref(); // an idle worker never keeps the process alive
     // Start-up is bounded too: a thread that cannot load fails the job waiting for it.
     this.#timer = setTimeout(() => this.#fail('crashed', `the ${this.#options.name} worker did not start within ${START_TIMEOUT_MS} ms`), START_TIMEOUT_MS);
     this.#timer.unref();
@@ -160,6 +159,8 @@ export class OffloadWorker {
     thread.on('exit', (code) => {
       if (thread === this.#thread) this.#fail('crashed', `the worker exited with code ${code}`);
     });
+    // After the listeners: adding a 'message' listener refs the thread's port again.
+    thread.unref(); // an idle worker never keeps the process alive
     this.#thread = thread;
     return thread;
   }
