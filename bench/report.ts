@@ -4,6 +4,7 @@
  */
 import { cpus, release, totalmem } from 'node:os';
 import type { ArmResult } from './arms.js';
+import { type AbuseResult, renderAbuse } from './abuse.js';
 import { type CliResult, renderCli } from './cli.js';
 import type { ManyHostsResult } from './many-hosts.js';
 import { type LoadShape, shapeLabel } from './scenarios.js';
@@ -16,6 +17,7 @@ export interface RunRecord {
   s6?: ManyHostsResult;
   s7?: ArmResult;
   cli?: CliResult;
+  abuse?: AbuseResult;
 }
 
 export function machine(): { cpu: string; cores: number; memGiB: number; kernel: string; node: string } {
@@ -50,6 +52,7 @@ export function jsonLines(record: RunRecord, meta: Record<string, unknown>): str
   if (record.s6) lines.push({ ...meta, run: record.run, scenario: 's6', arm: 'toolwire', ...record.s6 });
   if (record.s7) lines.push(arm('s7', record.s7));
   if (record.cli) lines.push({ ...meta, run: record.run, scenario: 'cli', ...record.cli });
+  if (record.abuse) lines.push({ ...meta, run: record.run, scenario: 'abuse', ...record.abuse });
   return lines.map((l) => JSON.stringify(l));
 }
 
@@ -226,6 +229,8 @@ export function render(records: RunRecord[], markdown: boolean): string {
   }
   const cli = records.map((r) => r.cli).filter((x): x is CliResult => x !== undefined);
   if (cli.length > 0) parts.push('', renderCli(cli));
+  const abuse = records.map((r) => r.abuse).filter((x): x is AbuseResult => x !== undefined);
+  if (abuse.length > 0) parts.push('', renderAbuse(abuse));
   const judged = judge(records);
   if (judged.length > 0)
     parts.push(

@@ -1,7 +1,8 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli] [--markdown]` — toolwire's router path against a
- * raw-WebSocket RPC baseline, side by side in the same run (issue 4), and the installed CLI's start-up
- * time and idle memory (`cli`, issue 9: see `cli.ts`). Prints the table of medians and
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,abuse] [--markdown]` — toolwire's router path against a
+ * raw-WebSocket RPC baseline, side by side in the same run (issue 4), the installed CLI's start-up
+ * time and idle memory (`cli`, issue 9: see `cli.ts`), and what one abusive host costs the others
+ * (`abuse`, issue 11: see `abuse.ts`; not in the default set). Prints the table of medians and
  * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
  * `bench/results/latest.md`.
  */
@@ -12,6 +13,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
+import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
@@ -135,6 +137,7 @@ try {
           `idle RSS host ${c.hostRssMiB.toFixed(1)} MiB, helper ${c.helperRssMiB.toFixed(1)} MiB, serve ${c.serveRssMiB.toFixed(1)} MiB`,
       );
     }
+    if (wanted('abuse')) record.abuse = await abuseScenario((line) => log(`run ${run} ${line}`));
     records.push(record);
     await appendFile(resultsFile, `${jsonLines(record, meta).join('\n')}\n`);
   }

@@ -1,6 +1,7 @@
 /**
  * Bundles the `toolwire` binary: `src/main.ts` and the toolwire packages it uses (from their built
- * `dist/`) into one CommonJS file, `dist/toolwire.cjs`, next to a copy of the client's spawn helper.
+ * `dist/`) into one CommonJS file, `dist/toolwire.cjs`, next to a copy of the client's spawn helper
+ * and the server's offload worker (`dist/offload-worker.cjs`, bundled the same way).
  *
  * Why CommonJS and one file: a process that never starts Node's ESM loader and reads one file
  * instead of dozens starts faster and stays smaller (bench/README.md, "CLI start-up and packaging").
@@ -33,18 +34,20 @@ const own = new Set(runtimeDeps(cli));
 const missing = [...external].filter((dep) => !own.has(dep) && dep !== 'utf-8-validate');
 if (missing.length > 0) throw new Error(`packages/cli/package.json must depend on ${missing.join(', ')} (external to the bundle)`);
 
-await build({
-  entryPoints: [join(cliDir, 'src', 'main.ts')],
-  outfile: join(cliDir, 'dist', 'toolwire.cjs'),
+const common = {
   bundle: true,
   platform: 'node',
   format: 'cjs',
   target: 'node20',
   external: [...external],
   // `import.meta.url` of every bundled module becomes the bundle's own URL: the paths built from it
-  // (`../package.json`, `./spawn-helper.cjs`) are laid out to match next to `dist/toolwire.cjs`.
+  // (`../package.json`, `./spawn-helper.cjs`, `./offload-worker.cjs`) are laid out to match next to
+  // `dist/toolwire.cjs`.
   define: { 'import.meta.url': '__toolwire_bundle_url' },
   banner: { js: "const __toolwire_bundle_url = require('node:url').pathToFileURL(__filename).href;" },
   logLevel: 'warning',
-});
+};
+await build({ ...common, entryPoints: [join(cliDir, 'src', 'main.ts')], outfile: join(cliDir, 'dist', 'toolwire.cjs') });
+// The server's offload worker thread (large frames, schema compiles) runs its own file.
+await build({ ...common, entryPoints: [join(packagesDir, 'server', 'dist', 'worker', 'offload-worker.js')], outfile: join(cliDir, 'dist', 'offload-worker.cjs') });
 copyFileSync(join(packagesDir, 'client', 'src', 'subprocess', 'spawn-helper.cjs'), join(cliDir, 'dist', 'spawn-helper.cjs'));

@@ -25,7 +25,10 @@ export interface HelloMessage {
   name?: string;
 }
 
-/** The host's full tool set; replaces the previous one. */
+/**
+ * The host's full tool set; replaces the previous one. The server checks the entries one by one
+ * (a malformed entry rejects only itself) and examines a bounded number of them (DESIGN §6).
+ */
 export interface AdvertiseMessage {
   type: 'advertise';
   tools: ToolSpec[];
@@ -118,11 +121,17 @@ export interface WelcomeMessage {
   output?: WelcomeOutput;
 }
 
-/** The server's answer to `advertise`. `as` is the name callers see (qualified or bare). */
+/**
+ * The server's answer to `advertise`. `as` is the name callers see (qualified or bare). The reply
+ * is bounded: `rejected` lists at most `maxTools` entries (each reason at most 512 characters), and
+ * `moreRejected` counts the rejected entries not listed (absent when every one is listed).
+ */
 export interface AdvertisedMessage {
   type: 'advertised';
   accepted: { name: string; as: string }[];
   rejected: { name: string; reason: string }[];
+  /** Rejected entries beyond those listed in `rejected`, ≥ 1 when present. */
+  moreRejected?: number;
 }
 
 /** One invocation sent to a host. */

@@ -52,8 +52,9 @@ export const toolSpecSchema = {
 /** Schemas of host → server messages, keyed by `type`. */
 export const hostMessageSchemas = {
   hello: message('hello', { protocol: { type: 'integer' }, software: shortText, name: shortText }, ['protocol']),
-  // Items are checked one by one against toolSpecSchema by the registry.
-  advertise: message('advertise', { tools: { type: 'array', items: { type: 'object' } } }, ['tools']),
+  // No `items` here: the validator would walk every entry, and an advertise may list millions of
+  // them. The server checks entries one by one against toolSpecSchema, and only a bounded number.
+  advertise: message('advertise', { tools: { type: 'array' } }, ['tools']),
   result: withBase64Checks(
     message(
       'result',
@@ -135,6 +136,7 @@ export const serverMessageSchemas = {
           additionalProperties: false,
         },
       },
+      moreRejected: { type: 'integer', minimum: 1 },
     },
     ['accepted', 'rejected'],
   ),

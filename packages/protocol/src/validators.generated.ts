@@ -227,7 +227,7 @@ return errors === 0;
 }
 
 export const host_advertise = validate12;
-const schema13 = {"type":"object","properties":{"type":{"const":"advertise"},"tools":{"type":"array","items":{"type":"object"}}},"required":["type","tools"],"additionalProperties":false};
+const schema13 = {"type":"object","properties":{"type":{"const":"advertise"},"tools":{"type":"array"}},"required":["type","tools"],"additionalProperties":false};
 
 function validate12(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -278,13 +278,8 @@ errors++;
 }
 }
 if(data.tools !== undefined){
-let data1 = data.tools;
-if(Array.isArray(data1)){
-const len0 = data1.length;
-for(let i0=0; i0<len0; i0++){
-let data2 = data1[i0];
-if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-const err4 = {instancePath:instancePath+"/tools/" + i0,schemaPath:"#/properties/tools/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(!(Array.isArray(data.tools))){
+const err4 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -296,24 +291,12 @@ errors++;
 }
 }
 else {
-const err5 = {instancePath:instancePath+"/tools",schemaPath:"#/properties/tools/type",keyword:"type",params:{type: "array"},message:"must be array"};
+const err5 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
 if(vErrors === null){
 vErrors = [err5];
 }
 else {
 vErrors.push(err5);
-}
-errors++;
-}
-}
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
-if(vErrors === null){
-vErrors = [err6];
-}
-else {
-vErrors.push(err6);
 }
 errors++;
 }
@@ -1530,7 +1513,7 @@ return errors === 0;
 }
 
 export const server_advertised = validate17;
-const schema18 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}}},"required":["type","accepted","rejected"],"additionalProperties":false};
+const schema18 = {"type":"object","properties":{"type":{"const":"advertised"},"accepted":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"as":{"type":"string"}},"required":["name","as"],"additionalProperties":false}},"rejected":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"reason":{"type":"string"}},"required":["name","reason"],"additionalProperties":false}},"moreRejected":{"type":"integer","minimum":1}},"required":["type","accepted","rejected"],"additionalProperties":false};
 
 function validate17(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1567,7 +1550,7 @@ vErrors.push(err2);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "type") || (key0 === "accepted")) || (key0 === "rejected"))){
+if(!((((key0 === "type") || (key0 === "accepted")) || (key0 === "rejected")) || (key0 === "moreRejected"))){
 const err3 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err3];
@@ -1764,14 +1747,39 @@ vErrors.push(err18);
 errors++;
 }
 }
-}
-else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.moreRejected !== undefined){
+let data9 = data.moreRejected;
+if(!(((typeof data9 == "number") && (!(data9 % 1) && !isNaN(data9))) && (isFinite(data9)))){
+const err19 = {instancePath:instancePath+"/moreRejected",schemaPath:"#/properties/moreRejected/type",keyword:"type",params:{type: "integer"},message:"must be integer"};
 if(vErrors === null){
 vErrors = [err19];
 }
 else {
 vErrors.push(err19);
+}
+errors++;
+}
+if((typeof data9 == "number") && (isFinite(data9))){
+if(data9 < 1 || isNaN(data9)){
+const err20 = {instancePath:instancePath+"/moreRejected",schemaPath:"#/properties/moreRejected/minimum",keyword:"minimum",params:{comparison: ">=", limit: 1},message:"must be >= 1"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+}
+}
+else {
+const err21 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
 }
 errors++;
 }

@@ -13,10 +13,13 @@ import type { McpDoorOptions } from './mcp/door.js';
 import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
 import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';
 import type { PreAuthOptions } from './preauth/guard.js';
+import { SchemaCompiler } from './registry/schema-compiler.js';
 import type { RouterOptions } from './router/router.js';
+import { FrameDecoder } from './session/frame-decoder.js';
 import type { SessionOptions } from './session/host-session.js';
 import { captureCapBytes } from './session/output-stream.js';
 import { sequentialCallId } from './session/pending-calls.js';
+import { sharedWorkers } from './worker/shared.js';
 
 /** The logging surface toolwire uses (a pino logger fits). */
 export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
@@ -166,6 +169,28 @@ export interface ToolwireServerOptions {
    */
   maxRecordLogBytes?: number;
   /**
+   * Compile time of advertised schemas one host identity may spend at once, and earns back per
+   * `schemaCompileWindowMs`, ms; default 10000. A tool whose schema would need more is rejected
+   * with the reason ("advertise again later"); a schema compiled before (by any host) costs nothing.
+   */
+  schemaCompileBudgetMs?: number;
+  /** The window of `schemaCompileBudgetMs`, ms; default 60000. */
+  schemaCompileWindowMs?: number;
+  /**
+   * Largest validator code one advertised schema may compile to, bytes; default 131072 (128 KiB,
+   * about 400 plain properties); more → that tool rejected. The event loop parses that code once.
+   */
+  maxSchemaCodeBytes?: number;
+  /**
+   * Time a frame over 256 KiB may take to decode (off the event loop), ms; default 10000; longer, or
+   * more memory than the decoder has (512 MiB) → close 1009.
+   */
+  frameDecodeTimeoutMs?: number;
+  /** Warning lines logged about one host per `logWindowMs`; default 20; more are counted and reported as one "N more … suppressed" line. */
+  maxLogLinesPerHost?: number;
+  /** The window of `maxLogLinesPerHost`, ms; default 10000. */
+  logWindowMs?: number;
+  /**
    * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
    * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
    */
@@ -229,6 +254,13 @@ export const ServerDefaults = Object.freeze({
   maxCaptureBytes: Defaults.maxCaptureBytes,
   /** 64 MiB. */
   maxRecordLogBytes: 64 * 1024 * 1024,
+  schemaCompileBudgetMs: 10_000,
+  schemaCompileWindowMs: 60_000,
+  /** 128 KiB. */
+  maxSchemaCodeBytes: 128 * 1024,
+  frameDecodeTimeoutMs: 10_000,
+  maxLogLinesPerHost: 20,
+  logWindowMs: 10_000,
 });
 
 /**
@@ -246,6 +278,8 @@ export interface ServerSeams {
   newCallId?: () => string;
   /** The process's open-files limit, read once per server. Default {@link readOpenFilesLimit} (`/proc/self/limits`). */
   openFilesLimit?: () => OpenFilesLimit;
+  /** How long an offload worker stays without a job before it ends, ms; default `WORKER_IDLE_MS` (worker/shared.ts). */
+  workerIdleMs?: number;
 }
 
 /**
@@ -305,6 +339,12 @@ const positive = [
   'outputWindowBytes',
   'outputChunkBytes',
   'maxRecordLogBytes',
+  'schemaCompileBudgetMs',
+  'schemaCompileWindowMs',
+  'maxSchemaCodeBytes',
+  'frameDecodeTimeoutMs',
+  'maxLogLinesPerHost',
+  'logWindowMs',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes', 'maxCaptureBytes'] as const;
 
@@ -360,6 +400,9 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   if (typeof newCallId !== 'function') throw new TypeError('newCallId must be a function returning a string');
   const logger = o.logger ?? pino({ level: 'silent' });
   const allowedOrigins = normalizeOrigins(o.allowedOrigins);
+  // Shared by the servers of this process; threads start at the first job only.
+  const { decode: decodeWorker, compile: compileWorker } = sharedWorkers(seams.workerIdleMs);
+  const toolLimits = { maxSchemaBytes: o.maxSchemaBytes, maxSchemaDepth: o.maxSchemaDepth, maxDescriptionChars: o.maxDescriptionChars };
   const session: SessionOptions = {
     heartbeatMs: o.heartbeatMs,
     helloTimeoutMs: o.helloTimeoutMs,
@@ -375,7 +418,10 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       maxChunkBytes: o.outputChunkBytes,
       capBytes: captureCapBytes(o.maxPayload, o.maxCaptureBytes),
     },
+    maxLogLinesPerHost: o.maxLogLinesPerHost,
+    logWindowMs: o.logWindowMs,
     newCallId,
+    decoder: new FrameDecoder({ limits: { ...toolLimits, maxToolsPerHost: o.maxToolsPerHost }, decodeTimeoutMs: o.frameDecodeTimeoutMs }, decodeWorker),
     logger,
   };
   return {
@@ -396,9 +442,11 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     router: {
       naming: o.naming,
       maxToolsPerHost: o.maxToolsPerHost,
-      maxSchemaBytes: o.maxSchemaBytes,
-      maxSchemaDepth: o.maxSchemaDepth,
-      maxDescriptionChars: o.maxDescriptionChars,
+      ...toolLimits,
+      compiler: new SchemaCompiler(
+        { budgetMs: o.schemaCompileBudgetMs, windowMs: o.schemaCompileWindowMs, maxCodeBytes: o.maxSchemaCodeBytes, logger },
+        compileWorker,
+      ),
       logger,
     },
     endpoint: {

@@ -1,7 +1,7 @@
 import { Defaults } from '@toolwire/protocol';
 import { describe, expect, it } from 'vitest';
-import { ToolRegistry, type RegistryOptions } from '../src/registry/registry.js';
-import { jsonDepth, validateTool } from '../src/registry/validate-tool.js';
+import { ToolRegistry, type RegistryOptions, validateTool } from '../src/registry/registry.js';
+import { jsonDepth } from '../src/registry/validate-tool.js';
 
 const limits = { maxSchemaBytes: 1024, maxSchemaDepth: 8, maxDescriptionChars: 100 };
 const tool = (name: string, extra: Record<string, unknown> = {}) => ({ name, inputSchema: { type: 'object' }, ...extra });

@@ -34,32 +34,32 @@ function setup(options: ToolwireServerOptions = {}) {
 }
 
 describe('Router.tools and toolsChanged', () => {
-  it('lists qualified names by default and bare names with naming "bare"', () => {
+  it('lists qualified names by default and bare names with naming "bare"', async () => {
     const q = setup().router;
     const a = new FakeLink('alpha');
     q.bind(a);
-    q.advertise(a, [tool('read', 'reads a file')]);
+    await q.advertise(a, [tool('read', 'reads a file')]);
     expect(q.tools()).toEqual([{ name: 'alpha__read', description: 'reads a file', inputSchema: { type: 'object' } }]);
 
     const b = setup({ naming: 'bare' }).router;
     const link = new FakeLink('alpha');
     b.bind(link);
-    expect(b.advertise(link, [tool('read')]).accepted).toEqual([{ name: 'read', as: 'read' }]);
+    expect((await b.advertise(link, [tool('read')])).accepted).toEqual([{ name: 'read', as: 'read' }]);
     expect(b.tools().map((t) => t.name)).toEqual(['read']);
   });
 
-  it('emits toolsChanged exactly once per change and caches the array between changes', () => {
+  it('emits toolsChanged exactly once per change and caches the array between changes', async () => {
     const { router, changes } = setup();
     const a = new FakeLink('alpha');
     router.bind(a);
     expect(changes).toHaveBeenCalledTimes(0); // binding a host without tools changes nothing
-    router.advertise(a, [tool('read'), tool('write')]);
+    await router.advertise(a, [tool('read'), tool('write')]);
     expect(changes).toHaveBeenCalledTimes(1);
     const cached = router.tools();
-    router.advertise(a, [tool('read'), tool('write')]); // same set again
+    await router.advertise(a, [tool('read'), tool('write')]); // same set again
     expect(changes).toHaveBeenCalledTimes(1);
     expect(router.tools()).toBe(cached);
-    router.advertise(a, [tool('read')]);
+    await router.advertise(a, [tool('read')]);
     expect(changes).toHaveBeenCalledTimes(2);
     expect(router.tools()).not.toBe(cached);
     router.unbind(a);
@@ -69,7 +69,7 @@ describe('Router.tools and toolsChanged', () => {
     expect(changes).toHaveBeenCalledTimes(3);
   });
 
-  it('a throwing toolsChanged listener is logged, not propagated', () => {
+  it('a throwing toolsChanged listener is logged, not propagated', async () => {
     const { logger, entries } = recordingLogger();
     const router = new Router(resolveServerConfig({ logger }).router);
     router.on('toolsChanged', () => {
@@ -77,51 +77,51 @@ describe('Router.tools and toolsChanged', () => {
     });
     const a = new FakeLink('alpha');
     router.bind(a);
-    expect(() => router.advertise(a, [tool('read')])).not.toThrow();
+    await expect(router.advertise(a, [tool('read')])).resolves.toMatchObject({ type: 'advertised' });
     expect(entries.some((e) => e.level === 'error')).toBe(true);
   });
 });
 
 describe('Router.bind / unbind (replacement)', () => {
-  it("replaces an older link of the same identity; the old link's late unbind keeps the new one", () => {
+  it("replaces an older link of the same identity; the old link's late unbind keeps the new one", async () => {
     const { router, changes } = setup();
     const old = new FakeLink('alpha');
     router.bind(old);
-    router.advertise(old, [tool('read')]);
+    await router.advertise(old, [tool('read')]);
     const fresh = new FakeLink('alpha');
     router.bind(fresh);
     expect(old.replaced).toBe(1);
     expect(router.tools()).toEqual([]); // the old session's tools left with it
     expect(changes).toHaveBeenCalledTimes(2);
-    router.advertise(fresh, [tool('read')]);
+    await router.advertise(fresh, [tool('read')]);
     router.unbind(old); // the old socket's close arrives late
     expect(router.tools().map((t) => t.name)).toEqual(['alpha__read']);
     expect(router.hosts()).toEqual([{ name: 'alpha', tools: ['alpha__read'], inFlight: 0, connectedAt: fresh.connectedAt }]);
     // A stale link cannot advertise.
-    const stale = router.advertise(old, [tool('x')]);
+    const stale = await router.advertise(old, [tool('x')]);
     expect(stale.accepted).toEqual([]);
     expect(stale.rejected).toEqual([{ name: 'x', reason: 'session is no longer current' }]);
   });
 });
 
 describe('Router.route', () => {
-  function bound() {
+  async function bound() {
     const { router } = setup();
     const link = new FakeLink('alpha');
     router.bind(link);
-    router.advertise(link, [tool('read')]);
+    await router.advertise(link, [tool('read')]);
     return { router, link };
   }
 
   it('resolves undefined for a name no connected host advertises', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     expect(await router.route(routedCall('alpha__nope').call)).toBeUndefined();
     expect(await router.route(routedCall('read').call)).toBeUndefined();
     expect(link.calls).toEqual([]);
   });
 
   it('forwards the call with the bare tool name and returns the host capture', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     const { call } = routedCall('alpha__read', { input: { path: 'x' } });
     const capture = await router.route(call);
     expect(text(capture!.stdout)).toBe('ok');
@@ -129,7 +129,7 @@ describe('Router.route', () => {
   });
 
   it('settles 130 without sending when the signal is already aborted', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     const { call, controller } = routedCall('alpha__read');
     controller.abort();
     const capture = await router.route(call);
@@ -139,7 +139,7 @@ describe('Router.route', () => {
   });
 
   it('settles 69 when the host session is not open', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     link.isOpen = false;
     const capture = await router.route(routedCall('alpha__read').call);
     expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
@@ -147,7 +147,7 @@ describe('Router.route', () => {
   });
 
   it('never rejects: a throwing link becomes a capture with the reason on stderr', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     link.answer = () => {
       throw new Error('boom');
     };
@@ -157,13 +157,13 @@ describe('Router.route', () => {
   });
 
   it('passes synthetic captures through unchanged', async () => {
-    const { router, link } = bound();
+    const { router, link } = await bound();
     link.answer = async () => failureCapture('overloaded', 'busy');
     expect(await router.route(routedCall('alpha__read').call)).toMatchObject({ exitCode: 75 });
   });
 
-  it('reports in-flight counts per host', () => {
-    const { router, link } = bound();
+  it('reports in-flight counts per host', async () => {
+    const { router, link } = await bound();
     link.inFlight = 3;
     expect(router.hosts()[0]).toMatchObject({ name: 'alpha', inFlight: 3, tools: ['alpha__read'] });
   });

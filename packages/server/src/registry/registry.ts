@@ -5,7 +5,9 @@
 import { type AdvertisedMessage, MAX_NAME_LENGTH, QUALIFIER, type ToolSpec } from '@toolwire/protocol';
 import type { Naming } from '../options.js';
 import type { InjectedTool } from '../seam.js';
-import { reportedName, type ToolLimits, validateTool } from './validate-tool.js';
+import { type PreparedAdvertise, prepareAdvertise } from './prepare.js';
+import { compileInputSchema } from './schema-cache.js';
+import { compileRefusal, type ExaminedOk, examineTool, type ToolCheck, type ToolLimits, toolSpecOf } from './validate-tool.js';
 
 /** One accepted tool: the name callers use (`exposed`), the host that answers it, and its spec. */
 export interface RegisteredTool {
@@ -14,6 +16,8 @@ export interface RegisteredTool {
   host: string;
   /** The spec as the host advertised it; `spec.name` is the bare name sent in `call.tool`. */
   spec: ToolSpec;
+  /** `spec.inputSchema` as JSON text. */
+  text: string;
 }
 
 /** Registry limits: the naming and tool limits of `ToolwireServerOptions` (defaults in `ServerDefaults`). */
@@ -29,13 +33,47 @@ export interface ReplaceOutcome {
   changed: boolean;
 }
 
+/**
+ * Check one advertised tool completely and synchronously: the cheap checks (`examineTool`), then
+ * compiling its schema on the event loop (`compileInputSchema`, strict mode). The first failure is
+ * the reason. The budgeted, off-loop path of a host's advertise is `advertise-check.ts`.
+ */
+export function validateTool(value: unknown, limits: ToolLimits): ToolCheck {
+  const examined = examineTool(value, limits);
+  return examined.ok ? compileExamined(examined) : examined;
+}
+
+/** Compile an examined tool's schema on the event loop (cached). */
+function compileExamined(examined: ExaminedOk): ToolCheck {
+  const schema = examined.schema ?? (JSON.parse(examined.text) as Record<string, unknown>);
+  const compiled = compileInputSchema(schema, examined.text);
+  return compiled.ok ? { ok: true, tool: toolSpecOf(examined, schema), text: examined.text } : compileRefusal(examined, compiled.reason);
+}
+
+/** The reason of a tool refused because the host has `maxToolsPerHost` already. */
+export function tooManyReason(maxToolsPerHost: number): string {
+  return `too many tools: at most ${maxToolsPerHost} per host`;
+}
+
+/**
+ * The `advertised` reply refusing every entry of `prepared` with `reason`, bounded like
+ * {@link ToolRegistry.apply}: at most `maxToolsPerHost` listed, the rest counted.
+ */
+export function rejectAllReply(prepared: PreparedAdvertise, reason: string, maxToolsPerHost: number): AdvertisedMessage {
+  const rejected = prepared.entries.slice(0, maxToolsPerHost).map((entry) => ({ name: entry.name, reason }));
+  const more = prepared.entries.length - rejected.length + prepared.unexamined;
+  return { type: 'advertised', accepted: [], rejected, ...(more > 0 && { moreRejected: more }) };
+}
+
 /** The name callers see for `tool` of `host` under `naming`. */
 export function exposedName(host: string, tool: string, naming: Naming): string {
   return naming === 'qualified' ? `${host}${QUALIFIER}${tool}` : tool;
 }
 
-function signature(tools: readonly RegisteredTool[]): string {
-  return JSON.stringify(tools.map((t) => [t.exposed, t.spec.description ?? null, t.spec.inputSchema]));
+/** Same exposed names, descriptions and schema texts, in the same order (no big string is built). */
+function sameTools(a: readonly RegisteredTool[], b: readonly RegisteredTool[]): boolean {
+  if (a.length !== b.length) return false;
+  return a.every((t, i) => t.exposed === b[i]!.exposed && t.spec.description === b[i]!.spec.description && t.text === b[i]!.text);
 }
 
 /**
@@ -65,50 +103,69 @@ export class ToolRegistry {
   }
 
   /**
-   * Replace `host`'s tool set with the valid tools of `tools` (an `advertise` frame's items, unchecked).
-   * Each tool is checked on its own (see `validateTool`); then, in order: duplicate name within this
-   * advertise, exposed name longer than 64 characters, exposed name owned by another host, more than
-   * `maxToolsPerHost` accepted. A refused tool is listed in `rejected` with the reason; the rest are
-   * accepted.
+   * Replace `host`'s tool set with the valid tools of `tools` (an `advertise` frame's items,
+   * unchecked), checking each synchronously (`validateTool`); see {@link apply}. The first
+   * `2 × maxToolsPerHost` entries are examined, the rest rejected unexamined.
    */
   replace(host: string, tools: readonly unknown[]): ReplaceOutcome {
+    const prepared = prepareAdvertise(tools, { ...this.#limits, maxToolsPerHost: this.#options.maxToolsPerHost });
+    const checks = prepared.entries.map((entry) => (entry.ok ? compileExamined(entry) : entry));
+    return this.apply(host, checks, prepared.unexamined);
+  }
+
+  /**
+   * Why `host` may not have a tool named `name` (its own name already in `seen` of this advertise,
+   * an exposed name over 64 characters, or an exposed name another host owns), or `undefined`.
+   */
+  nameRefusal(host: string, name: string, seen: ReadonlySet<string>): string | undefined {
+    const exposed = exposedName(host, name, this.#options.naming);
+    const owner = this.#byName.get(exposed);
+    if (seen.has(name)) return 'duplicate tool name in this advertise';
+    if (exposed.length > MAX_NAME_LENGTH) return `exposed name "${exposed}" is longer than ${MAX_NAME_LENGTH} characters`;
+    if (owner !== undefined && owner.host !== host) {
+      return `name "${exposed}" is already advertised by another host (naming ${this.#options.naming}: the first host keeps a name)`;
+    }
+    return undefined;
+  }
+
+  /**
+   * Replace `host`'s tool set with the accepted ones among `checks` (the examined entries of one
+   * advertise, each checked). A refused check is listed with its reason; then, in order: duplicate
+   * name within this advertise, exposed name longer than 64 characters, exposed name owned by
+   * another host, more than `maxToolsPerHost` accepted. `unexamined` entries are rejected as too
+   * many. The reply is bounded: `rejected` lists at most `maxToolsPerHost` entries and
+   * `moreRejected` counts the rest (the unexamined ones are only counted).
+   */
+  apply(host: string, checks: readonly ToolCheck[], unexamined = 0): ReplaceOutcome {
+    const max = this.#options.maxToolsPerHost;
     const accepted: RegisteredTool[] = [];
     const rejected: AdvertisedMessage['rejected'] = [];
+    let moreRejected = unexamined;
+    const reject = (name: string, reason: string): void => {
+      if (rejected.length < max) rejected.push({ name, reason });
+      else moreRejected++;
+    };
     const seen = new Set<string>();
-    for (const value of tools) {
-      const check = validateTool(value, this.#limits);
+    for (const check of checks) {
       if (!check.ok) {
-        rejected.push({ name: check.name, reason: check.reason });
+        reject(check.name, check.reason);
         continue;
       }
       const name = check.tool.name;
-      const exposed = exposedName(host, name, this.#options.naming);
-      const owner = this.#byName.get(exposed);
-      let reason: string | undefined;
-      if (seen.has(name)) reason = 'duplicate tool name in this advertise';
-      else if (exposed.length > MAX_NAME_LENGTH) reason = `exposed name "${exposed}" is longer than ${MAX_NAME_LENGTH} characters`;
-      else if (owner !== undefined && owner.host !== host) {
-        reason = `name "${exposed}" is already advertised by another host (naming ${this.#options.naming}: the first host keeps a name)`;
-      } else if (accepted.length >= this.#options.maxToolsPerHost) {
-        reason = `too many tools: at most ${this.#options.maxToolsPerHost} per host`;
-      }
+      const reason = this.nameRefusal(host, name, seen) ?? (accepted.length >= max ? tooManyReason(max) : undefined);
       seen.add(name);
-      if (reason !== undefined) {
-        rejected.push({ name: reportedName(value), reason });
-        continue;
-      }
-      accepted.push({ exposed, host, spec: check.tool });
+      if (reason !== undefined) reject(name, reason);
+      else accepted.push({ exposed: exposedName(host, name, this.#options.naming), host, spec: check.tool, text: check.text });
     }
     const before = this.#byHost.get(host) ?? [];
-    const changed = signature(before) !== signature(accepted);
+    const changed = !sameTools(before, accepted);
     for (const tool of before) this.#byName.delete(tool.exposed);
     for (const tool of accepted) this.#byName.set(tool.exposed, tool);
     this.#byHost.set(host, accepted);
     if (changed) this.#list = undefined;
-    return {
-      advertised: { type: 'advertised', accepted: accepted.map((t) => ({ name: t.spec.name, as: t.exposed })), rejected },
-      changed,
-    };
+    const advertised: AdvertisedMessage = { type: 'advertised', accepted: accepted.map((t) => ({ name: t.spec.name, as: t.exposed })), rejected };
+    if (moreRejected > 0) advertised.moreRejected = moreRejected;
+    return { advertised, changed };
   }
 
   /** Forget every tool of `host`. Returns true when `list()` changed (the host had tools). */

@@ -1,9 +1,10 @@
 /**
  * Checking one advertised tool (DESIGN §6: an invalid tool is rejected with a reason, the rest of the
  * advertise is accepted). Host input is untrusted: every check is bounded and none throws.
+ * {@link examineTool} does the cheap checks (no ajv: it also runs in the offload worker); compiling
+ * the schema is the second step (`schema-cache.ts`, `schema-compiler.ts`).
  */
 import { checkToolSpec, NAME_PATTERN, type ToolSpec } from '@toolwire/protocol';
-import { compileInputSchema } from './schema-cache.js';
 
 /** Limits applied to one advertised tool. Sizes in bytes. */
 export interface ToolLimits {
@@ -15,13 +16,43 @@ export interface ToolLimits {
   maxDescriptionChars: number;
 }
 
-/** Outcome of checking one tool: the well-formed spec, or the name to report and why it was refused. */
-export type ToolCheck = { ok: true; tool: ToolSpec } | { ok: false; name: string; reason: string };
+/** Longest reason echoed in `advertised.rejected`, characters (ajv messages quote the peer's schema). */
+export const MAX_REASON_CHARS = 512;
+
+/**
+ * A tool that passed the cheap checks: its name, description and schema text (the cache key);
+ * `schema` is the parsed schema when the examiner kept it (on the event loop), else parse `text`.
+ */
+export interface ExaminedOk {
+  ok: true;
+  name: string;
+  description?: string;
+  text: string;
+  schema?: Record<string, unknown>;
+}
+
+/** A refused tool: the name to report and why. */
+export interface Refused {
+  ok: false;
+  name: string;
+  reason: string;
+}
+
+/** Outcome of the cheap checks of one tool. */
+export type ExaminedTool = ExaminedOk | Refused;
+
+/** Outcome of checking one tool completely (schema compiled): the well-formed spec and its schema text, or the refusal. */
+export type ToolCheck = { ok: true; tool: ToolSpec; text: string } | Refused;
 
 /** The name to echo in `advertised.rejected` for a tool of any shape (bounded, always a string). */
 export function reportedName(value: unknown): string {
   const name = typeof value === 'object' && value !== null ? (value as { name?: unknown }).name : undefined;
   return typeof name === 'string' ? name.slice(0, 128) : '';
+}
+
+/** `reason` cut to {@link MAX_REASON_CHARS} characters. */
+export function boundedReason(reason: string): string {
+  return reason.length <= MAX_REASON_CHARS ? reason : `${reason.slice(0, MAX_REASON_CHARS - 1)}…`;
 }
 
 /**
@@ -44,34 +75,42 @@ export function jsonDepth(value: unknown, limit: number): number {
 }
 
 /**
- * Check one advertised tool, in order: shape (protocol `checkToolSpec`), name `[A-Za-z0-9_-]{1,64}`,
- * description length, `inputSchema.type === "object"`, schema JSON size, schema depth, and that ajv
- * compiles it (`compileInputSchema`, strict mode). The first failure is the reason.
+ * The cheap checks of one advertised tool, in order: shape (protocol `checkToolSpec`), name
+ * `[A-Za-z0-9_-]{1,64}`, description length, `inputSchema.type === "object"`, schema depth, schema
+ * JSON size. The first failure is the reason. `keepSchema`: return the schema object too.
  */
-export function validateTool(value: unknown, limits: ToolLimits): ToolCheck {
+export function examineTool(value: unknown, limits: ToolLimits, keepSchema = true): ExaminedTool {
   const name = reportedName(value);
+  const refuse = (reason: string): Refused => ({ ok: false, name, reason: boundedReason(reason) });
   const shape = checkToolSpec(value);
-  if (shape !== undefined) return { ok: false, name, reason: `tool is malformed: ${shape}` };
+  if (shape !== undefined) return refuse(`tool is malformed: ${shape}`);
   const tool = value as ToolSpec;
-  if (!NAME_PATTERN.test(tool.name)) {
-    return { ok: false, name, reason: `tool name must match ${NAME_PATTERN.source}` };
-  }
+  if (!NAME_PATTERN.test(tool.name)) return refuse(`tool name must match ${NAME_PATTERN.source}`);
   if (tool.description !== undefined && tool.description.length > limits.maxDescriptionChars) {
-    return { ok: false, name, reason: `description is longer than ${limits.maxDescriptionChars} characters` };
+    return refuse(`description is longer than ${limits.maxDescriptionChars} characters`);
   }
   const schema = tool.inputSchema;
-  if (schema.type !== 'object') {
-    return { ok: false, name, reason: 'inputSchema must be an object schema ("type": "object")' };
+  if (schema.type !== 'object') return refuse('inputSchema must be an object schema ("type": "object")');
+  if (jsonDepth(schema, limits.maxSchemaDepth) > limits.maxSchemaDepth) {
+    return refuse(`inputSchema is nested deeper than ${limits.maxSchemaDepth} levels`);
   }
-  const depth = jsonDepth(schema, limits.maxSchemaDepth);
-  if (depth > limits.maxSchemaDepth) {
-    return { ok: false, name, reason: `inputSchema is nested deeper than ${limits.maxSchemaDepth} levels` };
-  }
-  const bytes = Buffer.byteLength(JSON.stringify(schema), 'utf8');
-  if (bytes > limits.maxSchemaBytes) {
-    return { ok: false, name, reason: `inputSchema is ${bytes} bytes, over the limit of ${limits.maxSchemaBytes}` };
-  }
-  const compiled = compileInputSchema(schema);
-  if (!compiled.ok) return { ok: false, name, reason: `inputSchema does not compile: ${compiled.reason}` };
-  return { ok: true, tool };
+  const text = JSON.stringify(schema);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > limits.maxSchemaBytes) return refuse(`inputSchema is ${bytes} bytes, over the limit of ${limits.maxSchemaBytes}`);
+  const examined: ExaminedOk = { ok: true, name: tool.name, text };
+  if (tool.description !== undefined) examined.description = tool.description;
+  if (keepSchema) examined.schema = schema;
+  return examined;
+}
+
+/** The `ToolSpec` of an examined tool, given its parsed schema. */
+export function toolSpecOf(examined: ExaminedOk, schema: Record<string, unknown>): ToolSpec {
+  const spec: ToolSpec = { name: examined.name, inputSchema: schema };
+  if (examined.description !== undefined) spec.description = examined.description;
+  return spec;
+}
+
+/** The refusal of a schema that did not compile. */
+export function compileRefusal(examined: ExaminedOk, reason: string): Refused {
+  return { ok: false, name: examined.name, reason: boundedReason(`inputSchema does not compile: ${reason}`) };
 }

@@ -6,13 +6,17 @@
 import { EventEmitter } from 'node:events';
 import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
-import { type RegistryOptions, ToolRegistry } from '../registry/registry.js';
-import { reportedName } from '../registry/validate-tool.js';
+import { checkAdvertise } from '../registry/advertise-check.js';
+import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
+import { type RegistryOptions, rejectAllReply, ToolRegistry } from '../registry/registry.js';
+import type { SchemaCompiler } from '../registry/schema-compiler.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import type { HostLink } from './host-link.js';
 
-/** What the router reads: the registry's naming and tool limits, and the logger. */
+/** What the router reads: the registry's naming and tool limits, the schema compiler and the logger. */
 export interface RouterOptions extends RegistryOptions {
+  /** Compiles advertised schemas within each host's budget (one per server). */
+  compiler: SchemaCompiler;
   logger: Logger;
 }
 
@@ -41,11 +45,15 @@ export class Router extends EventEmitter implements ToolInjection {
    */
   readonly #departed = new Map<string, string>();
   readonly #logger: Logger;
+  readonly #compiler: SchemaCompiler;
+  readonly #options: RegistryOptions;
 
   constructor(options: RouterOptions) {
     super();
-    const { logger, ...registry } = options;
+    const { logger, compiler, ...registry } = options;
     this.#logger = logger;
+    this.#compiler = compiler;
+    this.#options = registry;
     this.#registry = new ToolRegistry(registry);
   }
 
@@ -131,20 +139,22 @@ export class Router extends EventEmitter implements ToolInjection {
   }
 
   /**
-   * Replace `link`'s tool set with `tools` (the `advertise` items, unchecked) and return the
-   * `advertised` reply. Emits `toolsChanged` once when the exposed set differs. A link that is not
-   * (or no longer) the bound session of its identity changes nothing: every tool is rejected.
+   * Replace `link`'s tool set with `tools` — an `advertise` frame's items (unchecked), or the same
+   * already prepared by the session (`prepareAdvertise`) — and resolve with the `advertised` reply.
+   * The schemas compile within the host's budget, off the event loop (`checkAdvertise`); meanwhile
+   * the old set stays. Emits `toolsChanged` once when the exposed set differs. A link that is not
+   * (or no longer) the bound session of its identity changes nothing: every tool is rejected. Rejects
+   * only on a bug of ours.
    */
-  advertise(link: HostLink, tools: readonly unknown[]): AdvertisedMessage {
-    if (this.#links.get(link.host) !== link) {
-      return {
-        type: 'advertised',
-        accepted: [],
-        rejected: tools.map((t) => ({ name: reportedName(t), reason: 'session is no longer current' })),
-      };
-    }
+  async advertise(link: HostLink, tools: readonly unknown[] | PreparedAdvertise): Promise<AdvertisedMessage> {
+    const prepared = Array.isArray(tools) ? prepareAdvertise(tools, this.#options) : (tools as PreparedAdvertise);
+    const isCurrent = (): boolean => this.#links.get(link.host) === link;
+    const checks = isCurrent()
+      ? await checkAdvertise(link.host, prepared, { compiler: this.#compiler, registry: this.#registry, maxToolsPerHost: this.#options.maxToolsPerHost, isCurrent })
+      : undefined;
+    if (checks === undefined) return rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost);
     this.#forgetDeparted(link.host);
-    const { advertised, changed } = this.#registry.replace(link.host, tools);
+    const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);
     if (changed) this.#emitChanged();
     return advertised;
   }

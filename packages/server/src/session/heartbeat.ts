@@ -1,7 +1,9 @@
 /**
  * Heartbeat of one host connection (DESIGN §6): a ws ping every `intervalMs`; when the next ping is
  * due and no pong arrived since the previous one, the host is declared lost. A host that goes silent
- * (half-open, no FIN) is thus detected within 2 × `intervalMs` of its last pong.
+ * (half-open, no FIN) is thus detected within 2 × `intervalMs` of its last pong. While the server
+ * itself does not read the socket (`ws.isPaused`: frames of this host wait for the server's work)
+ * the host is not judged: its pongs wait unread.
  */
 import { WebSocket } from 'ws';
 
@@ -30,7 +32,7 @@ export class Heartbeat {
     this.#timer = setInterval(() => this.#beat(), this.#intervalMs);
   }
 
-  /** Record a pong. */
+  /** Record a pong (also: reading resumed after a pause, so the next beat does not judge pongs still unread). */
   pong(): void {
     this.#answered = true;
   }
@@ -42,6 +44,7 @@ export class Heartbeat {
   }
 
   #beat(): void {
+    if (this.#ws.isPaused) return; // judged again at the first beat after reading resumes (see `pong`)
     if (!this.#answered) {
       this.stop();
       this.#onLost();

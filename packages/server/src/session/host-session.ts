@@ -4,9 +4,8 @@
  * makes this throw; every way of ending settles every pending call exactly once.
  */
 import {
-  type AdvertiseMessage,
   CloseCode,
-  decodeHostMessage,
+  type Decoded,
   encodeMessage,
   failureCapture,
   type HelloMessage,
@@ -27,18 +26,16 @@ import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
 import { acceptHello, type HostIdentity, welcomeFor } from './hello.js';
+import { Advertising } from './advertising.js';
+import { Flow, FrameInbox, MAX_WAITING_FRAMES } from './inbox.js';
+import { LogLimiter } from './log-limiter.js';
 import { PendingCalls } from './pending-calls.js';
+import type { HostFrame } from '../worker/jobs.js';
 import type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 export type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 type State = 'hello' | 'open' | 'closed';
-
-function rawToBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
 
 /** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
 function assertNever(value: never): never {
@@ -62,6 +59,10 @@ export class HostSession implements HostLink {
   readonly #router: HostSessionDeps['router'];
   readonly #reserved: (name: string) => boolean;
   readonly #logger: Logger;
+  /** Warnings about this host, rate-limited. */
+  readonly #log: LogLimiter;
+  readonly #inbox: FrameInbox;
+  readonly #advertising: Advertising;
   readonly #pending: PendingCalls;
   readonly #heartbeat: Heartbeat;
   readonly #coalescer: TickCoalescer | undefined;
@@ -81,6 +82,22 @@ export class HostSession implements HostLink {
     this.#router = deps.router;
     this.#reserved = deps.reserved ?? (() => false);
     this.#logger = options.logger;
+    this.#log = new LogLimiter(options.logger, options);
+    const flow = new Flow(ws, () => this.#heartbeat.pong());
+    this.#inbox = new FrameInbox({
+      decode: (data, isBinary) => options.decoder.decode(data, isBinary),
+      deliver: (frame) => this.#guard(this.#onFrame, frame),
+      overflow: () => this.#guard(() => this.#violation(CloseCode.POLICY_VIOLATION, `more than ${MAX_WAITING_FRAMES} frames waiting`)),
+      flow,
+    });
+    this.#advertising = new Advertising({
+      advertise: (prepared) => this.#router.advertise(this, prepared),
+      reply: (advertised) => this.#guard(() => this.#send(advertised)),
+      warn: (fields, msg) => this.#log.warn({ host: this.#host, ...fields }, msg),
+      failed: (error) => this.#internalError(error),
+      maxToolsPerHost: options.maxToolsPerHost,
+      flow,
+    });
     this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
     const output = this.protocol >= 2 ? { settings: options.output, logger: options.logger } : undefined;
@@ -169,7 +186,12 @@ export class HostSession implements HostLink {
 
   #onMessage(data: RawData, isBinary: boolean): void {
     if (this.#state === 'closed') return;
-    const decoded = decodeHostMessage(rawToBuffer(data), isBinary);
+    this.#inbox.push(data, isBinary);
+  }
+
+  /** One decoded frame, in arrival order. */
+  #onFrame(decoded: Decoded<HostFrame>): void {
+    if (this.#state === 'closed') return;
     if (!decoded.ok) return this.#onBadFrame(decoded.error);
     const message = decoded.message;
     if (this.#state === 'hello') {
@@ -180,7 +202,7 @@ export class HostSession implements HostLink {
       case 'hello':
         return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello');
       case 'advertise':
-        return this.#onAdvertise(message);
+        return this.#advertising.push(message.prepared);
       case 'result':
       case 'output':
         return this.#onCallFrame(message);
@@ -205,7 +227,7 @@ export class HostSession implements HostLink {
   #callFault(id: string | undefined, what: string): void {
     this.#badFrames += 1;
     const named = id !== undefined && this.#pending.fail(id, 'protocol', `host ${this.#host} ${what}`);
-    this.#logger.warn({ host: this.#host, id, settled: named, reason: what }, 'protocol violation by host for one call');
+    this.#log.warn({ host: this.#host, id, settled: named, reason: what }, 'protocol violation by host for one call');
     if (this.#badFrames > this.#options.maxBadFrames) {
       this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
     }
@@ -226,21 +248,13 @@ export class HostSession implements HostLink {
     this.#send(welcomeFor(this.#host, this.#options, this.protocol));
   }
 
-  #onAdvertise(advertise: AdvertiseMessage): void {
-    const advertised = this.#router.advertise(this, advertise.tools);
-    if (advertised.rejected.length > 0) {
-      this.#logger.warn({ host: this.#host, rejected: advertised.rejected }, 'host advertised invalid tools');
-    }
-    this.#send(advertised);
-  }
-
   /**
    * A call's `result` or live-output chunk (DESIGN §5): for an unknown or settled call it is dropped
    * and logged; one that breaks the output protocol fails its call 76.
    */
   #onCallFrame(message: ResultMessage | OutputMessage): void {
     const taken = message.type === 'result' ? this.#pending.resolve(message) : this.#pending.output(message);
-    if (taken === false) this.#logger.warn({ host: this.#host, id: message.id }, `${message.type} for an unknown or settled call dropped`);
+    if (taken === false) this.#log.warn({ host: this.#host, id: message.id }, `${message.type} for an unknown or settled call dropped`);
     else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
   }
 
@@ -266,15 +280,20 @@ export class HostSession implements HostLink {
     try {
       handler.call(this, a as A, b as B);
     } catch (error) {
-      this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
-      try {
-        this.#end(endings.internalError(this.#host));
-      } catch (inner) {
-        this.#logger.error({ host: this.#host, err: inner }, 'ending a host session failed');
-      }
-      // If the failure was inside an ending already under way, the socket may still be open.
-      if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
+      this.#internalError(error);
     }
+  }
+
+  /** A bug of ours while handling this connection: end it 1011, whatever state it is in. */
+  #internalError(error: unknown): void {
+    this.#logger.error({ host: this.#host, err: error }, 'internal error while handling a host connection');
+    try {
+      this.#end(endings.internalError(this.#host));
+    } catch (inner) {
+      this.#logger.error({ host: this.#host, err: inner }, 'ending a host session failed');
+    }
+    // If the failure was inside an ending already under way, the socket may still be open.
+    if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
   }
 
   #violation(code: number, reason: string): void {
@@ -289,8 +308,10 @@ export class HostSession implements HostLink {
     clearTimeout(this.#helloTimer);
     this.#helloTimer = undefined;
     this.#heartbeat.stop();
+    this.#inbox.close();
     this.#pending.failAll(ending.kind, ending.reason);
     if (wasBound) this.#router.unbind(this);
+    this.#log.flush(this.#host);
     this.#logger.info({ host: this.#host, reason: ending.reason }, 'host session ended');
     try {
       if (ending.terminate) this.#ws.terminate();

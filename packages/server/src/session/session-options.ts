@@ -4,10 +4,12 @@ import type { WebSocket } from 'ws';
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import type { HostIdentity, WelcomeOptions } from './hello.js';
+import type { FrameDecoder } from './frame-decoder.js';
+import type { LogLimits } from './log-limiter.js';
 import type { OutputSettings } from './output-stream.js';
 
 /** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
-export interface SessionOptions extends WelcomeOptions {
+export interface SessionOptions extends WelcomeOptions, LogLimits {
   /** Time from upgrade to `hello` (`helloTimeoutMs`). */
   helloTimeoutMs: number;
   /** How long a stopped call waits for partial output before settling 130 (`cancelGraceMs`). */
@@ -21,6 +23,8 @@ export interface SessionOptions extends WelcomeOptions {
   output: OutputSettings;
   /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
   newCallId: () => string;
+  /** Decodes frames, large ones off the event loop (one per server). */
+  decoder: FrameDecoder;
   logger: Logger;
 }
 
