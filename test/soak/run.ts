@@ -4,11 +4,15 @@
  * junk connections, and concurrent callers with random deadlines and stops, while hosts are
  * randomly SIGKILLed, SIGSTOPped/SIGCONTed and restarted. At the end it prints calls issued, settled
  * by exit code, unsettled, leaked processes and server RSS, and exits 1 if anything stayed unsettled
- * or any process outlived the run.
+ * or any process outlived the run. Alongside (issue 11, unless `--no-attacks`): a storm host
+ * (advertises of novel schemas), a slowloris client, and a burst server against a host of its own
+ * (`attacks/soak-attacks.ts`); the report adds what they did, the worst event-loop stall of the
+ * server's process and its RSS before and after (after a GC).
  *
- * Usage: pnpm soak [--seconds 120] [--hosts 4] [--callers 16] [--garbage 3] [--seed N]
+ * Usage: pnpm soak [--seconds 120] [--hosts 4] [--callers 16] [--garbage 3] [--seed N] [--no-attacks]
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +22,7 @@ import { parseArgs } from 'node:util';
 import { ToolwireServer } from '@toolwire/server';
 import { GarbageHost, rawJunk } from './garbage.js';
 import { killProcesses, markedProcesses } from './procs.js';
+import { attackFailed, describeAttacks, runSoakAttacks, type SoakAttackReport } from './attacks/soak-attacks.js';
 import { SOURCE_NODE_ARGS } from '../source-node.js';
 
 const { values: args } = parseArgs({
@@ -27,8 +32,10 @@ const { values: args } = parseArgs({
     callers: { type: 'string', default: '16' },
     garbage: { type: 'string', default: '3' },
     seed: { type: 'string' },
+    'no-attacks': { type: 'boolean' },
   },
 });
+const ATTACKS = args['no-attacks'] !== true;
 const SECONDS = Number(args.seconds);
 const HOSTS = Number(args.hosts);
 const CALLERS = Number(args.callers);
@@ -61,9 +68,10 @@ const MAX_PAYLOAD = 1024 * 1024;
 const token = (name: string) => `soak-token-${name}-${RUN_ID}-0123456789`;
 const hostNames = Array.from({ length: HOSTS }, (_, i) => `h${i}`);
 const garbageNames = Array.from({ length: GARBAGE }, (_, i) => `g${i}`);
+const STORM = 'storm';
 
 const server = new ToolwireServer({
-  hosts: [...hostNames, ...garbageNames].map((name) => ({ name, token: token(name) })),
+  hosts: [...hostNames, ...garbageNames, STORM].map((name) => ({ name, token: token(name) })),
   heartbeatMs: HEARTBEAT_MS,
   deadlineMs: DEADLINE_MS,
   cancelGraceMs: GRACE_MS,
@@ -71,7 +79,10 @@ const server = new ToolwireServer({
   maxConnectionsPerHost: 16,
 });
 const { url, port } = await server.listen(0, '127.0.0.1');
+globalThis.gc?.();
 const rssStart = process.memoryUsage().rss;
+const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+loopDelay.enable();
 let rssPeak = rssStart;
 
 // ---- tool-host processes ------------------------------------------------------------------------
@@ -255,6 +266,9 @@ const rssTimer = setInterval(() => {
   if (s % 10 === 0) console.log(`soak: ${s}s issued ${issued}, in flight ${pending.size}, rss ${mb(process.memoryUsage().rss)}`);
 }, 1_000);
 const callers = Array.from({ length: CALLERS }, (_, k) => caller(k));
+const attacks: Promise<SoakAttackReport> = ATTACKS
+  ? runSoakAttacks({ url, stormToken: token(STORM), durationMs: Math.max(1_000, SECONDS * 1_000 - 5_000) })
+  : Promise.resolve({});
 let interrupted = false;
 await new Promise<void>((resolve) => {
   const timer = setTimeout(resolve, SECONDS * 1_000);
@@ -276,9 +290,12 @@ for (const host of hosts) {
   host.stopped = false;
 }
 await Promise.all(callers);
+const attackReport = await attacks;
 const settleBound = DEADLINE_MS + GRACE_MS + 4_000;
 await Promise.race([Promise.all([...pending]), new Promise((r) => setTimeout(r, settleBound))]);
 const unsettled = pending.size;
+loopDelay.disable();
+globalThis.gc?.();
 const rssEnd = process.memoryUsage().rss;
 clearInterval(rssTimer);
 
@@ -318,7 +335,9 @@ console.log(`  unsettled:               ${unsettled}`);
 console.log(
   `  leaked child processes:  ${leaked.length}${leaked.length ? ` (${leaked.map((p) => `pid ${p.pid} ppid ${p.ppid} pgid ${p.pgid}: ${p.cmd}`).join('; ')})` : ''}`,
 );
-console.log(`  server RSS:              start ${mb(rssStart)}, end ${mb(rssEnd)}, peak ${mb(rssPeak)}`);
+console.log(`  server RSS:              start ${mb(rssStart)}, end ${mb(rssEnd)} (after GC${globalThis.gc ? '' : ': not exposed'}), peak ${mb(rssPeak)}`);
+console.log(`  worst event-loop stall:  ${(loopDelay.max / 1e6).toFixed(1)} ms (p99 ${(loopDelay.percentile(99) / 1e6).toFixed(1)} ms)`);
+for (const line of describeAttacks(attackReport)) console.log(`  ${line}`);
 console.log(`  chaos:                   ${[...chaos.entries()].map(([k, v]) => `${k} ×${v}`).join(', ')}`);
 console.log(`  garbage host behaviours: ${[...garbageActions.entries()].map(([k, v]) => `${k} ×${v}`).join(', ')}`);
-process.exit(unsettled > 0 || leaked.length > 0 || byExit.has('threw') ? 1 : 0);
+process.exit(unsettled > 0 || leaked.length > 0 || byExit.has('threw') || attackFailed(attackReport) ? 1 : 0);
