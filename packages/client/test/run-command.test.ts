@@ -20,8 +20,7 @@ describe.each([
   { spawnHelper: true, how: 'spawned by the spawn helper' },
   { spawnHelper: false, how: 'spawned by this process' },
 ])('runCommandTool, tools $how', ({ spawnHelper }) => {
-  const runTool = (spec: CommandSpec, input: unknown, c: CallFacts, options: RunCommandOptions = {}) =>
-    runCommandTool(spec, input, c, { spawnHelper, ...options });
+  const runTool = (spec: CommandSpec, input: unknown, c: CallFacts, options: RunCommandOptions = {}) => runCommandTool(spec, input, c, { spawnHelper, ...options });
 
   it('writes the input JSON to stdin, then EOF', async () => {
     const c = await runTool({ inputSchema: schema, command: ['cat'] }, { path: 'a b', n: [1, 2] }, ctx());
