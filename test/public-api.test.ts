@@ -142,7 +142,16 @@ describe('public API: the names each package root exports', () => {
   });
 
   it('@toolwire/server', () => {
-    expect(runtime(server)).toEqual(['CloseCode', 'DEADLINE_META', 'ExitCode', 'ServerDefaults', 'ToolwireServer', 'WORKSPACE_META']);
+    expect(runtime(server)).toEqual([
+      'CloseCode',
+      'DEADLINE_META',
+      'ExitCode',
+      'OUTPUT_NOTIFICATION',
+      'STREAM_META',
+      'ServerDefaults',
+      'ToolwireServer',
+      'WORKSPACE_META',
+    ]);
     expect(exportedNames('server')).toEqual([
       'CallerCredential',
       'CloseCode',
@@ -162,9 +171,13 @@ describe('public API: the names each package root exports', () => {
       'ListenInfo',
       'Logger',
       'Naming',
+      'OUTPUT_NOTIFICATION',
+      'OutputChunk',
+      'OutputListener',
       'Projection',
       'RoutedCall',
       'RoutedCapture',
+      'STREAM_META',
       'ServerDefaults',
       'ServerTls',
       'ToolControl',

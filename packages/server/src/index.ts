@@ -7,11 +7,12 @@
  */
 export { ToolwireServer, type ListenInfo, type CredentialsUpdate } from './toolwire-server.js';
 export { ServerDefaults, type ToolwireServerOptions, type ServerTls, type HostCredential, type CallerCredential, type Naming, type Logger } from './options.js';
-export type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from './seam.js';
+export type { InjectedTool, OutputChunk, OutputListener, RoutedCall, RoutedCapture, ToolInjection } from './seam.js';
 export type { ExecuteRequest, ExecuteResult, CompletedResult, Fallback } from './executor/executor.js';
 export type { Projection } from './executor/projection.js';
 export type { Envelope } from './executor/envelope.js';
 export type { ToolControl, ToolControlRequest, ToolControlDecision } from './executor/gates.js';
 export type { HostInfo } from './router/router.js';
 export { DEADLINE_META, WORKSPACE_META } from './mcp/caller.js';
+export { OUTPUT_NOTIFICATION, STREAM_META } from './mcp/live-output.js';
 export { ExitCode, type ExitCodeValue, CloseCode, type CloseCodeValue } from '@toolwire/protocol';

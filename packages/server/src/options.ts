@@ -12,6 +12,7 @@ import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
 import type { RouterOptions } from './router/router.js';
 import type { SessionOptions } from './session/host-session.js';
+import { captureCapBytes } from './session/output-stream.js';
 import { sequentialCallId } from './session/pending-calls.js';
 
 /** The logging surface toolwire uses (a pino logger fits). */
@@ -110,6 +111,32 @@ export interface ToolwireServerOptions {
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
   mcpMaxRequestBodyBytes?: number;
   /**
+   * MCP door: a `tools/call` that carries `_meta.progressToken` gets a `notifications/progress` at
+   * least this often while it runs, even when the tool is silent, ms; default 5000.
+   */
+  progressIntervalMs?: number;
+  /**
+   * Live output (protocol 2): bytes of output a call may send before the server's first `credit`
+   * (`welcome.output.windowBytes`); default 1 MiB. The server credits a call once half of this has
+   * been passed on to its consumer. At least `outputChunkBytes`.
+   */
+  outputWindowBytes?: number;
+  /** Live output: largest `output` chunk, decoded bytes (`welcome.output.maxChunkBytes`); default 64 KiB; larger → that call 76. */
+  outputChunkBytes?: number;
+  /**
+   * Per-stream cap of the capture the server builds from a streamed call (head + tail kept, one
+   * marker line between), bytes; default 8 MiB, lowered as on the host to
+   * `floor((maxPayload − 16 KiB) · 3/8)`, so a streamed capture is byte-identical to a non-streamed
+   * one. Set it to the hosts' `maxCaptureBytes` when they change theirs.
+   */
+  maxCaptureBytes?: number;
+  /**
+   * Disk record: bytes of each stream appended to `<call>/stdout.log` / `stderr.log` while a call
+   * streams; default 64 MiB. Past it the log ends with one `[... toolwire: … stops here …]` line
+   * (`output.json` still gets the whole capture).
+   */
+  maxRecordLogBytes?: number;
+  /**
    * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
    * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
    */
@@ -150,6 +177,15 @@ export const ServerDefaults = Object.freeze({
   mcpMaxSessions: 1024,
   /** 4 MiB. */
   mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
+  progressIntervalMs: 5_000,
+  /** 1 MiB. */
+  outputWindowBytes: Defaults.outputWindowBytes,
+  /** 64 KiB. */
+  outputChunkBytes: Defaults.outputChunkBytes,
+  /** 8 MiB (lowered to fit `maxPayload`, see the option). */
+  maxCaptureBytes: Defaults.maxCaptureBytes,
+  /** 64 MiB. */
+  maxRecordLogBytes: 64 * 1024 * 1024,
 });
 
 /**
@@ -209,8 +245,12 @@ const positive = [
   'authMaxTrackedAddresses',
   'mcpMaxSessions',
   'mcpMaxRequestBodyBytes',
+  'progressIntervalMs',
+  'outputWindowBytes',
+  'outputChunkBytes',
+  'maxRecordLogBytes',
 ] as const;
-const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes'] as const;
+const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes', 'maxCaptureBytes'] as const;
 
 /** Check `allowedOrigins` and lower-case it (origins compare case-insensitively). */
 function normalizeOrigins(origins: readonly string[]): readonly string[] {
@@ -245,6 +285,9 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   for (const key of ['perMessageDeflate', 'loopbackDev'] as const) {
     if (typeof o[key] !== 'boolean') throw new TypeError(`ToolwireServerOptions.${key} must be a boolean`);
   }
+  if (o.outputChunkBytes > o.outputWindowBytes) {
+    throw new RangeError(`ToolwireServerOptions.outputChunkBytes (${o.outputChunkBytes}) must not exceed outputWindowBytes (${o.outputWindowBytes})`);
+  }
   if (o.naming !== 'qualified' && o.naming !== 'bare') {
     throw new TypeError(`ToolwireServerOptions.naming must be "qualified" or "bare", got ${String(o.naming)}`);
   }
@@ -266,6 +309,11 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     maxInFlightPerHost: o.maxInFlightPerHost,
     maxBufferedBytesPerHost: o.maxBufferedBytesPerHost,
     maxBadFrames: o.maxBadFrames,
+    output: {
+      windowBytes: o.outputWindowBytes,
+      maxChunkBytes: o.outputChunkBytes,
+      capBytes: captureCapBytes(o.maxPayload, o.maxCaptureBytes),
+    },
     newCallId,
     logger,
   };
@@ -306,10 +354,12 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       recordDir: o.recordDir,
       projectionHeadBytes: o.projectionHeadBytes,
       projectionTailBytes: o.projectionTailBytes,
+      maxRecordLogBytes: o.maxRecordLogBytes,
       logger,
     },
     mcp: {
       maxSessions: o.mcpMaxSessions,
+      progressIntervalMs: o.progressIntervalMs,
       maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,
       allowedOrigins,
       logger,

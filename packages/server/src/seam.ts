@@ -30,7 +30,32 @@ export interface RoutedCall {
   signal: AbortSignal;
   /** Time allowed for this call, ms; default: the tool's or the server's deadline. On expiry → 124. */
   deadlineMs?: number;
+  /**
+   * Live output (DESIGN §5): called with each piece of the call's stdout and stderr while it runs,
+   * in order (`seq` 0, 1, 2, … over both streams), never after the call settled. For a call that
+   * streamed, the chunks of a stream are all of its bytes: the host's chunks, then the bytes its
+   * result still carried, then the `toolwire: <reason>` line when toolwire ended the call (124,
+   * 130, 69, 76); the capture keeps the head and tail of that within the capture cap. A call whose
+   * host does not stream (protocol 1, or a tool that writes nothing) never calls it.
+   *
+   * Returning a promise is backpressure: the chunk's bytes are credited back to the host (its window,
+   * `outputWindowBytes`) only when the promise settles, so a slow consumer slows the tool. A throw
+   * or a rejection is logged and never affects the call.
+   */
+  onOutput?: OutputListener;
 }
+
+/** One piece of a running call's output (see {@link RoutedCall.onOutput}). */
+export interface OutputChunk {
+  stream: 'stdout' | 'stderr';
+  /** The bytes, as the tool wrote them (not split on characters or lines). Not reused after the call. */
+  bytes: Uint8Array;
+  /** Position among the call's chunks over both streams, from 0. */
+  seq: number;
+}
+
+/** A consumer of live output: see {@link RoutedCall.onOutput}. */
+export type OutputListener = (chunk: OutputChunk) => void | Promise<void>;
 
 /**
  * What a router produced (seed: `RoutedCapture`): stdout, stderr, exit code — plus an optional

@@ -144,11 +144,11 @@ export function routedCall(name: string, extra: Partial<RoutedCall> = {}): { cal
   return { call, controller };
 }
 
-/** Poll `check` until truthy, at most `timeoutMs`; throws naming `what` on expiry. */
-export async function waitFor<T>(check: () => T, what: string, timeoutMs = 3_000): Promise<NonNullable<T>> {
+/** Poll `check` (sync or async) until truthy, at most `timeoutMs`; throws naming `what` on expiry. */
+export async function waitFor<T>(check: () => T | Promise<T>, what: string, timeoutMs = 3_000): Promise<NonNullable<T>> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const value = check();
+    const value = await check();
     if (value) return value;
     if (Date.now() > until) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 5));

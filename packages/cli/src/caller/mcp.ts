@@ -2,8 +2,9 @@
  * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: JSON-RPC over
  * MCP Streamable HTTP with `node:http` (`node:https` for an https URL), a bearer token, bounds on
  * connecting and on waiting, and noticing a lost server (the typed failures are in `errors.ts`,
- * their exit statuses in `failure.ts`, the door's URL in `url.ts`). It speaks only what the two
- * commands need, so a run loads no MCP SDK and no schema library.
+ * their exit statuses in `failure.ts`, the door's URL in `url.ts`, reading JSON-RPC messages in
+ * `rpc.ts`; a request's notifications, e.g. live output, go to its `onNotification`). It speaks only
+ * what the two commands need, so a run loads no MCP SDK and no schema library.
  *
  * On the wire, per command:
  * 1. `POST initialize` — the answer comes in an SSE stream (or as JSON), the session id in the
@@ -19,7 +20,10 @@ import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import pTimeout from 'p-timeout';
 import { HttpStatusError, NoAnswerError, RpcError, ServerLostError } from './errors.js';
+import { type RpcMessage, answerOf, errorDetail, notificationsOf, parseJson, resultOf } from './rpc.js';
 import { VERSION } from '../version.js';
+
+export type { RpcMessage } from './rpc.js';
 
 /** Default time allowed to connect and initialize (and, for `toolwire tools`, each list request), ms. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -31,14 +35,6 @@ const MAX_BODY_BYTES = 1024 * 1024;
 const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
 type RequestId = number;
-
-/** A JSON-RPC message as read off the wire (only the fields looked at). */
-interface RpcMessage {
-  id?: unknown;
-  method?: unknown;
-  result?: unknown;
-  error?: { code?: unknown; message?: unknown };
-}
 
 /** Options of {@link connectMcp}. */
 export interface ConnectOptions {
@@ -56,6 +52,11 @@ export interface RequestBound {
   bound: string;
   /** Aborts the request (Ctrl-C): it is cancelled on the server and rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * Called with each notification the server sends on the request's response stream (e.g. live
+   * output), in order. A returned promise pauses reading the response until it settles (backpressure).
+   */
+  onNotification?: (notification: RpcMessage) => Promise<void> | undefined;
 }
 
 /** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
@@ -85,28 +86,6 @@ function readText(res: IncomingMessage): Promise<string> {
       if (!res.complete) reject(new ServerLostError(`the response broke (${describe()})`));
     });
   });
-}
-
-/** `text` parsed as JSON, or `undefined`. */
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-}
-
-/** The JSON-RPC error message in an HTTP error body (`{"error":{"message":…}}`), else the body's first line. */
-function errorDetail(body: string): string {
-  const message = (parseJson(body) as RpcMessage | undefined)?.error?.message;
-  if (typeof message === 'string') return message;
-  return body.split('\n')[0]!.slice(0, 200);
-}
-
-/** The answer to request `id` among `messages` (a JSON-RPC message or a batch). */
-function answerOf(parsed: unknown, id: RequestId): RpcMessage | undefined {
-  const messages = Array.isArray(parsed) ? parsed : [parsed];
-  return messages.find((m): m is RpcMessage => typeof m === 'object' && m !== null && !('method' in m) && (m as RpcMessage).id === id);
 }
 
 /** What one HTTP exchange with the door gave: the answer to its request (if it carried one) and the response headers. */
@@ -164,7 +143,7 @@ export class McpSession {
     const signal = options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal;
     try {
       const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
-      return resultOf((await this.#exchange('POST', message, id, signal)).answer);
+      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification)).answer);
     } catch (error) {
       if (!signal.aborted) throw error;
       const reason: unknown = signal.reason;
@@ -204,7 +183,13 @@ export class McpSession {
    * One HTTP request to the door. With `id`, resolves once the answer to request `id` has been read
    * from the response (an SSE stream or a JSON body); without, once the response headers arrive.
    */
-  #exchange(method: 'POST' | 'DELETE', message: object | undefined, id: RequestId | undefined, signal?: AbortSignal): Promise<Exchange> {
+  #exchange(
+    method: 'POST' | 'DELETE',
+    message: object | undefined,
+    id: RequestId | undefined,
+    signal?: AbortSignal,
+    onNotification?: RequestBound['onNotification'],
+  ): Promise<Exchange> {
     return new Promise<Exchange>((resolve, reject) => {
       const body = message === undefined ? undefined : JSON.stringify(message);
       const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json, text/event-stream' };
@@ -264,10 +249,18 @@ export class McpSession {
         }
         const parser = createParser({
           onEvent: (event) => {
-            const answer = answerOf(parseJson(event.data), id);
+            const parsed = parseJson(event.data);
+            if (onNotification !== undefined && !settled) notificationsOf(parsed).forEach((n) => pauseFor(onNotification(n)));
+            const answer = answerOf(parsed, id);
             if (answer) settle(() => resolve({ answer, sessionId }));
           },
         });
+        const pauseFor = (wait: Promise<void> | undefined): void => {
+          if (wait === undefined) return;
+          res.pause();
+          const resume = (): void => void res.resume();
+          wait.then(resume, resume);
+        };
         res.setEncoding('utf8');
         res.on('data', (chunk: string) => parser.feed(chunk));
         res.on('error', (error) => settle(() => reject(new ServerLostError(`the response stream broke (${describe(error)})`))));
@@ -284,15 +277,6 @@ export class McpSession {
       req.end(body);
     });
   }
-}
-
-/** The result of a JSON-RPC answer; rejects an error answer as a {@link RpcError}. */
-function resultOf(answer: RpcMessage | undefined): unknown {
-  if (answer?.error !== undefined) {
-    const { code, message } = answer.error;
-    throw new RpcError(typeof code === 'number' ? code : undefined, typeof message === 'string' ? message : JSON.stringify(answer.error));
-  }
-  return answer?.result;
 }
 
 /**

@@ -2,12 +2,14 @@
  * `toolwire call` — call one tool through the server's MCP door and exit with its exit code.
  */
 import { parseArgs } from 'node:util';
+import pTimeout from 'p-timeout';
 import { Defaults, ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, readAll, waitForSignal, write } from '../io.js';
 import { RpcError } from '../caller/errors.js';
 import { mcpFailure } from '../caller/failure.js';
-import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, connectMcp } from '../caller/mcp.js';
+import { LivePrinter, STREAM_META } from '../caller/live-output.js';
+import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, type RpcMessage, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
 import { parseMs } from '../ms.js';
 import { editDistance } from '../suggest.js';
@@ -15,8 +17,8 @@ import { argvProblem, misuse } from '../usage.js';
 
 export const callUsage = `usage: toolwire call NAME [INPUT_JSON | -] [options]
 
-Call one tool (MCP tools/call). The tool's stdout and stderr bytes are written to stdout and stderr,
-and the exit status is the tool's exit code.
+Call one tool (MCP tools/call). The tool's stdout and stderr bytes are written to stdout and stderr
+as the tool writes them (like ssh host cmd), and the exit status is the tool's exit code.
 
 arguments:
   NAME                  tool name as listed by "toolwire tools", e.g. alpha__read_file
@@ -29,6 +31,7 @@ options:
   --timeout MS          call deadline in ms (default 120000); past it the server ends the call with 124
   --workspace DIR       workspace passed to the tool (TOOLWIRE_WORKSPACE on the host)
   --connect-timeout MS  time allowed to connect to the server (default 10000)
+  --no-stream           print the output once the call has ended, not as it arrives
   -h, --help            show this help
 
 The answer is awaited at most the deadline + the cancel grace (2000 ms) + 5000 ms.
@@ -48,6 +51,8 @@ refused or the call declined; 130 on Ctrl-C.
 export const RESPONSE_MARGIN_MS = 5_000;
 /** Time allowed on Ctrl-C for the `notifications/cancelled` to reach the server, ms. */
 const CANCEL_FLUSH_MS = 1_000;
+/** Time allowed for live output already received to be written before an error line, ms. */
+const OUTPUT_FLUSH_MS = 1_000;
 /** Largest INPUT_JSON read from stdin, bytes (the server's default maxPayload). */
 const MAX_INPUT_BYTES = Defaults.maxPayload;
 
@@ -66,13 +71,21 @@ function bytesOf(text: unknown, encoding: unknown): Uint8Array {
 /** The server's own line for a name it does not know (a capture of exit code 127 from toolwire, not from the tool). */
 const NO_SUCH_TOOL = /^toolwire: no such tool /m;
 
-/** Write a `tools/call` result; returns the exit status and whether the server said "no such tool". */
-async function printResult(result: Record<string, unknown>, io: CliIO): Promise<{ code: number; noSuchTool: boolean }> {
+/**
+ * Write a `tools/call` result — only what `live` has not already printed — and return the exit
+ * status and whether the server said "no such tool".
+ */
+async function printResult(result: Record<string, unknown>, io: CliIO, live: LivePrinter | undefined): Promise<{ code: number; noSuchTool: boolean }> {
   const sc = result.structuredContent as WireCapture | undefined;
   if (typeof sc === 'object' && sc !== null && Number.isInteger(sc.exitCode)) {
     const stderr = bytesOf(sc.stderr, sc.stderrEncoding);
-    await write(io.stdout, bytesOf(sc.stdout, sc.stdoutEncoding));
-    await write(io.stderr, stderr);
+    if (live !== undefined && live.chunks > 0 && !live.complete(result)) {
+      await write(io.stderr, 'toolwire: some live output did not arrive; the whole capture follows\n');
+    }
+    if (live === undefined || !live.complete(result)) {
+      await write(io.stdout, bytesOf(sc.stdout, sc.stdoutEncoding));
+      await write(io.stderr, stderr);
+    }
     const code = Math.min(Math.max(sc.exitCode as number, 0), 255);
     return { code, noSuchTool: code === ExitCode.NOT_FOUND && NO_SUCH_TOOL.test(Buffer.from(stderr).toString('utf8')) };
   }
@@ -139,6 +152,7 @@ const flags = {
   timeout: { type: 'string' },
   workspace: { type: 'string' },
   'connect-timeout': { type: 'string' },
+  'no-stream': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -151,7 +165,7 @@ const flags = {
  * listed and the nearest names suggested (`read_file` → `local__read_file`).
  */
 export async function callCommand(argv: string[], io: CliIO = processIO(), deps: CallCommandDeps = {}): Promise<number> {
-  let values: { server?: string; token?: string; timeout?: string; workspace?: string; 'connect-timeout'?: string; help?: boolean };
+  let values: { server?: string; token?: string; timeout?: string; workspace?: string; 'connect-timeout'?: string; 'no-stream'?: boolean; help?: boolean };
   let positionals: string[];
   try {
     ({ values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true, strict: true }));
@@ -210,15 +224,23 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   const bound = `the call's deadline ${deadlineMs} ms + cancel grace ${graceMs} ms + margin ${marginMs} ms`;
   const meta: Record<string, unknown> = { 'toolwire/deadlineMs': deadlineMs };
   if (values.workspace !== undefined) meta['toolwire/workspace'] = values.workspace;
+  // Live output unless --no-stream: chunks are printed as they arrive (caller/live-output.ts).
+  const live = values['no-stream'] ? undefined : new LivePrinter(io);
+  if (live !== undefined) meta[STREAM_META] = true;
+  const onNotification = live && ((n: RpcMessage) => live.take(n));
   let session: McpSession | undefined;
   try {
     session = await connectMcp(url, token, { signal: controller.signal, connectTimeoutMs });
-    const result = await session.request('tools/call', { name, arguments: input, _meta: meta }, { timeoutMs: waitMs, bound, signal: controller.signal });
+    const params = { name, arguments: input, _meta: meta };
+    const result = await session.request('tools/call', params, { timeoutMs: waitMs, bound, signal: controller.signal, ...(onNotification && { onNotification }) });
     if (typeof result !== 'object' || result === null) throw new RpcError(undefined, `the server answered tools/call with ${JSON.stringify(result)}`);
-    const printed = await printResult(result as Record<string, unknown>, io);
+    await live?.flush();
+    const printed = await printResult(result as Record<string, unknown>, io, live);
     if (printed.noSuchTool) await suggestAfterNotFound(session, name, io, connectTimeoutMs);
     return printed.code;
   } catch (error) {
+    // What arrived is shown before the reason (Ctrl-C included), within a bound (stdout may be stuck).
+    if (live !== undefined) await pTimeout(live.flush(), { milliseconds: OUTPUT_FLUSH_MS, message: false });
     if (controller.signal.aborted) {
       await write(io.stderr, 'toolwire: cancelled by stop\n');
       return ExitCode.CANCELLED;

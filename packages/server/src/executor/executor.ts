@@ -18,11 +18,12 @@ import { type Capture, failureCapture } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
-import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { InjectedTool, OutputListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
 import { type Projection, project } from './projection.js';
 import { DiskRecord, assertSegment } from './record.js';
+import { RecordLog, outputListener } from './record-log.js';
 
 /** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
 export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
@@ -33,6 +34,8 @@ export interface ExecutorOptions {
   recordDir: string | undefined;
   projectionHeadBytes: number;
   projectionTailBytes: number;
+  /** Bytes of each stream's live output appended to the record's `stdout.log` / `stderr.log`. */
+  maxRecordLogBytes: number;
   logger: Logger;
 }
 
@@ -67,6 +70,8 @@ export interface ExecuteRequest {
   deadlineMs?: number;
   /** Aborting it stops this call (→ 130), e.g. an MCP `notifications/cancelled`. */
   signal?: AbortSignal;
+  /** The call's live output as it arrives (see `RoutedCall.onOutput`: order, backpressure, throws). */
+  onOutput?: OutputListener;
 }
 
 /** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
@@ -180,7 +185,11 @@ export class Executor {
       else {
         const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal };
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
+        const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
+        const onOutput = outputListener(streamLog, req.onOutput);
+        if (onOutput !== undefined) call.onOutput = onOutput;
         capture = await this.#route(call);
+        if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const endedAt = new Date();
       await this.#write('output.json', () => this.#record?.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);
@@ -247,6 +256,7 @@ function checkRequest(req: ExecuteRequest, id: string): void {
   if (req.grant !== undefined && (!Array.isArray(req.grant) || !req.grant.every((g) => typeof g === 'string'))) {
     throw new TypeError('execute: grant must be an array of tool names');
   }
+  if (req.onOutput !== undefined && typeof req.onOutput !== 'function') throw new TypeError('execute: onOutput must be a function');
   if (req.deadlineMs !== undefined && (!Number.isInteger(req.deadlineMs) || req.deadlineMs <= 0)) {
     throw new RangeError(`execute: deadlineMs must be a positive integer (ms), got ${req.deadlineMs}`);
   }

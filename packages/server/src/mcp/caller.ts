@@ -4,6 +4,7 @@
  * `mcp-server.ts` so that importing `@toolwire/server` does not load the SDK (it is loaded by the
  * door at the first MCP session, `sdk.ts`). Type-only SDK imports here cost nothing at run time.
  */
+import type { ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { InjectedTool } from '../seam.js';
 
@@ -27,7 +28,10 @@ export interface ToolSource {
   off(event: 'toolsChanged', listener: () => void): unknown;
 }
 
-/** Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it. */
-export function authInfoOf(principal: CallerPrincipal): AuthInfo {
-  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal } };
+/**
+ * Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it,
+ * and the HTTP response its answer streams on (`extra.response`: live output waits for it to drain).
+ */
+export function authInfoOf(principal: CallerPrincipal, response?: ServerResponse): AuthInfo {
+  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal, response } };
 }

@@ -49,6 +49,8 @@ export interface McpDoorOptions {
   maxRequestBodyBytes: number;
   /** Origins allowed to send requests with an `Origin` header (lower-case); `[]`: browsers refused. */
   allowedOrigins: readonly string[];
+  /** A call with `_meta.progressToken` gets `notifications/progress` at least this often, ms. */
+  progressIntervalMs: number;
   logger: Logger;
 }
 
@@ -161,7 +163,7 @@ export class McpDoor {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
     }
-    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal);
+    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, res);
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId);
@@ -192,7 +194,8 @@ export class McpDoor {
   /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
   async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
     const log = this.#options.logger;
-    const server = sdk.createMcpServer({ executor: this.#deps.executor, tools: this.#deps.tools, caller: principal });
+    const { executor, tools } = this.#deps;
+    const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
     let session: Session | undefined;
     const transport = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

@@ -8,14 +8,18 @@
  *   server's, 120000);
  * - `"toolwire/workspace"` — the workspace root passed to the host (string; default `""`).
  * A malformed value is a JSON-RPC error `-32602` (invalid params). An MCP `notifications/cancelled`
- * for the request aborts `extra.signal`, which stops the call (capture 130).
+ * for the request aborts `extra.signal`, which stops the call (capture 130). `_meta.progressToken`
+ * and `_meta["toolwire/stream"]` ask for live output while the call runs (`live-output.ts`).
  */
+import type { ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import type { Executor } from '../executor/executor.js';
+import type { Logger } from '../options.js';
 import { isGranted } from '../executor/gates.js';
 import { type CallerPrincipal, DEADLINE_META, type ToolSource, WORKSPACE_META } from './caller.js';
+import { OUTPUT_META, STREAM_META, liveOutput, type Notification } from './live-output.js';
 import { toCallToolResult, toMcpTools } from './tool-result.js';
 
 export { DEADLINE_META, WORKSPACE_META, type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
@@ -29,6 +33,9 @@ export interface McpServerDeps {
   tools: ToolSource;
   /** The caller who opened the session; used when a request carries no fresher principal. */
   caller: CallerPrincipal;
+  /** `notifications/progress` at least this often while a call with a progress token runs, ms. */
+  progressIntervalMs: number;
+  logger: Logger;
 }
 
 function principalOf(authInfo: AuthInfo | undefined, fallback: CallerPrincipal): CallerPrincipal {
@@ -56,6 +63,14 @@ export function createMcpServer(deps: McpServerDeps): Server {
     if (workspace !== undefined && typeof workspace !== 'string') {
       throw new McpError(ErrorCode.InvalidParams, `_meta["${WORKSPACE_META}"] must be a string`);
     }
+    const live = liveOutput({
+      progressToken: meta?.progressToken,
+      stream: meta?.[STREAM_META] === true,
+      progressIntervalMs: deps.progressIntervalMs,
+      send: (notification: Notification) => extra.sendNotification(notification),
+      response: extra.authInfo?.extra?.response as ServerResponse | undefined,
+      logger: deps.logger,
+    });
     let pending;
     try {
       pending = deps.executor.execute({
@@ -67,12 +82,20 @@ export function createMcpServer(deps: McpServerDeps): Server {
         ...(workspace !== undefined && { workspace }),
         ...(deadlineMs !== undefined && { deadlineMs }),
         signal: extra.signal,
+        ...(live !== undefined && { onOutput: live.listener }),
       });
     } catch (error) {
+      live?.close();
       // Caller misuse detected by the executor (e.g. an empty tool name).
       throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
     }
-    return toCallToolResult(await pending);
+    try {
+      const result = toCallToolResult(await pending);
+      if (live !== undefined && meta?.[STREAM_META] === true) result._meta = { [OUTPUT_META]: { chunks: live.chunks } };
+      return result;
+    } finally {
+      live?.close();
+    }
   });
 
   return server;

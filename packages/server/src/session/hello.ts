@@ -49,11 +49,16 @@ export interface WelcomeOptions {
   maxPayload: number;
   maxInFlightPerHost: number;
   maxToolsPerHost: number;
+  /** Live output (protocol 2): each call's window and the largest chunk, bytes. */
+  output: { windowBytes: number; maxChunkBytes: number };
 }
 
-/** The `welcome` for host `host` on a connection of protocol `version`: identity, heartbeat interval (ms) and limits. */
+/**
+ * The `welcome` for host `host` on a connection of protocol `version`: identity, heartbeat interval
+ * (ms) and limits; from protocol 2 also `output` (the live-output window and chunk limit).
+ */
 export function welcomeFor(host: string, options: WelcomeOptions, version: number): WelcomeMessage {
-  return {
+  const welcome: WelcomeMessage = {
     type: 'welcome',
     protocol: version,
     host,
@@ -64,4 +69,6 @@ export function welcomeFor(host: string, options: WelcomeOptions, version: numbe
       maxTools: options.maxToolsPerHost,
     },
   };
+  if (version >= 2) welcome.output = { windowBytes: options.output.windowBytes, maxChunkBytes: options.output.maxChunkBytes };
+  return welcome;
 }

@@ -6,65 +6,31 @@
 import {
   type AdvertiseMessage,
   CloseCode,
-  type Corkable,
   decodeHostMessage,
   encodeMessage,
   failureCapture,
   type HelloMessage,
+  type OutputMessage,
   type ResultMessage,
   type ServerMessage,
   TickCoalescer,
   versionOfSubprotocol,
   type WireError,
 } from '@toolwire/protocol';
-
-/** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
-function assertNever(value: never): never {
-  throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
-}
 import { type RawData, WebSocket } from 'ws';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
-import type { Router } from '../router/router.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
 import { normalizeDeadline, refuseOverload } from './admission.js';
 import { closeReasonText, peerReasonText, wsErrorCloseCode } from './close-codes.js';
 import * as endings from './endings.js';
 import type { Ending } from './endings.js';
 import { Heartbeat } from './heartbeat.js';
-import { acceptHello, type HostIdentity, type WelcomeOptions, welcomeFor } from './hello.js';
+import { acceptHello, type HostIdentity, welcomeFor } from './hello.js';
 import { PendingCalls } from './pending-calls.js';
+import type { HostSessionDeps, SessionOptions } from './session-options.js';
 
-/** What a {@link HostSession} reads: its timers, admission limits and the `welcome` limits. Times in ms, sizes in bytes. */
-export interface SessionOptions extends WelcomeOptions {
-  /** Time from upgrade to `hello` (`helloTimeoutMs`). */
-  helloTimeoutMs: number;
-  /** How long a stopped call waits for partial output before settling 130 (`cancelGraceMs`). */
-  cancelGraceMs: number;
-  /** Deadline of a call that names none (`deadlineMs`). */
-  deadlineMs: number;
-  maxBufferedBytesPerHost: number;
-  /** Wrong-shape frames before close 1008. */
-  maxBadFrames: number;
-  /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
-  newCallId: () => string;
-  logger: Logger;
-}
-
-/** Dependencies of a {@link HostSession}. */
-export interface HostSessionDeps {
-  /** The upgraded socket, OPEN. */
-  ws: WebSocket;
-  identity: HostIdentity;
-  options: SessionOptions;
-  router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
-  /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
-  reserved?: (name: string) => boolean;
-  /** The socket `ws` writes to (from the upgrade); when given, frames sent in one tick leave in one syscall. */
-  socket?: Corkable;
-  /** The peer's address (`req.socket.remoteAddress`), for logs. */
-  remote?: string | undefined;
-}
+export type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 type State = 'hello' | 'open' | 'closed';
 
@@ -72,6 +38,11 @@ function rawToBuffer(data: RawData): Buffer {
   if (Buffer.isBuffer(data)) return data;
   if (Array.isArray(data)) return Buffer.concat(data);
   return Buffer.from(data);
+}
+
+/** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
+function assertNever(value: never): never {
+  throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
 }
 
 /**
@@ -112,7 +83,8 @@ export class HostSession implements HostLink {
     this.#logger = options.logger;
     this.#coalescer = deps.socket ? new TickCoalescer(deps.socket) : undefined;
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
-    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId);
+    const output = this.protocol >= 2 ? { settings: options.output, logger: options.logger } : undefined;
+    this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId, output);
     this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () => this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))));
     let onClosed!: () => void;
     this.closed = new Promise<void>((resolve) => (onClosed = resolve));
@@ -210,16 +182,8 @@ export class HostSession implements HostLink {
       case 'advertise':
         return this.#onAdvertise(message);
       case 'result':
-        return this.#onResult(message);
       case 'output':
-        // Live output is not taken yet: `welcome` offers no window, so a chunk is a violation for its call.
-        return this.#onBadFrame({
-          fatal: false,
-          closeCode: CloseCode.PROTOCOL_ERROR,
-          reason: 'output: this server offered no output window',
-          id: message.id,
-          type: 'output',
-        });
+        return this.#onCallFrame(message);
       case 'progress':
         // Progress is not passed on yet (live output, v2): dropped, like other news of a call nobody streams.
         return;
@@ -234,9 +198,14 @@ export class HostSession implements HostLink {
     // the ajv reason (cut to 123 bytes by the ending) so the host learns why.
     if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason);
     if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
+    this.#callFault(error.id, `sent a wrong-shape frame: ${error.reason}`);
+  }
+
+  /** A frame broke the protocol for call `id` (if pending): it settles 76, the session stays (DESIGN §6) and counts the frame. */
+  #callFault(id: string | undefined, what: string): void {
     this.#badFrames += 1;
-    const named = error.id !== undefined && this.#pending.fail(error.id, failureCapture('protocol', `host ${this.#host} sent a wrong-shape frame: ${error.reason}`));
-    this.#logger.warn({ host: this.#host, id: error.id, settled: named, reason: error.reason }, 'wrong-shape frame from host');
+    const named = id !== undefined && this.#pending.fail(id, 'protocol', `host ${this.#host} ${what}`);
+    this.#logger.warn({ host: this.#host, id, settled: named, reason: what }, 'protocol violation by host for one call');
     if (this.#badFrames > this.#options.maxBadFrames) {
       this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
     }
@@ -265,10 +234,14 @@ export class HostSession implements HostLink {
     this.#send(advertised);
   }
 
-  #onResult(result: ResultMessage): void {
-    if (!this.#pending.resolve(result)) {
-      this.#logger.warn({ host: this.#host, id: result.id }, 'result for an unknown or settled call dropped');
-    }
+  /**
+   * A call's `result` or live-output chunk (DESIGN §5): for an unknown or settled call it is dropped
+   * and logged; one that breaks the output protocol fails its call 76.
+   */
+  #onCallFrame(message: ResultMessage | OutputMessage): void {
+    const taken = message.type === 'result' ? this.#pending.resolve(message) : this.#pending.output(message);
+    if (taken === false) this.#logger.warn({ host: this.#host, id: message.id }, `${message.type} for an unknown or settled call dropped`);
+    else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
   }
 
   #onError(error: Error): void {

@@ -5,10 +5,12 @@
  * settles first wins: the host's result, the deadline, the stop grace, a wrong-shape frame naming
  * it, or the session ending.
  */
-import { type Capture, encodeMessage, type Failure, failureCapture, FailureKind, fromWire, type ResultMessage } from '@toolwire/protocol';
+import { type Capture, encodeMessage, type Failure, failureCapture, FailureKind, fromWire, type OutputMessage, type ResultMessage } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
-import type { RoutedCall } from '../seam.js';
+import type { Logger } from '../options.js';
+import type { OutputListener, RoutedCall } from '../seam.js';
 import { Deadlines, type Expiring } from './deadlines.js';
+import { OutputStream, type OutputSettings } from './output-stream.js';
 import { type Stoppable, unwatchStop, watchStop } from './stop-watch.js';
 
 /**
@@ -26,18 +28,28 @@ class Entry implements Expiring, Stoppable {
   timer: NodeJS.Timeout | undefined = undefined;
   /** When the deadline passes (`performance.now()` ms), kept by the session's {@link Deadlines}. */
   expiresAt = 0;
+  /** Live output since the first `output` chunk (protocol 2). */
+  output: OutputStream | undefined = undefined;
   readonly id: string;
   readonly deadlineMs: number;
+  /** The call's consumer of live output (`RoutedCall.onOutput`). */
+  readonly listener: OutputListener | undefined;
   readonly #owner: PendingCalls;
   readonly #signal: AbortSignal;
   #resolve: ((capture: Capture) => void) | undefined;
 
-  constructor(id: string, deadlineMs: number, owner: PendingCalls, signal: AbortSignal, resolve: (capture: Capture) => void) {
+  constructor(id: string, deadlineMs: number, owner: PendingCalls, call: RoutedCall, resolve: (capture: Capture) => void) {
     this.id = id;
     this.deadlineMs = deadlineMs;
+    this.listener = call.onOutput;
     this.#owner = owner;
-    this.#signal = signal;
+    this.#signal = call.signal;
     this.#resolve = resolve;
+  }
+
+  /** The streamed part of the capture so far (for a synthetic capture), or `undefined` when nothing streamed. */
+  part(): { stdout: Uint8Array; stderr: Uint8Array } | undefined {
+    return this.output?.part();
   }
 
   /** Settle once: leave the session, its deadline and its signal's watch, clear the timer, resolve. */
@@ -46,6 +58,8 @@ class Entry implements Expiring, Stoppable {
     clearTimeout(this.timer);
     this.timer = undefined;
     unwatchStop(this.#signal, this);
+    // The consumer's last chunk (toolwire's reason line, if any) before the call settles; none after.
+    this.output?.end(capture);
     const resolve = this.#resolve!;
     this.#resolve = undefined;
     resolve(capture);
@@ -100,17 +114,28 @@ export class PendingCalls {
   readonly #cancelGraceMs: number;
   readonly #newId: () => string;
   readonly #deadlines = new Deadlines<Entry>();
+  readonly #output: OutputSettings | undefined;
+  readonly #logger: Logger | undefined;
 
   /**
    * @param sendText sends one text frame to the host (a no-op when the socket is not open)
    * @param cancelGraceMs after a stop, how long to wait for the host's partial result before
    *   settling 130 anyway, ms (ToolwireServerOptions.cancelGraceMs, default 2000)
    * @param newId mints wire ids (ServerSeams.newCallId, a test seam; default {@link sequentialCallId})
+   * @param output live output (protocol 2 sessions): the window, chunk limit and capture cap, and
+   *   where consumer failures are logged; `undefined` (protocol 1): an `output` chunk is a fault
    */
-  constructor(sendText: (text: string) => void, cancelGraceMs: number, newId: () => string = sequentialCallId) {
+  constructor(
+    sendText: (text: string) => void,
+    cancelGraceMs: number,
+    newId: () => string = sequentialCallId,
+    output?: { settings: OutputSettings; logger: Logger },
+  ) {
     this.#sendText = sendText;
     this.#cancelGraceMs = cancelGraceMs;
     this.#newId = newId;
+    this.#output = output?.settings;
+    this.#logger = output?.logger;
   }
 
   /** Number of pending calls (including stopped calls waiting out their grace). */
@@ -154,7 +179,7 @@ export class PendingCalls {
     let entry!: Entry;
     const signal = call.signal;
     const settled = new Promise<Capture>((resolve) => {
-      entry = new Entry(id, deadlineMs, this, signal, resolve);
+      entry = new Entry(id, deadlineMs, this, call, resolve);
     });
     this.#calls.set(id, entry);
     this.#deadlines.add(entry, deadlineMs);
@@ -168,14 +193,27 @@ export class PendingCalls {
   }
 
   /**
-   * Settle the call a `result` frame answers. Returns false when `result.id` is not pending here
-   * (unknown, already settled, or another session's) — the caller drops and logs the frame.
+   * Settle the call a `result` frame answers. Returns true when settled; false when `result.id` is
+   * not pending here (unknown, already settled, or another session's) — the caller drops and logs
+   * the frame; or, for a call that streamed, why `result.streamed` breaks the protocol (the caller
+   * then fails the call 76 with {@link fail}).
    */
-  resolve(result: ResultMessage): boolean {
+  resolve(result: ResultMessage): boolean | string {
     const entry = this.#calls.get(result.id);
     if (entry === undefined) return false;
-    const stdout = fromWire(result.stdout, result.stdoutEncoding);
-    const stderr = fromWire(result.stderr, result.stderrEncoding);
+    let stdout = fromWire(result.stdout, result.stdoutEncoding);
+    let stderr = fromWire(result.stderr, result.stderrEncoding);
+    if (entry.output !== undefined || result.streamed !== undefined) {
+      // Live output: the capture is the chunks in `seq` order, then these bytes (DESIGN §5).
+      const s = result.streamed;
+      if (entry.output === undefined) {
+        if (s!.stdout !== 0 || s!.stderr !== 0 || s!.chunks !== 0) return `result.streamed says ${JSON.stringify(s)}, but no output arrived`;
+      } else {
+        const fault = entry.output.finish(result, stdout, stderr);
+        if (fault !== undefined) return fault;
+        ({ stdout, stderr } = entry.output.part());
+      }
+    }
     if (entry.stopped) {
       entry.settle(stoppedCapture(stdout, stderr));
     } else {
@@ -186,11 +224,28 @@ export class PendingCalls {
     return true;
   }
 
-  /** Settle pending call `id` with `capture` (e.g. 76 for a wrong-shape frame naming it). False when not pending. */
-  fail(id: string, capture: Capture): boolean {
+  /**
+   * Take an `output` chunk (protocol 2) for its call. Returns true when taken; false when
+   * `message.id` is not pending here (the caller drops and logs it); or why the chunk breaks the
+   * protocol — out of order, too big, past the window, or on a protocol 1 session (the caller then
+   * fails the call 76 with {@link fail}).
+   */
+  output(message: OutputMessage): boolean | string {
+    const entry = this.#calls.get(message.id);
+    if (entry === undefined) return false;
+    if (this.#output === undefined) return 'output on a protocol 1 connection (the server offered no output window)';
+    entry.output ??= new OutputStream(entry.id, this.#output, entry.listener, this.#sendText, this.#logger!);
+    return entry.output.take(message) ?? true;
+  }
+
+  /**
+   * Settle pending call `id` with `failureCapture(failure, reason)` (e.g. 76 for a wrong-shape frame
+   * naming it), keeping what it streamed. False when not pending.
+   */
+  fail(id: string, failure: Failure, reason: string): boolean {
     const entry = this.#calls.get(id);
     if (entry === undefined) return false;
-    entry.settle(capture);
+    entry.settle(failureCapture(failure, reason, entry.part()));
     return true;
   }
 
@@ -201,7 +256,8 @@ export class PendingCalls {
    */
   failAll(kind: Failure, reason: string): void {
     for (const entry of [...this.#calls.values()]) {
-      entry.settle(entry.stopped ? failureCapture('cancelled', `${STOP_REASON}; ${reason}`) : failureCapture(kind, reason));
+      const part = entry.part();
+      entry.settle(entry.stopped ? failureCapture('cancelled', `${STOP_REASON}; ${reason}`, part) : failureCapture(kind, reason, part));
     }
     this.#deadlines.clear(); // no timer outlives the session
   }
@@ -226,7 +282,7 @@ export class PendingCalls {
   /** For {@link Entry.expire}: 124, and `cancel {reason: 'deadline'}` to the host. */
   expire(entry: Entry): void {
     if (this.#calls.get(entry.id) !== entry) return;
-    entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`));
+    entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`, entry.part()));
     this.#cancel(entry.id, 'deadline');
   }
 
@@ -237,7 +293,7 @@ export class PendingCalls {
     this.#deadlines.remove(entry, entry.deadlineMs);
     this.#cancel(entry.id, 'stop');
     const grace = this.#cancelGraceMs;
-    const late = (): void => entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`));
+    const late = (): void => entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`, entry.part()));
     if (grace === 0) late();
     else entry.timer = setTimeout(late, grace);
   }
