@@ -133,9 +133,14 @@ describe.each([
     expect(conn.violations).toEqual([]);
   });
 
-  it('a v1 server, or a v2 server that offers no window, gets no output frame and the whole capture in the result, capped as before', async () => {
-    for (const options of [{}, { protocol: 2 } as const]) {
-      const conn = await connect(options, writer, { spawnHelper, maxCaptureBytes: 64 * KiB });
+  it('a v1 server, a v2 server that offers no window, or a host with liveOutput off: no output frame, the whole capture in the result, capped as before', async () => {
+    const cases: [FakeServerOptions, Partial<ToolHostOptions>][] = [
+      [{}, {}],
+      [{ protocol: 2 }, {}],
+      [STREAMING, { liveOutput: false }],
+    ];
+    for (const [options, hostOptions] of cases) {
+      const conn = await connect(options, writer, { spawnHelper, maxCaptureBytes: 64 * KiB, ...hostOptions });
       const id = call(conn, 'writer', { steps: [[1, 200_000, 0x61]] });
       const result = await resultOf(conn, id);
       expect(conn.frames.filter((f) => f.type === 'output' || f.type === 'progress')).toEqual([]);
@@ -274,7 +279,10 @@ describe('credit', () => {
     conn.send({ type: 'credit', id: first, bytes: 1000 });
     conn.send({ type: 'credit', id: 'no-such-call', bytes: 1 });
     const second = call(conn, 'sh');
-    expect(await resultOf(conn, second)).toMatchObject({ exitCode: 0, stdout: 'ok\n' });
+    const result = await resultOf(conn, second);
+    expect(result.exitCode).toBe(0);
+    expect(text(conn.capture(result).stdout)).toBe('ok\n');
+    expect(conn.violations).toEqual([]);
     expect(conn.ws.readyState).toBe(conn.ws.OPEN);
   });
 });

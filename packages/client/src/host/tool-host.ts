@@ -201,7 +201,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         admission: this.#admission,
         logger: o.logger,
       },
-      welcome.output, // live output: every call streams when the server offers a window
+      o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
     );
     this.#current = { socket, session };
     o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
