@@ -1,8 +1,9 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,abuse] [--markdown]` — toolwire's router path against a
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,live,abuse] [--markdown]` — toolwire's router path against a
  * raw-WebSocket RPC baseline, side by side in the same run (issue 4), the installed CLI's start-up
- * time and idle memory (`cli`, issue 9: see `cli.ts`), and what one abusive host costs the others
- * (`abuse`, issue 11: see `abuse.ts`; not in the default set). Prints the table of medians and
+ * time and idle memory (`cli`, issue 9: see `cli.ts`), live output's streaming throughput (`live`,
+ * issue 13), and what one abusive host costs the others (`abuse`, issue 11: see `abuse.ts`; not in
+ * the default set). Prints the table of medians and
  * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
  * `bench/results/latest.md`.
  */
@@ -15,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
+import { liveScenario } from './live.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -128,6 +130,17 @@ try {
         await rm(recordDir, { recursive: true, force: true });
       }
       log(`run ${run} s7: ${brief(record.s7)}`);
+    }
+    if (wanted('live')) {
+      // Not in the default set (about a minute): `--only live`.
+      const l = await liveScenario(quick ? 1 : 3, quick ? 32 * 1024 * 1024 : 200 * 1024 * 1024);
+      const mib = (kib: number) => (kib / 1024).toFixed(0);
+      log(
+        `run ${run} live: ${l.bytes / 1024 / 1024} MiB streamed host → server ${l.toolwireMiBps.toFixed(0)} MiB/s, spawn floor ${l.floorMiBps.toFixed(0)} MiB/s, ` +
+          `ratio ${l.ratio.toFixed(2)} × floor (pairs ${l.pairs.map((p) => (p.floorMs / p.toolwireMs).toFixed(2)).join(' ')}); ` +
+          `peak RSS server ${mib(l.serverPeakRssKiB)} MiB (idle ${mib(l.serverIdleRssKiB)}), host ${mib(l.hostPeakRssKiB)} MiB (idle ${mib(l.hostIdleRssKiB)}), spawn helper ${mib(l.helperPeakRssKiB)} MiB`,
+      );
+      await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
     }
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);

@@ -23,6 +23,18 @@ serve(async (command) => {
       const text = JSON.stringify(makeInput(Number(command.bytes)));
       return { segment: await runSegment(Number(command.concurrency), Number(command.count), () => cat(text)) };
     }
+    case 'flood': {
+      // Live output (bench/live.ts): the same command, its stdout read here to the end.
+      const start = performance.now();
+      const bytes = await new Promise<number>((resolve, reject) => {
+        const child = spawn('sh', ['-c', String(command.command)], { stdio: ['ignore', 'pipe', 'ignore'] });
+        let n = 0;
+        child.stdout.on('data', (chunk: Buffer) => (n += chunk.length));
+        child.on('error', reject);
+        child.on('close', () => resolve(n));
+      });
+      return { ms: performance.now() - start, bytes };
+    }
     case 'info':
       return processInfo();
     default:

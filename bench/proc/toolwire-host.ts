@@ -20,10 +20,14 @@ const warn = (obj: unknown, msg?: string): void => console.error('bench host:', 
 const logger = { debug() {}, info() {}, warn, error: warn } as unknown as NonNullable<ToolHostOptions['logger']>;
 const object = { type: 'object' } as const;
 
+/** Live-output scenario (`bench/live.ts`): the shell command of the `flood` tool, when set. */
+const flood = process.env.BENCH_FLOOD;
+
 function makeHost(i: number): ToolHost {
   const host = new ToolHost({ server, token: hostToken(i), reconnect: false, logger });
   host.tool('echo', { description: 'stdout = the input JSON', inputSchema: object }, (input) => JSON.stringify(input));
   host.command('cat', { description: 'stdout = stdin', inputSchema: object, command: ['cat'] });
+  if (flood !== undefined) host.command('flood', { description: 'writes a lot of stdout', inputSchema: object, command: ['sh', '-c', flood] });
   for (let k = 0; k < FILLERS; k++) {
     host.tool(`tool${k}`, { description: `filler tool ${k}`, inputSchema: fillerSchema(k) }, () => '');
   }
@@ -53,15 +57,16 @@ function cpuUs(pid: number | undefined): number {
  * CPU (µs) and RSS (KiB) of this process's spawn helper, which spawns the subprocess tools (s5),
  * plus the CPU of its orphan reaper: their CPU counts as the host's, since they do the host's work.
  */
-function helperUsage(): { helperCpuUs: number; helperRssKiB: number } {
+function helperUsage(): { helperCpuUs: number; helperRssKiB: number; helperPeakRssKiB: number } {
   const pid = spawnHelperPid();
   const reaper = cpuUs(reaperPid());
-  if (pid === undefined) return { helperCpuUs: reaper, helperRssKiB: 0 };
+  if (pid === undefined) return { helperCpuUs: reaper, helperRssKiB: 0, helperPeakRssKiB: 0 };
   try {
-    const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return { helperCpuUs: cpuUs(pid) + reaper, helperRssKiB: Number(rss?.[1] ?? 0) };
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+    return { helperCpuUs: cpuUs(pid) + reaper, helperRssKiB: kib('VmRSS'), helperPeakRssKiB: kib('VmHWM') };
   } catch {
-    return { helperCpuUs: reaper, helperRssKiB: 0 };
+    return { helperCpuUs: reaper, helperRssKiB: 0, helperPeakRssKiB: 0 };
   }
 }
 

@@ -67,6 +67,32 @@ serve(async (command) => {
       const call = makeCall(command.path === 'execute' ? 'execute' : 'route', String(command.name), input, JSON.stringify(input));
       return { segment: await runSegment(Number(command.concurrency), Number(command.count), call) };
     }
+    case 'stream': {
+      // Live output (bench/live.ts): one call whose chunks are counted as they arrive.
+      let streamed = 0;
+      let chunks = 0;
+      const start = performance.now();
+      const c = await server.router.route({
+        id: 'live',
+        name: String(command.name),
+        input: {},
+        workspace: '',
+        agent: 'bench',
+        signal: signalOf(0),
+        onOutput: (chunk) => {
+          streamed += chunk.bytes.length;
+          chunks++;
+        },
+      });
+      const ms = performance.now() - start;
+      if (c === undefined || c.exitCode !== 0)
+        throw new Error(
+          `stream: exit ${c?.exitCode}: ${Buffer.from(c?.stderr ?? [])
+            .toString()
+            .slice(0, 200)}`,
+        );
+      return { ms, streamed, chunks, captureBytes: c.stdout.length };
+    }
     case 'rss':
       return { rssKiB: settledRssKiB() };
     case 'info':

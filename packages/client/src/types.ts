@@ -8,8 +8,8 @@ import type { Logger as PinoLogger } from 'pino';
 /** The logging surface toolwire uses (a pino logger fits). */
 export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
 
-/** What a tool receives with each call (from the server's `call` frame). */
-export interface ToolContext {
+/** The facts of one call (from the server's `call` frame): what a subprocess tool gets as `TOOLWIRE_*` variables. */
+export interface CallFacts {
   /** Call id, unique among the connection's pending calls (`TOOLWIRE_CALL_ID` for subprocesses). */
   id: string;
   /** The calling agent's id (`TOOLWIRE_AGENT`). */
@@ -26,6 +26,29 @@ export interface ToolContext {
    * deadline (`deadline` → 124), or when the connection is lost or the host closes (`unavailable`).
    */
   signal: AbortSignal;
+}
+
+/** What an in-process tool receives with each call: the call's facts, and where its live output goes. */
+export interface ToolContext extends CallFacts {
+  /**
+   * Write output now (DESIGN §5 "Live output"): on a server that takes live output the bytes reach
+   * the caller while the tool runs, as `output` chunks within the call's window; otherwise they are
+   * kept (head + tail, the capture cap) and travel in the result. Either way the capture is what
+   * was written, in order, followed by the streams of the capture the handler returns. A string is
+   * written as UTF-8. Resolves when more may be written: at once while the window holds, else when
+   * the server granted more (a slow caller slows the tool). After the call ended, writes are dropped.
+   * @throws TypeError when `stream` is not `stdout` or `stderr`, or `data` is not a string or Uint8Array
+   * @throws RangeError when called while an earlier write still waits for the window (await each write)
+   */
+  write(stream: 'stdout' | 'stderr', data: Uint8Array | string): Promise<void>;
+  /**
+   * Say how far the tool got (protocol 2 `progress`; the MCP door passes it on as the call's
+   * progress message): one line, at most 256 characters (longer is cut, line breaks become spaces).
+   * Sent at most every 100 ms, the latest message winning; uses no window. Nothing is sent on a
+   * server without live output.
+   * @throws TypeError when `message` is neither a string nor undefined
+   */
+  progress(message?: string): void;
 }
 
 /**

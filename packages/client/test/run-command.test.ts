@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CallAborted, deadlineAbort } from '../src/calls/abort.js';
 import { type RunCommandOptions, runCommandTool } from '../src/subprocess/run-command.js';
-import type { CommandSpec, ToolContext } from '../src/types.js';
+import type { CallFacts, CommandSpec } from '../src/types.js';
 import { isGone, poll, useScratch } from './helpers/process.js';
 
 const schema = { type: 'object' };
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
 
-function ctx(signal = new AbortController().signal, over: Partial<ToolContext> = {}): ToolContext {
+function ctx(signal = new AbortController().signal, over: Partial<CallFacts> = {}): CallFacts {
   return { id: 'c1', agent: 'agent-7', workspace: '/ws/a', deadlineMs: 5000, signal, ...over };
 }
 const sh = (script: string, extra: Partial<CommandSpec> = {}): CommandSpec => ({ inputSchema: schema, command: ['sh', '-c', script], ...extra });
@@ -20,8 +20,7 @@ describe.each([
   { spawnHelper: true, how: 'spawned by the spawn helper' },
   { spawnHelper: false, how: 'spawned by this process' },
 ])('runCommandTool, tools $how', ({ spawnHelper }) => {
-  const runTool = (spec: CommandSpec, input: unknown, c: ToolContext, options: RunCommandOptions = {}) =>
-    runCommandTool(spec, input, c, { spawnHelper, ...options });
+  const runTool = (spec: CommandSpec, input: unknown, c: CallFacts, options: RunCommandOptions = {}) => runCommandTool(spec, input, c, { spawnHelper, ...options });
 
   it('writes the input JSON to stdin, then EOF', async () => {
     const c = await runTool({ inputSchema: schema, command: ['cat'] }, { path: 'a b', n: [1, 2] }, ctx());

@@ -17,13 +17,13 @@ import { runInNewContext } from 'node:vm';
 import { describe, expect, it, vi } from 'vitest';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
-import type { CommandSpec, ToolContext } from '../src/types.js';
+import type { CallFacts, CommandSpec } from '../src/types.js';
 import { isGone, killQuietly, poll, useScratch } from './helpers/process.js';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
-const ctx = (id = 'adv', signal = new AbortController().signal): ToolContext => ({ id, agent: 'a', workspace: '/ws', deadlineMs: 60_000, signal });
+const ctx = (id = 'adv', signal = new AbortController().signal): CallFacts => ({ id, agent: 'a', workspace: '/ws', deadlineMs: 60_000, signal });
 const cmd = (...command: string[]): CommandSpec => ({ inputSchema: {}, command });
 const sh = (script: string): CommandSpec => cmd('sh', '-c', script);
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;

@@ -11,13 +11,13 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
-import type { CommandSpec, ToolContext } from '../src/types.js';
+import type { CallFacts, CommandSpec } from '../src/types.js';
 import { isGone, poll, useScratch } from './helpers/process.js';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const text = (b: Uint8Array) => Buffer.from(b).toString('utf8');
-const ctx = (id = 'h1'): ToolContext => ({ id, agent: 'a', workspace: '/ws', deadlineMs: 5000, signal: new AbortController().signal });
+const ctx = (id = 'h1'): CallFacts => ({ id, agent: 'a', workspace: '/ws', deadlineMs: 5000, signal: new AbortController().signal });
 const sh = (script: string): CommandSpec => ({ inputSchema: {}, command: ['sh', '-c', script] });
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
 

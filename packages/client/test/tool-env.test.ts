@@ -2,11 +2,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveHostOptions } from '../src/host/options.js';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { type EnvPolicy, toolEnv } from '../src/subprocess/tool-env.js';
-import type { CommandSpec, ToolContext } from '../src/types.js';
+import type { CallFacts, CommandSpec } from '../src/types.js';
 
 const TOKEN = 'tok-secret-0123456789abcdef';
 const schema = { type: 'object' };
-const ctx = (): ToolContext => ({ id: 'c1', agent: 'a', workspace: '/ws', deadlineMs: 5000, signal: new AbortController().signal });
+const ctx = (): CallFacts => ({ id: 'c1', agent: 'a', workspace: '/ws', deadlineMs: 5000, signal: new AbortController().signal });
 const printEnv: CommandSpec = { inputSchema: schema, command: ['env'] };
 
 /** The variables a tool printed with `env` (one `NAME=value` per line). */

@@ -54,6 +54,8 @@ options:
   --max-input-bytes N
                    call input held for running and waiting calls, in bytes (default 67108864,
                    at least 16777216); a call that would pass it is answered 75 at once
+  --no-stream      send each call's output in its result only, not while the tool runs
+                   (default: live output when the server takes it)
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
   --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
   -h, --help       show this help
@@ -88,6 +90,7 @@ const flags = {
   'max-concurrent': { type: 'string' },
   'max-queued': { type: 'string' },
   'max-input-bytes': { type: 'string' },
+  'no-stream': { type: 'boolean' },
   ca: { type: 'string' },
   'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
@@ -133,6 +136,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     'max-concurrent'?: string;
     'max-queued'?: string;
     'max-input-bytes'?: string;
+    'no-stream'?: boolean;
     ca?: string;
     'log-level'?: string;
     help?: boolean;
@@ -206,6 +210,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       root,
       ...(ca !== undefined ? { ca } : {}),
       inheritEnv: envMode === 'inherit',
+      liveOutput: values['no-stream'] !== true,
       ...limits,
       logger,
     });

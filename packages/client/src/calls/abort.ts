@@ -46,10 +46,16 @@ export function armDeadline(abort: CallAbort, deadlineMs: number): NodeJS.Timeou
   return setTimeout(() => abort.abort(deadlineAbort(deadlineMs)), Math.min(deadlineMs, MAX_TIMER_MS));
 }
 
-/** An aborted call's capture: the abort's failure and reason, keeping the partial output, unless the tool already set a failure. */
-export function withAbort(capture: Capture, abort: CallAbort): Capture {
+/**
+ * An aborted call's capture: the abort's failure and reason, keeping the partial output, unless the
+ * tool already set a failure. `output`: the call's output, when `capture` holds only what was not
+ * streamed (the reason line then gets the line break the whole stream needs).
+ */
+export function withAbort(capture: Capture, abort: CallAbort, output?: { beforeReason(stderr: Uint8Array): Uint8Array }): Capture {
   const aborted = abort.reason;
-  return aborted !== undefined && capture.failure === undefined ? failureCapture(aborted.failure, aborted.message, capture) : capture;
+  if (aborted === undefined || capture.failure !== undefined) return capture;
+  const partial = output === undefined ? capture : { stdout: capture.stdout, stderr: output.beforeReason(capture.stderr) };
+  return failureCapture(aborted.failure, aborted.message, partial);
 }
 
 /**

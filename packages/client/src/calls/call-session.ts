@@ -1,20 +1,23 @@
 /**
  * The calls of one connection (DESIGN §5–§7): admit each `call` (run it, queue it, or answer it 75:
- * `admission.ts`), arm its deadline, abort it on `cancel`, answer it with exactly one `result`. A
+ * `admission.ts`), arm its deadline, abort it on `cancel`, answer it with exactly one `result`
+ * (after its live output, when the server takes it: `output-channel.ts`, which also takes `credit`). A
  * queued call whose deadline passes or that is cancelled is answered without its tool ever
  * starting. At a disconnect every call is aborted (work killed, queued calls dropped) and nothing
  * more is sent on that connection; calls are never replayed elsewhere.
  */
-import { type CallMessage, type CancelMessage, type Capture, failureCapture } from '@toolwire/protocol';
+import { type CallMessage, type CancelMessage, type Capture, type CreditMessage, type WelcomeOutput, failureCapture } from '@toolwire/protocol';
 import { runCommandTool } from '../subprocess/run-command.js';
 import type { EnvPolicy } from '../subprocess/tool-env.js';
-import type { CommandSpec, Logger, ToolContext, ToolHandler } from '../types.js';
+import type { CommandSpec, Logger, ToolHandler } from '../types.js';
 import { CallAbort, type CallAborted, armDeadline, cancelAbort, withAbort } from './abort.js';
 import type { Admission, Waiter } from './admission.js';
 import { Refusals } from './overload.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
 import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process.js';
-import { encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
+import { OutputChannel } from './output-channel.js';
+import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
+import { CallContext } from './tool-context.js';
 
 /** A registered tool as the call layer runs it. */
 export type RunnableTool = { kind: 'handler'; name: string; handler: ToolHandler } | { kind: 'command'; name: string; command: CommandSpec };
@@ -55,27 +58,13 @@ interface Waited {
 
 const SETTLED = Promise.resolve();
 
-/** The capture of a call whose tool host code threw while building it (70). */
-function hostFailed(error: unknown): Capture {
-  return failureCapture('host_error', `tool host failed: ${error instanceof Error ? error.message : String(error)}`);
+function hostFailedReason(error: unknown): string {
+  return `tool host failed: ${error instanceof Error ? error.message : String(error)}`;
 }
 
-/**
- * The `ctx` a tool sees. Made here, not inline in `dispatch`: its `signal` getter is a closure, and a
- * closure made in `dispatch` shares that function's context — which holds the whole call message
- * (its input) for the other closures there, so recent inputs survived young-generation GCs and were
- * promoted. This getter captures only `abort` (bench/README.md item 9).
- */
-function toolContext(call: CallMessage, deadlineMs: number, abort: CallAbort): ToolContext {
-  return {
-    id: call.id,
-    agent: call.agent,
-    workspace: call.workspace,
-    deadlineMs,
-    get signal() {
-      return abort.signal; // made on first read (see CallAbort)
-    },
-  };
+/** The capture of a call whose tool host code threw while building it (70). */
+function hostFailed(error: unknown): Capture {
+  return failureCapture('host_error', hostFailedReason(error));
 }
 
 /**
@@ -91,18 +80,28 @@ export class CallSession {
   readonly #calls = new Map<string, InFlight>();
   #dead = false;
   readonly #refusals: Refusals;
+  readonly #output: OutputChannel;
 
   /**
-   * @param send sends one encoded `result` frame (its JSON text) on this session's connection; returns false when it is gone
+   * @param send sends one encoded frame (its JSON text) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
+   * @param offer the server's `welcome.output` (protocol 2: it takes live output); `undefined`: every call's output travels in its result
    */
-  constructor(send: (frame: string) => boolean, maxPayload: number, lookup: (name: string) => RunnableTool | undefined, settings: CallSettings) {
+  constructor(
+    send: (frame: string) => boolean,
+    maxPayload: number,
+    lookup: (name: string) => RunnableTool | undefined,
+    settings: CallSettings,
+    offer?: WelcomeOutput,
+  ) {
     this.#send = send;
     this.#maxPayload = maxPayload;
     this.#lookup = lookup;
     this.#settings = settings;
     this.#capBytes = captureCapBytes(maxPayload, settings.maxCaptureBytes);
     this.#refusals = new Refusals(settings.admission, settings.logger);
+    // Nothing of a call goes out once the connection is given up (its calls are being aborted).
+    this.#output = new OutputChannel((frame) => !this.#dead && send(frame), offer, maxPayload, this.#capBytes, settings.logger);
   }
 
   /** Calls running or waiting to run (including aborted ones that are still dying). */
@@ -144,18 +143,18 @@ export class CallSession {
     // A call that waited gets what is left of its deadline (at least 1 ms: its timer has not fired yet).
     const deadlineMs = waited ? Math.max(1, Math.ceil(waited.deadlineAt - performance.now())) : fullMs;
     const abort = waited?.abort ?? new CallAbort();
-    const ctx = toolContext(call, deadlineMs, abort);
+    const ctx = new CallContext(call.id, call.agent, call.workspace, deadlineMs, abort, this.#output);
     let pending: unknown;
     if (tool.kind === 'handler') {
       // Not in `#calls` while the handler runs synchronously: nothing (no cancel, no end of the
       // session) can reach the call before it returns, and a synchronous answer then needs no entry.
-      const started = startHandler(tool.handler, call.input, ctx, abort);
+      const started = startHandler(tool.handler, call.input, ctx, abort, ctx);
       if (!('pending' in started)) {
         if (waited) {
           clearTimeout(waited.timer);
           this.#calls.delete(call.id);
         }
-        this.#answerAtOnce(call.id, started, abort);
+        this.#answerAtOnce(call.id, started, abort, ctx);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         return;
       }
@@ -170,7 +169,7 @@ export class CallSession {
         clearTimeout(timer);
         this.#calls.delete(id);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
-        this.#answer(id, capture);
+        this.#answer(id, capture, ctx.output?.streamed);
       })
       .catch((error: unknown) => this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call'));
   }
@@ -179,20 +178,22 @@ export class CallSession {
    * A handler that returned at once: answered within this frame, with no deadline timer (none
    * could have fired while it ran) and no promise hops — the same capture the async path builds.
    */
-  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort): void {
+  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort, ctx: CallContext): void {
     try {
-      if ('text' in started) {
+      const output = ctx.output; // the handler wrote (or reported progress) before it returned
+      if ('text' in started && output === undefined) {
         // A string output: its frame is made from the string itself when no byte is needed.
         const frame = abort.aborted ? undefined : encodeTextResultFrame(id, started.text, this.#capBytes, this.#maxPayload);
         if (frame !== undefined) return this.#answerFrame(id, frame);
       }
       let capture: Capture;
       try {
-        capture = capCapture('text' in started ? handlerOutputToCapture(started.text) : started.capture, this.#capBytes);
+        const returned = 'text' in started ? handlerOutputToCapture(started.text) : started.capture;
+        capture = output === undefined ? capCapture(returned, this.#capBytes) : output.close(returned);
       } catch (error) {
         capture = hostFailed(error);
       }
-      this.#answer(id, withAbort(capture, abort));
+      this.#answer(id, withAbort(capture, abort, output), output?.streamed);
     } catch (error) {
       this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call');
     }
@@ -240,6 +241,11 @@ export class CallSession {
     this.#settings.admission.enqueue(waiter);
   }
 
+  /** The server's `credit` for a streaming call (protocol 2). Unknown or finished ids are ignored. */
+  credit(message: CreditMessage): void {
+    if (!this.#dead) this.#output.credit(message);
+  }
+
   /** Abort one call for a `cancel` frame (`stop` → 130, `deadline` → 124). Unknown ids are ignored. */
   cancel(message: CancelMessage): void {
     const entry = this.#calls.get(message.id);
@@ -266,7 +272,7 @@ export class CallSession {
    * handler returned (a thenable; see `startHandler`). Not async: a subprocess tool's `input` is
    * needed only until it is encoded and handed to the tool, and an async frame would keep it.
    */
-  #run(tool: RunnableTool, input: unknown, ctx: ToolContext, abort: CallAbort, pending: unknown): Promise<Capture> {
+  #run(tool: RunnableTool, input: unknown, ctx: CallContext, abort: CallAbort, pending: unknown): Promise<Capture> {
     const { cancelGraceMs, drainMs, root, spawnHelper, env } = this.#settings;
     const capBytes = this.#capBytes;
     let work: Promise<Capture>;
@@ -281,23 +287,27 @@ export class CallSession {
               spawnHelper,
               env,
               startBy: Date.now() + ctx.deadlineMs,
+              output: ctx.openOutput(),
             })
-          : awaitHandler(pending, cancelGraceMs + drainMs, abort).then((capture) => capCapture(capture, capBytes));
+          : awaitHandler(pending, cancelGraceMs + drainMs, abort, ctx).then((capture) =>
+              ctx.output === undefined ? capCapture(capture, capBytes) : ctx.output.close(capture),
+            );
     } catch (error) {
       work = Promise.resolve(hostFailed(error));
     }
     return work.then(
-      (capture) => withAbort(capture, abort),
-      (error: unknown) => withAbort(hostFailed(error), abort),
+      (capture) => withAbort(capture, abort, ctx.output),
+      (error: unknown) => withAbort(ctx.fail('host_error', hostFailedReason(error)), abort, ctx.output),
     );
   }
 
-  #answer(id: string, capture: Capture): void {
+  /** `streamed`: what the call sent in `output` chunks (its result then carries only the rest). */
+  #answer(id: string, capture: Capture, streamed?: Streamed): void {
     if (this.#dead) {
       this.#settings.logger.debug({ id }, 'toolwire: result dropped, its connection is gone');
       return;
     }
-    this.#answerFrame(id, encodeResultFrame(id, capture, this.#maxPayload));
+    this.#answerFrame(id, encodeResultFrame(id, capture, this.#maxPayload, streamed));
   }
 
   #answerFrame(id: string, frame: string): void {

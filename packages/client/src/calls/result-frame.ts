@@ -18,7 +18,10 @@ export function textBytes(text: string): Uint8Array {
   return bytes;
 }
 
-function build(id: string, capture: Capture, forceBase64: boolean): ResultMessage {
+/** `result.streamed`: what a call sent in `output` chunks before its result (protocol 2). */
+export type Streamed = NonNullable<ResultMessage['streamed']>;
+
+function build(id: string, capture: Capture, forceBase64: boolean, streamed: Streamed | undefined): ResultMessage {
   const message: ResultMessage = { type: 'result', id, stdout: '', stderr: '', exitCode: capture.exitCode };
   for (const stream of ['stdout', 'stderr'] as const) {
     const bytes = capture[stream];
@@ -33,6 +36,7 @@ function build(id: string, capture: Capture, forceBase64: boolean): ResultMessag
     if (wire.encoding) message[stream === 'stdout' ? 'stdoutEncoding' : 'stderrEncoding'] = wire.encoding;
   }
   if (capture.failure) message.failure = capture.failure;
+  if (streamed !== undefined) message.streamed = streamed;
   return message;
 }
 
@@ -62,13 +66,14 @@ function fitsUtf8(text: string, limit: number): boolean {
  * on stderr.
  *
  * @param maxPayload the server's `welcome.limits.maxPayload`, bytes (of the UTF-8 encoded text)
+ * @param streamed for a call that sent `output` chunks: what they held (`result.streamed`); `capture` then holds only the rest
  */
-export function encodeResultFrame(id: string, capture: Capture, maxPayload: number): string {
-  const text = encodeMessage(build(id, capture, false));
+export function encodeResultFrame(id: string, capture: Capture, maxPayload: number, streamed?: Streamed): string {
+  const text = encodeMessage(build(id, capture, false, streamed));
   if (Buffer.byteLength(text) <= maxPayload) return text;
-  const base64 = encodeMessage(build(id, capture, true));
+  const base64 = encodeMessage(build(id, capture, true, streamed));
   if (Buffer.byteLength(base64) <= maxPayload) return base64;
   const reason =
     `result of ${capture.stdout.length} stdout + ${capture.stderr.length} stderr bytes ` + `does not fit the server's maxPayload of ${maxPayload} bytes`;
-  return encodeMessage(build(id, failureCapture('host_error', reason), false));
+  return encodeMessage(build(id, failureCapture('host_error', reason), false, streamed));
 }

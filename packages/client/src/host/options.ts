@@ -35,6 +35,12 @@ export interface ToolHostOptions {
    * Default true (env `TOOLWIRE_SPAWN_HELPER=0` turns the default off). Captures are the same.
    */
   spawnHelper?: boolean;
+  /**
+   * Send each call's output while the tool runs (live output, protocol 2) when the server offers a
+   * window (`welcome.output`). Default true; false: every call's output travels in its one result,
+   * head + tail capped, as with a server that does not take live output (`ctx.progress` sends nothing).
+   */
+  liveOutput?: boolean;
   /** Largest frame accepted from the server (a `call` with its input). Default 16 MiB; over → the socket closes 1009. */
   maxPayload?: number;
   /**
@@ -90,6 +96,7 @@ export interface ResolvedHostOptions {
   drainMs: number;
   maxCaptureBytes: number;
   spawnHelper: boolean;
+  liveOutput: boolean;
   maxPayload: number;
   limits: AdmissionLimits;
   welcomeTimeoutMs: number;
@@ -151,6 +158,7 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
     drainMs: integer('drainMs', options.drainMs, Defaults.drainMs, 0),
     maxCaptureBytes: integer('maxCaptureBytes', options.maxCaptureBytes, Defaults.maxCaptureBytes, 0),
     spawnHelper: boolean('spawnHelper', options.spawnHelper, process.env.TOOLWIRE_SPAWN_HELPER !== '0'),
+    liveOutput: boolean('liveOutput', options.liveOutput, true),
     maxPayload,
     limits: {
       maxConcurrentCalls: integer('maxConcurrentCalls', options.maxConcurrentCalls, Defaults.maxConcurrentCalls, 1),

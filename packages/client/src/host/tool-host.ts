@@ -201,6 +201,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         admission: this.#admission,
         logger: o.logger,
       },
+      o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
     );
     this.#current = { socket, session };
     o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
@@ -224,7 +225,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         current.session.cancel(message);
         break;
       case 'credit':
-        // Live output (protocol 2) is not sent yet: hello never asks for a window, so credit has nothing to top up.
+        current.session.credit(message);
         break;
     }
   }

@@ -7,10 +7,10 @@
  */
 import { stat } from 'node:fs/promises';
 import { resolve as resolvePath } from 'node:path';
-import { type Capture, Defaults, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
+import { type Capture, Defaults, failureCapture } from '@toolwire/protocol';
 import { describeAbort } from '../calls/abort.js';
-import { headTailSplit } from '../calls/capture-cap.js';
-import type { CommandSpec, ToolContext } from '../types.js';
+import { BufferedOutput, type CallOutput } from '../calls/output-sink.js';
+import type { CallFacts, CommandSpec } from '../types.js';
 import { signalCapture, spawnFailureCapture } from './process-group.js';
 import { launchTool } from './spawn-helper.js';
 import { type EnvPolicy, toolEnv } from './tool-env.js';
@@ -24,8 +24,16 @@ export interface RunCommandOptions {
   cancelGraceMs?: number;
   /** How long output is still read after the tool exited (grandchildren may hold the pipes). Default 500. */
   drainMs?: number;
-  /** Cap per stream (head half + tail half kept, marker line between). Default 8 MiB. */
+  /** Cap per stream (head half + tail half kept, marker line between). Default 8 MiB. Not used with `output`. */
   maxCaptureBytes?: number;
+  /**
+   * Where the tool's output goes as it is read (the call's output: streamed as `output` chunks
+   * within the call's window, or buffered). The pipes are read only as far as its allowance goes:
+   * past it the tool blocks in write(2) until more is allowed. The returned capture then holds only
+   * what `output.take()` left for the result. Default: buffered here (head + tail, `maxCaptureBytes`),
+   * the capture holds everything.
+   */
+  output?: CallOutput;
   /**
    * Spawn the tool from the process's spawn helper (`spawn-helper.ts`: a small `node` process, so
    * each fork is cheaper and does not stop this event loop) rather than from this process.
@@ -64,7 +72,7 @@ async function isDirectory(path: string): Promise<boolean> {
  * Every timer is cleared and the whole process group is sent SIGKILL before the promise resolves,
  * so nothing outlives the call.
  */
-export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: ToolContext, options: RunCommandOptions = {}): Promise<Capture> {
+export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: CallFacts, options: RunCommandOptions = {}): Promise<Capture> {
   const argv0 = spec.command[0];
   if (argv0 === undefined) return failureCapture('host_error', 'tool has an empty command');
   const root = options.root ?? process.cwd();
@@ -84,10 +92,11 @@ export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: Too
   }
   const launch: ToolLaunch = { callId: ctx.id, file: argv0, args: spec.command.slice(1), cwd, env: toolEnv(spec, ctx, options.env), input: text };
   if (options.startBy !== undefined) launch.notAfter = options.startBy;
-  return supervise(launch, ctx.signal, {
+  const output = options.output ?? new BufferedOutput(options.maxCaptureBytes ?? Defaults.maxCaptureBytes);
+  if (output.allowance !== undefined) launch.allowance = output.allowance;
+  return supervise(launch, ctx.signal, output, {
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
-    maxCaptureBytes: options.maxCaptureBytes ?? Defaults.maxCaptureBytes,
     spawnHelper: options.spawnHelper ?? true,
   });
 }
@@ -101,17 +110,17 @@ function cwdCapture(argv0: string, cwd: string): Capture {
   return failureCapture('cannot_execute', `cannot execute ${JSON.stringify(argv0)}: cwd ${JSON.stringify(cwd)} is not a directory`);
 }
 
-type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'maxCaptureBytes' | 'spawnHelper'>>;
+type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'spawnHelper'>>;
 
 /**
  * Launch, feed stdin, collect output, handle abort/exit/drain; resolve exactly once. The closures
  * that live as long as the call are made in {@link watch}, which never sees `launch`: its `input`
  * (the whole input JSON) is not kept once the tool has it.
  */
-function supervise(launch: ToolLaunch, signal: AbortSignal, t: Settings): Promise<Capture> {
+function supervise(launch: ToolLaunch, signal: AbortSignal, output: CallOutput, t: Settings): Promise<Capture> {
   let resolve!: (capture: Capture) => void;
   const result = new Promise<Capture>((r) => (resolve = r));
-  const watcher = watch(launch.file, launch.cwd, signal, t, resolve);
+  const watcher = watch(launch.file, launch.cwd, signal, output, t, resolve);
   watcher.attach(launchTool(launch, watcher.events, t.spawnHelper));
   return result;
 }
@@ -121,17 +130,17 @@ function watch(
   file: string,
   cwd: string,
   signal: AbortSignal,
+  output: CallOutput,
   t: Settings,
   resolve: (capture: Capture) => void,
 ): { events: ToolEvents; attach(proc: ToolProcess): void } {
-  const { head, tail } = headTailSplit(t.maxCaptureBytes);
-  const out = new HeadTailBuffer(head, tail);
-  const err = new HeadTailBuffer(head, tail);
   let proc: ToolProcess | undefined;
   let exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
   let closed = false;
   let graceTimer: NodeJS.Timeout | undefined;
   let drainTimer: NodeJS.Timeout | undefined;
+  /** The tool exited while its pipes were held by the window: the drain starts when credit comes. */
+  let drainHeld = false;
   let done = false;
 
   const finish = (end?: { spawnError?: NodeJS.ErrnoException; lost?: string }): void => {
@@ -152,21 +161,43 @@ function watch(
       void startFailureCapture(spawnError, file, cwd).then(resolve);
       return;
     }
-    const stdout = out.bytes('stdout');
-    const stderr = err.bytes('stderr');
+    const { stdout, stderr } = output.take(); // what was not streamed (all of it, buffered)
     if (signal.aborted) {
       const { failure, reason } = describeAbort(signal);
-      resolve(failureCapture(failure, reason, { stdout, stderr }));
+      resolve(failureCapture(failure, reason, { stdout, stderr: output.beforeReason(stderr) }));
     } else if (end?.lost !== undefined) {
-      resolve(failureCapture('host_error', end.lost, { stdout, stderr }));
+      resolve(failureCapture('host_error', end.lost, { stdout, stderr: output.beforeReason(stderr) }));
     } else if (exit?.signal) {
-      resolve(signalCapture(exit.signal, stdout, stderr));
+      resolve(signalCapture(exit.signal, stdout, output.beforeReason(stderr)));
     } else {
       resolve({ stdout, stderr, exitCode: exit?.code ?? 0 });
     }
   };
 
+  // After the tool exited, output is still read for drainMs (grandchildren may hold the pipes);
+  // time the pipes are held by the window does not count: what the tool wrote is not cut off
+  // because the caller reads slowly (the call's deadline still bounds it).
+  const drained = (): void => {
+    drainTimer = undefined;
+    if (output.held) drainHeld = true;
+    else finish();
+  };
+  const startDrain = (): void => {
+    if (output.held) drainHeld = true;
+    else drainTimer = setTimeout(drained, t.drainMs);
+  };
+  const gate = {
+    allow: (bytes: number): void => {
+      proc?.allow(bytes);
+      if (drainHeld && !output.held && !done) {
+        drainHeld = false;
+        drainTimer = setTimeout(drained, t.drainMs);
+      }
+    },
+  };
+
   const onAbort = (): void => {
+    output.end(); // nothing waits for credit any more: the pipes are read freely (gate.allow)
     if (done || exit) return; // exited: the drain is bounded by drainMs, then the group gets SIGKILL
     proc?.kill('SIGTERM');
     graceTimer ??= setTimeout(() => {
@@ -178,12 +209,12 @@ function watch(
 
   const events: ToolEvents = {
     spawnFailed: (error) => finish({ spawnError: error }),
-    data: (fd, chunk) => (fd === 1 ? out : err).push(chunk),
+    data: (fd, chunk) => void output.write(fd === 1 ? 'stdout' : 'stderr', chunk),
     exit: (code, sig) => {
       exit = { code, signal: sig };
       clearTimeout(graceTimer);
       if (closed) finish();
-      else drainTimer = setTimeout(finish, t.drainMs);
+      else startDrain();
     },
     closed: () => {
       closed = true;
@@ -195,7 +226,10 @@ function watch(
     proc = launched;
     if (done)
       launched.release(); // it failed while launching, before `proc` was set
-    else signal.addEventListener('abort', onAbort, { once: true });
+    else {
+      output.gate(gate);
+      signal.addEventListener('abort', onAbort, { once: true });
+    }
   };
   return { events, attach };
 }

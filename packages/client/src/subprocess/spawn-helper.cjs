@@ -8,8 +8,10 @@
  * each fork; from here neither happens (figures in bench/README.md items 16–17).
  *
  * Protocol (Node IPC, `serialization: 'advanced'`; the helper sends arrays of events, see `flush`):
- * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask, notAfter?}` (not spawned at or
- *   after `notAfter`, ms since the epoch: answered `{ev:'error', code:'TOOLWIRE_EXPIRED'}`); `{op:'kill', id, signal}`
+ * - host → helper: `{op:'spawn', id, file, args, cwd, env, input, umask, notAfter?, allowance?}` (not spawned at or
+ *   after `notAfter`, ms since the epoch: answered `{ev:'error', code:'TOOLWIRE_EXPIRED'}`; `allowance`: output
+ *   bytes read from its pipes before they are paused, the call's live-output window); `{op:'allow', id, bytes}`
+ *   (that many more may be read; `Infinity`: no bound); `{op:'kill', id, signal}`
  *   (signal the tool's process group); `{op:'release', id}` (the call is over: close its pipes,
  *   SIGKILL what is left of its group, forget it).
  * - helper → host, per id, in this order: `{ev:'spawn', id, pid}` or `{ev:'error', id, code, message}`;
@@ -20,7 +22,10 @@
  *
  * Tools are spawned `detached` (their own process group). When the IPC channel closes — the host
  * process ended, however — every group still known is sent SIGKILL and the helper exits. Output is
- * paused while more than HIGH_WATER bytes wait to be written to the channel (backpressure).
+ * paused while more than HIGH_WATER bytes wait to be written to the channel (backpressure), and a
+ * tool's pipes while its allowance is used up (the call's window: the host's memory per streaming
+ * call stays bounded without a round trip). A streaming tool's output (one with an allowance) goes
+ * out within STREAM_BATCH_MS, not BATCH_MS: the caller watches it live.
  */
 'use strict';
 const { spawn } = require('node:child_process');
@@ -31,8 +36,10 @@ const LOW_WATER = 1024 * 1024;
 const BATCH_BYTES = 64 * 1024;
 /** The longest an event waits for its batch (ms). */
 const BATCH_MS = 10;
+/** The longest a streaming tool's output waits for its batch (ms). */
+const STREAM_BATCH_MS = 1;
 
-/** id → { child, pid } of every tool not yet released. */
+/** id → { child, pid, allowance } of every tool not yet released (`allowance`: bytes it may still output, or undefined). */
 const tools = new Map();
 /** Bytes handed to the channel and not yet written. */
 let queued = 0;
@@ -46,6 +53,8 @@ let batch = [];
 let batchBytes = 0;
 let flushTimer;
 let flushNow = false;
+/** The pending flush timer is a STREAM_BATCH_MS one. */
+let flushSoon = false;
 
 function killGroup(pid, signal) {
   if (!(pid > 0)) return;
@@ -56,12 +65,21 @@ function killGroup(pid, signal) {
   }
 }
 
+/** Whether a tool's pipes may be read: the channel is not backed up and its allowance is not used up. */
+function readable(entry) {
+  return !paused && !(entry.allowance <= 0);
+}
+
+function pipes(entry, read) {
+  for (const s of [entry.child.stdout, entry.child.stderr]) if (s) read ? s.resume() : s.pause();
+}
+
 function sent(bytes) {
   return () => {
     queued -= bytes;
     if (paused && queued <= LOW_WATER) {
       paused = false;
-      for (const { child } of tools.values()) for (const s of [child.stdout, child.stderr]) s && s.resume();
+      for (const entry of tools.values()) if (readable(entry)) pipes(entry, true);
     }
   };
 }
@@ -70,6 +88,7 @@ function flush() {
   clearTimeout(flushTimer);
   flushTimer = undefined;
   flushNow = false;
+  flushSoon = false;
   if (batch.length === 0) return;
   const events = batch;
   const bytes = batchBytes;
@@ -84,19 +103,23 @@ function flush() {
   }
 }
 
-/** Queue `event`; `urgent`: send the batch at the end of this loop turn. */
-function send(event, bytes = 0, urgent = false) {
+/** Queue `event`; `urgent`: send the batch at the end of this loop turn; `soon`: within STREAM_BATCH_MS. */
+function send(event, bytes = 0, urgent = false, soon = false) {
   batch.push(event);
   batchBytes += bytes;
   if (!flushNow && (urgent || batchBytes >= BATCH_BYTES)) {
     flushNow = true;
     setImmediate(flush);
+  } else if (!flushNow && soon && flushSoon === false) {
+    clearTimeout(flushTimer);
+    flushSoon = true;
+    flushTimer = setTimeout(flush, STREAM_BATCH_MS);
   } else if (flushTimer === undefined && !flushNow) {
     flushTimer = setTimeout(flush, BATCH_MS);
   }
 }
 
-function start({ id, file, args, cwd, env, input, umask, notAfter }) {
+function start({ id, file, args, cwd, env, input, umask, notAfter, allowance }) {
   if (notAfter !== undefined && Date.now() >= notAfter) {
     // Its call's deadline passed while the spawn waited here (a backlog, or this process was stopped): never start it.
     send({ ev: 'error', id, code: 'TOOLWIRE_EXPIRED', message: 'the call reached its deadline before its tool could start' }, 0, true);
@@ -112,7 +135,8 @@ function start({ id, file, args, cwd, env, input, umask, notAfter }) {
     return;
   }
   process.umask(ownMask);
-  const entry = { child, pid: child.pid };
+  const entry = { child, pid: child.pid, allowance };
+  const streaming = allowance !== undefined;
   tools.set(id, entry);
   const live = () => tools.get(id) === entry;
   child.on('error', (error) => {
@@ -136,8 +160,15 @@ function start({ id, file, args, cwd, env, input, umask, notAfter }) {
     [1, child.stdout],
     [2, child.stderr],
   ]) {
-    if (paused) stream.pause();
-    stream.on('data', (chunk) => live() && send({ ev: 'data', id, fd, chunk }, chunk.length));
+    if (!readable(entry)) stream.pause();
+    stream.on('data', (chunk) => {
+      if (!live()) return;
+      send({ ev: 'data', id, fd, chunk }, chunk.length, false, streaming);
+      if (streaming) {
+        entry.allowance -= chunk.length;
+        if (entry.allowance <= 0) pipes(entry, false);
+      }
+    });
     stream.on('error', () => {});
     stream.on('close', () => {
       if (--open !== 0 || !live()) return;
@@ -155,6 +186,14 @@ function start({ id, file, args, cwd, env, input, umask, notAfter }) {
   child.stdin.end(input);
 }
 
+function allow(id, bytes) {
+  const entry = tools.get(id);
+  if (entry === undefined || entry.allowance === undefined) return;
+  const was = readable(entry);
+  entry.allowance += bytes;
+  if (!was && readable(entry)) pipes(entry, true);
+}
+
 function release(id) {
   const entry = tools.get(id);
   if (entry === undefined) return;
@@ -167,6 +206,7 @@ function release(id) {
 process.on('message', (m) => {
   if (m === null || typeof m !== 'object') return;
   if (m.op === 'spawn') start(m);
+  else if (m.op === 'allow') allow(m.id, m.bytes);
   else if (m.op === 'kill') killGroup(tools.get(m.id)?.pid, m.signal);
   else if (m.op === 'release') release(m.id);
 });

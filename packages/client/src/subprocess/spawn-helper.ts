@@ -100,6 +100,12 @@ class Helper {
     if (this.#calls.size === 1) this.#busy();
     this.#send({ op: 'spawn', id, umask: process.umask(), ...launch }); // this process's umask now, as a local spawn would
     return {
+      allow: (bytes) => {
+        if (remote.local) return remote.local.allow(bytes);
+        // Kept with the launch too: if the helper never started, the call is relaunched here with it.
+        if (remote.launch?.allowance !== undefined) remote.launch.allowance += bytes;
+        if (this.#calls.has(id)) this.#send({ op: 'allow', id, bytes });
+      },
       kill: (signal) => {
         if (remote.local) remote.local.kill(signal);
         else if (remote.pid !== undefined) killGroup(remote.pid, signal);

@@ -3,7 +3,7 @@
  * it, or only a minimal base plus the tool's `envPassthrough`), then the tool's `env`, then the
  * `TOOLWIRE_*` call facts — never the host's own credentials.
  */
-import type { CommandSpec, ToolContext } from '../types.js';
+import type { CallFacts, CommandSpec } from '../types.js';
 
 /** Variables that carry a host's credentials; removed from every tool's environment. */
 export const CREDENTIAL_VARS: readonly string[] = ['TOOLWIRE_TOKEN', 'TOOLWIRE_TOKEN_FILE'];
@@ -30,7 +30,7 @@ export const DEFAULT_ENV_POLICY: EnvPolicy = { inherit: true, scrub: new Set(CRE
  * `TOOLWIRE_DEADLINE_MS`. Then every name in `policy.scrub` and every variable whose value is the
  * host's token is removed, whichever layer set it (a manifest `env` of `${TOOLWIRE_TOKEN}` included).
  */
-export function toolEnv(spec: CommandSpec, ctx: ToolContext, policy: EnvPolicy = DEFAULT_ENV_POLICY, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+export function toolEnv(spec: CommandSpec, ctx: CallFacts, policy: EnvPolicy = DEFAULT_ENV_POLICY, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   if (policy.inherit) copyEnv(env, base);
   else for (const name of BASE_ENV_VARS) copyOne(env, base, name);

@@ -21,6 +21,12 @@ export interface ToolLaunch {
    * {@link EXPIRED} instead: no tool ever starts after its call's deadline.
    */
   notAfter?: number;
+  /**
+   * Output bytes that may be read from the tool's pipes before reading stops (the call's live-output
+   * window, DESIGN §5): past it both pipes are paused — the tool blocks in write(2) once they are
+   * full — until {@link ToolProcess.allow} gives more. Absent: no bound.
+   */
+  allowance?: number;
 }
 
 /** The `code` of the `spawnFailed` error of a launch that came after its `notAfter`. */
@@ -55,6 +61,39 @@ export interface ToolProcess {
   kill(signal: NodeJS.Signals): void;
   /** The call is over: close the tool's pipes, SIGKILL what is left of its group, report nothing more. */
   release(): void;
+  /** `bytes` more output may be read (see {@link ToolLaunch.allowance}); `Infinity`: no bound from now on. */
+  allow(bytes: number): void;
+}
+
+/**
+ * The read bound of one tool's pipes ({@link ToolLaunch.allowance}): `read` counts what was read
+ * and pauses the pipes when the allowance is used up; `allow` adds and resumes them.
+ */
+export class ReadAllowance {
+  #left: number;
+  #paused = false;
+  readonly #pipes: readonly { pause(): unknown; resume(): unknown }[];
+
+  constructor(allowance: number, pipes: readonly { pause(): unknown; resume(): unknown }[]) {
+    this.#left = allowance;
+    this.#pipes = pipes;
+  }
+
+  read(bytes: number): void {
+    this.#left -= bytes;
+    if (this.#left <= 0 && !this.#paused) {
+      this.#paused = true;
+      for (const p of this.#pipes) p.pause();
+    }
+  }
+
+  allow(bytes: number): void {
+    this.#left += bytes;
+    if (this.#left > 0 && this.#paused) {
+      this.#paused = false;
+      for (const p of this.#pipes) p.resume();
+    }
+  }
 }
 
 /**
@@ -65,6 +104,8 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
   let pid: number | undefined;
   let released = false;
   let child: ChildProcessWithoutNullStreams | undefined;
+  let bound: ReadAllowance | undefined;
+  let granted = 0; // allowed before the pipes existed
   const control: ToolProcess = {
     kill: (signal) => killGroup(pid, signal),
     release: () => {
@@ -72,6 +113,10 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
       for (const s of [child?.stdin, child?.stdout, child?.stderr]) s?.destroy();
       killGroup(pid, 'SIGKILL');
       forgetGroup(pid);
+    },
+    allow: (bytes) => {
+      if (bound !== undefined) bound.allow(bytes);
+      else granted += bytes;
     },
   };
   if (launch.notAfter !== undefined && Date.now() >= launch.notAfter) {
@@ -101,8 +146,14 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
     [2, proc.stderr],
   ] as const;
   let open = streams.length;
+  if (launch.allowance !== undefined) bound = new ReadAllowance(launch.allowance + granted, [proc.stdout, proc.stderr]);
+  const limit = bound;
   for (const [fd, stream] of streams) {
-    stream.on('data', (chunk: Buffer) => released || events.data(fd, chunk));
+    stream.on('data', (chunk: Buffer) => {
+      if (released) return;
+      limit?.read(chunk.length);
+      events.data(fd, chunk);
+    });
     stream.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
     stream.on('close', () => {
       if (--open === 0 && !released) events.closed();

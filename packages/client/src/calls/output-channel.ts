@@ -1,0 +1,80 @@
+/**
+ * Live output of one connection (DESIGN §5 "Live output", §7): makes each call's {@link CallOutput}
+ * — streaming when the server's `welcome` offered `output`, else buffered as before — and hands
+ * the server's `credit` to the streaming call it names. Credit for a call that is unknown or no
+ * longer streams (answered, ended) is ignored.
+ */
+import type { CreditMessage, WelcomeOutput } from '@toolwire/protocol';
+import type { Logger } from '../types.js';
+import { BufferedOutput, type CallOutput } from './output-sink.js';
+import { type OutputLink, StreamingOutput } from './streaming-output.js';
+
+/**
+ * Most window one call holds at once, bytes (16 MiB): a larger `windowBytes` or credit from the
+ * server is used only up to this, so a host's memory per streaming call stays bounded even against
+ * a server that grants without bound. Sending less than the server allows is always in order.
+ */
+export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
+
+/** Bytes of an `output` frame kept free of data (type, id, stream, seq, encoding). */
+const FRAME_RESERVE_BYTES = 1024;
+
+/** The calls' outputs of one connection. */
+export class OutputChannel implements OutputLink {
+  readonly #send: (frame: string) => boolean;
+  readonly #offer: WelcomeOutput | undefined;
+  readonly #capBytes: number;
+  readonly #logger: Logger;
+  readonly #streams = new Map<string, StreamingOutput>();
+  readonly chunkBytes: number;
+  readonly maxPayload: number;
+  readonly maxWindowBytes = MAX_WINDOW_BYTES;
+
+  /**
+   * @param send sends one encoded frame on the connection; false when it is gone
+   * @param offer the server's `welcome.output`; `undefined`: no live output (every call buffered)
+   * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
+   * @param capBytes the per-stream capture cap, bytes (`captureCapBytes`)
+   */
+  constructor(send: (frame: string) => boolean, offer: WelcomeOutput | undefined, maxPayload: number, capBytes: number, logger: Logger) {
+    this.#send = send;
+    this.#offer = offer;
+    this.#capBytes = capBytes;
+    this.#logger = logger;
+    this.maxPayload = maxPayload;
+    // A chunk's frame fits `maxPayload` even as base64 (4 bytes per 3).
+    const fit = Math.floor((Math.max(0, maxPayload - FRAME_RESERVE_BYTES) * 3) / 4);
+    this.chunkBytes = Math.max(1, Math.min(offer?.maxChunkBytes ?? 1, fit));
+  }
+
+  /** Whether calls on this connection stream. */
+  get streaming(): boolean {
+    return this.#offer !== undefined;
+  }
+
+  /** The output of call `id`: streaming (and taking credit until it is taken) or buffered. */
+  open(id: string): CallOutput {
+    if (this.#offer === undefined) return new BufferedOutput(this.#capBytes);
+    const output = new StreamingOutput(id, this, this.#offer.windowBytes, this.#capBytes);
+    this.#streams.set(id, output);
+    return output;
+  }
+
+  /** The server's `credit`: more window for a streaming call; ignored for any other id. */
+  credit(message: CreditMessage): void {
+    const output = this.#streams.get(message.id);
+    if (output === undefined) {
+      this.#logger.debug({ id: message.id }, 'toolwire: credit for an unknown or finished call ignored');
+      return;
+    }
+    output.credit(message.bytes);
+  }
+
+  send(frame: string): boolean {
+    return this.#send(frame);
+  }
+
+  forget(id: string, output: StreamingOutput): void {
+    if (this.#streams.get(id) === output) this.#streams.delete(id);
+  }
+}

@@ -1,0 +1,248 @@
+/**
+ * A call's output as `output` chunks within its credit window (protocol 2, DESIGN §5 "Live output").
+ *
+ * - Order: chunks go out in the order written, `seq` 0, 1, 2, … over both streams. Writes are
+ *   gathered until the end of the event-loop turn (`setImmediate`): consecutive bytes of one stream
+ *   leave as one chunk (at most `maxChunkBytes`), and a call that ends within the turn it wrote
+ *   in (a short tool) sends no chunk at all: its bytes ride in the `result`, as without streaming.
+ * - Window: the call starts with `windowBytes`; a chunk uses up its bytes, the server's `credit`
+ *   adds. Bytes the window cannot take wait here; a pipe source is told, through its
+ *   {@link ReadGate}, exactly the window the server granted, so it stops reading once that is used
+ *   up and at most one pipe read per stream waits here. Memory per call: the window (bytes sent
+ *   and not yet credited, in the socket's buffers) plus that read.
+ * - End: {@link StreamingOutput.end} (stop, deadline, lost connection) sends what the window takes
+ *   and keeps the rest, and everything written later, head + tail within the capture cap for the
+ *   `result`; nothing waits for credit any more. {@link StreamingOutput.take} does the same and
+ *   closes. What the result carries is never sent twice.
+ */
+import type { OutputMessage } from '@toolwire/protocol';
+import { encodeMessage, type HeadTailBuffer, toWire } from '@toolwire/protocol';
+import { BaseOutput, type OutputStreamName, type ReadGate, type StreamedCounts, WRITABLE } from './output-sink.js';
+
+/** What a streaming call needs from its connection (one per connection: `output-channel.ts`). */
+export interface OutputLink {
+  /** Sends one encoded frame; false when the connection is gone. */
+  send(frame: string): boolean;
+  /** Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`). */
+  readonly chunkBytes: number;
+  /** The server's `maxPayload`, bytes. */
+  readonly maxPayload: number;
+  /** Most window a call holds at once, bytes (see `MAX_WINDOW_BYTES`). */
+  readonly maxWindowBytes: number;
+  /** The call no longer takes credit. */
+  forget(id: string, output: StreamingOutput): void;
+}
+
+/** Minimum time between two `progress` frames of one call, ms (latest message wins). */
+export const PROGRESS_INTERVAL_MS = 100;
+
+interface Piece {
+  stream: OutputStreamName;
+  bytes: Uint8Array;
+}
+
+/** One streaming call's chunks, window and remainder. */
+export class StreamingOutput extends BaseOutput {
+  readonly streaming = true;
+  readonly #id: string;
+  readonly #link: OutputLink;
+  /** Bytes the window can still take. */
+  #window: number;
+  /** Bytes a pipe source may still read (the window granted so far, less what it wrote). */
+  #allowance: number;
+  #gate: ReadGate | undefined;
+  /** Written, not sent yet, in order. */
+  readonly #pending: Piece[] = [];
+  #pendingBytes = 0;
+  #flushing: NodeJS.Immediate | undefined;
+  #seq = 0;
+  #sentStdout = 0;
+  #sentStderr = 0;
+  #ending = false;
+  /** What the result will carry (made at the first byte that cannot be sent). */
+  #rest: { stdout: HeadTailBuffer; stderr: HeadTailBuffer } | undefined;
+  #waiting: { promise: Promise<void>; resolve: () => void } | undefined;
+  #progressAt = 0;
+  #progressTimer: NodeJS.Timeout | undefined;
+  #progressNext: { message?: string } | undefined;
+
+  /** @param windowBytes the call's first window (`welcome.output.windowBytes`), @param capBytes the capture cap per stream */
+  constructor(id: string, link: OutputLink, windowBytes: number, capBytes: number) {
+    super(capBytes);
+    this.#id = id;
+    this.#link = link;
+    this.#window = Math.min(windowBytes, link.maxWindowBytes);
+    this.#allowance = this.#window;
+  }
+
+  get streamed(): StreamedCounts | undefined {
+    return this.#seq === 0 ? undefined : { stdout: this.#sentStdout, stderr: this.#sentStderr, chunks: this.#seq };
+  }
+
+  get allowance(): number {
+    return this.#ending ? Number.POSITIVE_INFINITY : this.#allowance;
+  }
+
+  get held(): boolean {
+    return !this.#ending && !this.closed && this.#allowance <= 0;
+  }
+
+  get blocked(): boolean {
+    return !this.#ending && !this.closed && this.#pendingBytes > this.#window;
+  }
+
+  write(stream: OutputStreamName, bytes: Uint8Array): Promise<void> {
+    if (this.closed || bytes.length === 0) return WRITABLE;
+    if (stream === 'stderr') this.lastStderr = bytes[bytes.length - 1]!;
+    this.#allowance -= bytes.length;
+    if (this.#ending) {
+      this.#keep(stream, bytes);
+      return WRITABLE;
+    }
+    this.#pending.push({ stream, bytes });
+    this.#pendingBytes += bytes.length;
+    if (this.#window > 0) this.#flushing ??= setImmediate(this.#flush);
+    if (this.#pendingBytes <= this.#window) return WRITABLE;
+    this.#waiting ??= withResolvers();
+    return this.#waiting.promise;
+  }
+
+  progress(message?: string): void {
+    if (this.closed || this.#ending) return;
+    const next: { message?: string } = {};
+    if (message !== undefined) next.message = progressText(message);
+    this.#progressNext = next;
+    const wait = this.#progressAt + PROGRESS_INTERVAL_MS - performance.now();
+    if (wait <= 0) this.#sendProgress();
+    else this.#progressTimer ??= setTimeout(this.#sendProgress, wait);
+  }
+
+  gate(gate: ReadGate): void {
+    this.#gate = gate;
+  }
+
+  /** The server's `credit` for this call: `bytes` more window; a held pipe source may read them. */
+  credit(bytes: number): void {
+    if (this.closed || this.#ending) return;
+    this.#window = Math.min(this.#window + bytes, this.#link.maxWindowBytes);
+    const before = this.#allowance;
+    this.#allowance = Math.max(before, Math.min(before + bytes, this.#link.maxWindowBytes));
+    this.#flush();
+    if (this.#allowance > before) this.#gate?.allow(this.#allowance - before);
+  }
+
+  end(): void {
+    if (this.closed || this.#ending) return;
+    this.#flush();
+    this.#ending = true;
+    this.#spill();
+    this.#release();
+    this.#gate?.allow(Number.POSITIVE_INFINITY);
+  }
+
+  protected seal(): { stdout: HeadTailBuffer; stderr: HeadTailBuffer } {
+    if (!this.closed) {
+      this.#ending = true;
+      this.#spill();
+      this.closed = true;
+      this.#release();
+      clearImmediate(this.#flushing);
+      this.#flushing = undefined;
+      clearTimeout(this.#progressTimer);
+      this.#progressTimer = undefined;
+      this.#link.forget(this.#id, this);
+    }
+    return this.#rest ?? (this.#rest = { stdout: this.newBuffer(), stderr: this.newBuffer() });
+  }
+
+  /** Send what the window takes, in order, consecutive bytes of a stream as one chunk. */
+  readonly #flush = (): void => {
+    clearImmediate(this.#flushing);
+    this.#flushing = undefined;
+    const limit = this.#link.chunkBytes;
+    while (this.#pending.length > 0 && this.#window > 0 && !this.closed) {
+      const stream = this.#pending[0]!.stream;
+      const size = Math.min(limit, this.#window);
+      const parts: Uint8Array[] = [];
+      let n = 0;
+      while (n < size && this.#pending.length > 0 && this.#pending[0]!.stream === stream) {
+        const piece = this.#pending[0]!;
+        const take = Math.min(size - n, piece.bytes.length);
+        if (take === piece.bytes.length) this.#pending.shift();
+        else {
+          parts.push(piece.bytes.subarray(0, take));
+          piece.bytes = piece.bytes.subarray(take);
+          n += take;
+          break;
+        }
+        parts.push(piece.bytes);
+        n += take;
+      }
+      this.#pendingBytes -= n;
+      this.#window -= n;
+      this.#sendChunk(stream, parts.length === 1 ? parts[0]! : Buffer.concat(parts, n));
+    }
+    if (this.#waiting !== undefined && this.#pendingBytes <= this.#window) this.#release();
+  };
+
+  #sendChunk(stream: OutputStreamName, bytes: Uint8Array): void {
+    if (stream === 'stdout') this.#sentStdout += bytes.length;
+    else this.#sentStderr += bytes.length;
+    this.#link.send(outputFrame(this.#id, stream, this.#seq++, bytes, this.#link.maxPayload));
+  }
+
+  /** Move what waits into the remainder (the call ends: no more chunks for it). */
+  #spill(): void {
+    for (const piece of this.#pending) this.#keep(piece.stream, piece.bytes);
+    this.#pending.length = 0;
+    this.#pendingBytes = 0;
+  }
+
+  #keep(stream: OutputStreamName, bytes: Uint8Array): void {
+    this.#rest ??= { stdout: this.newBuffer(), stderr: this.newBuffer() };
+    this.#rest[stream].push(bytes);
+  }
+
+  #release(): void {
+    const waiting = this.#waiting;
+    this.#waiting = undefined;
+    waiting?.resolve();
+  }
+
+  readonly #sendProgress = (): void => {
+    this.#progressTimer = undefined;
+    const next = this.#progressNext;
+    if (next === undefined || this.closed) return;
+    this.#progressNext = undefined;
+    this.#progressAt = performance.now();
+    this.#link.send(encodeMessage({ type: 'progress', id: this.#id, ...next }));
+  };
+}
+
+/**
+ * The `output` frame of one chunk: the bytes as UTF-8 text when valid, else base64; text whose JSON
+ * escaping would overflow `maxPayload` (control characters: 6 bytes each) goes as base64 instead.
+ */
+export function outputFrame(id: string, stream: OutputStreamName, seq: number, bytes: Uint8Array, maxPayload: number): string {
+  const wire = toWire(bytes);
+  const message: OutputMessage = { type: 'output', id, stream, seq, data: wire.text };
+  if (wire.encoding !== undefined) message.encoding = wire.encoding;
+  const frame = encodeMessage(message);
+  if (wire.encoding !== undefined || frame.length * 3 <= maxPayload || Buffer.byteLength(frame) <= maxPayload) return frame;
+  return encodeMessage({ ...message, data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), encoding: 'base64' });
+}
+
+/** Most characters of a `progress` message (the schema's limit). */
+export const MAX_PROGRESS_CHARS = 256;
+
+/** A progress message as the wire takes it: one line (line breaks become spaces), at most {@link MAX_PROGRESS_CHARS} characters. */
+export function progressText(message: string): string {
+  const line = /[\r\n]/.test(message) ? message.replace(/\r?\n|\r/g, ' ') : message;
+  return line.length <= MAX_PROGRESS_CHARS ? line : line.slice(0, MAX_PROGRESS_CHARS);
+}
+
+function withResolvers(): { promise: Promise<void>; resolve: () => void } {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
