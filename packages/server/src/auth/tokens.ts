@@ -10,7 +10,7 @@
  * (how many leading digest bytes of some entry match) gives an attacker nothing to build a token
  * from, so it reveals neither which tokens exist nor how close a guess came.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { NAME_PATTERN, QUALIFIER } from '@toolwire/protocol';
 import type { CallerCredential, HostCredential } from '../options.js';
 
@@ -42,8 +42,9 @@ const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
 /** `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235 §2.1 / RFC 6750 §2.1). */
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
+/** SHA-256 of the token's UTF-8 bytes (one-shot `crypto.hash`: no `Hash` object per authentication). */
 function digestOf(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  return hash('sha256', token, 'buffer');
 }
 
 /** The map key of a digest (its bytes as a Latin-1 string: one character per byte). */
