@@ -12,14 +12,14 @@
  *   aborts it and starts a new generation for later calls; a call without a caller signal is routed
  *   with its generation's signal;
  * - a call with a caller signal is routed with a **link**: one controller aborted by the caller's
- *   signal or by the generation, kept per caller signal (weakly) and shared by every call that
- *   carries that signal in that generation, so a caller that passes one signal for many calls costs
- *   nothing per call. A link is tied to the generation only while it has calls in flight, and leaves
- *   the caller's signal (its listener removed) once it is replaced and idle.
+ *   signal or by the generation, shared by every call that carries that signal in that generation
+ *   while any of them is in flight, so a caller that keeps calls going with one signal (a loop of
+ *   calls, or many at once) costs no controller per call. One turn of the event loop after its last
+ *   call settled (unless another joined), a link leaves the caller's signal and is forgotten.
  *
  * Nothing here holds memory for a settled call: a generation is kept while its agent has calls in
- * flight, or idle for at most {@link IDLE_AGENTS_KEPT} agents; a link lives as long as its caller
- * signal or its calls.
+ * flight, or idle for at most {@link IDLE_AGENTS_KEPT} agents; a link lives while it has calls in
+ * flight, and one turn after.
  */
 
 /** Idle agents (no call in flight) whose generation is kept for their next call. */
@@ -77,21 +77,14 @@ export interface CallScope {
   link: Link | undefined;
 }
 
-/** Links whose calls all settled in this turn of the event loop; detached by {@link detachIdle} unless reused. */
-const idleLinks = new Set<Link>();
-let detaching: NodeJS.Immediate | undefined;
-
-function detachIdle(): void {
-  detaching = undefined;
-  for (const link of idleLinks) if (link.calls === 0) link.detach();
-  idleLinks.clear();
-}
-
 /** The stop generations of every agent with calls in flight (and a bounded number of idle ones). */
 export class CallSignals {
   readonly #generations = new Map<string, Generation>();
   /** The current link of each caller signal (weak: a signal nobody holds takes its link along). */
   readonly #links = new WeakMap<AbortSignal, Link>();
+  /** Links whose calls all settled in this turn of the event loop; let go by {@link #releaseIdle} unless reused. */
+  readonly #idleLinks = new Set<Link>();
+  #releasing: NodeJS.Immediate | undefined;
   #inFlight = 0;
 
   /** Calls entered and not yet left. */
@@ -129,17 +122,28 @@ export class CallSignals {
     generation.calls--;
     if (link !== undefined && --link.calls === 0) {
       generation.links.delete(link);
-      // Detached one turn later unless a call joins it meanwhile: a sequential caller's next call
-      // does, in the same turn, and then costs no listener change at all.
-      idleLinks.add(link);
-      if (detaching === undefined) {
-        detaching = setImmediate(detachIdle);
-        detaching.unref(); // never holds the process open
+      // Let go one turn later unless a call joins it meanwhile: a sequential caller's next call
+      // does, in the same turn, and then costs no listener change and no new controller.
+      this.#idleLinks.add(link);
+      if (this.#releasing === undefined) {
+        this.#releasing = setImmediate(() => this.#releaseIdle());
+        this.#releasing.unref(); // never holds the process open
       }
     }
     if (generation.calls === 0 && this.#generations.size > IDLE_AGENTS_KEPT && this.#generations.get(agent) === generation) {
       this.#generations.delete(agent);
     }
+  }
+
+  /** Detach every link still without calls from its caller signal and forget it: nothing of it stays reachable. */
+  #releaseIdle(): void {
+    this.#releasing = undefined;
+    for (const link of this.#idleLinks) {
+      if (link.calls > 0) continue;
+      link.detach();
+      if (this.#links.get(link.source) === link) this.#links.delete(link.source);
+    }
+    this.#idleLinks.clear();
   }
 
   /**
