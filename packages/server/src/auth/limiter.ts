@@ -50,12 +50,25 @@ function hextets(address: string): string[] {
   return [...left, ...fill, ...right];
 }
 
+/** The last address {@link addressKey} was asked about, and its key. */
+let lastRemote: string | undefined;
+let lastKey = '';
+
 /**
  * The key failures are counted under: `1.2.3.4` for IPv4 and IPv4-mapped IPv6, the /64 prefix
  * (`2001:db8:0:1::/64`) for other IPv6, `unknown` when the socket has no address.
  */
 export function addressKey(remote: string | undefined): string {
   if (remote === undefined || remote === '') return 'unknown';
+  // A failed authentication asks for the same address twice (check, then fail), and a flood comes
+  // from one address: the last answer is kept.
+  if (remote === lastRemote) return lastKey;
+  lastKey = computeKey(remote);
+  lastRemote = remote;
+  return lastKey;
+}
+
+function computeKey(remote: string): string {
   const address = remote.replace(/%.*$/, '').toLowerCase();
   const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(address);
   if (mapped) return mapped[1]!;

@@ -2,11 +2,15 @@
  * Bearer tokens → identities (DESIGN §5: authentication happens at the HTTP upgrade, the token maps
  * to the identity on the server; tokens are compared in constant time).
  *
- * Tokens are never stored: only their SHA-256 digests are kept, and a presented token's digest is
- * compared with every stored digest by `crypto.timingSafeEqual` (no early exit), so the time taken
- * depends neither on how much of a token matched nor on which entry matched.
+ * Tokens are never stored: only their SHA-256 digests are kept, in a map keyed by the digest. A
+ * presented token is hashed, its digest looked up (O(1) in the number of identities), and the
+ * digest found — or a fixed dummy when none is — compared with the presented one by
+ * `crypto.timingSafeEqual`: exactly one constant-time compare per authentication, hit or miss. The
+ * lookup itself works on the SHA-256 of the token, not on the token: what its timing could tell
+ * (how many leading digest bytes of some entry match) gives an attacker nothing to build a token
+ * from, so it reveals neither which tokens exist nor how close a guess came.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { NAME_PATTERN, QUALIFIER } from '@toolwire/protocol';
 import type { CallerCredential, HostCredential } from '../options.js';
 
@@ -29,14 +33,23 @@ interface Entry {
   principal: Principal;
 }
 
+/** Compared against on a miss, so a miss costs the same constant-time compare as a hit. */
+const NO_DIGEST = Buffer.alloc(32);
+
 /** Default grant of a caller credential without one (ToolwireServerOptions.callers). */
 const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
 
 /** `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235 §2.1 / RFC 6750 §2.1). */
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
+/** SHA-256 of the token's UTF-8 bytes (one-shot `crypto.hash`: no `Hash` object per authentication). */
 function digestOf(token: string): Buffer {
-  return createHash('sha256').update(token, 'utf8').digest();
+  return hash('sha256', token, 'buffer');
+}
+
+/** The map key of a digest (its bytes as a Latin-1 string: one character per byte). */
+function keyOf(digest: Buffer): string {
+  return digest.toString('latin1');
 }
 
 /** A SHA-256 digest in hex, as `tokenDigest` gives it. */
@@ -83,13 +96,18 @@ function samePrincipal(a: Principal, b: Principal): boolean {
   return ga.length === gb.length && ga.every((g, i) => g === gb[i]);
 }
 
+/** Entries by {@link keyOf} their digest, and the configured host names. */
+interface Entries {
+  byDigest: Map<string, Entry>;
+  hostNames: Set<string>;
+}
+
 /** Build and check a full table; throws TypeError on the first bad credential. */
-function buildEntries(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): Entry[] {
+function buildEntries(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): Entries {
   if (!Array.isArray(hosts)) throw new TypeError('hosts must be an array of {name, token}');
   if (!Array.isArray(callers)) throw new TypeError('callers must be an array of {name, token, grant?}');
-  const entries: Entry[] = [];
+  const byDigest = new Map<string, Entry>();
   const names = { host: new Set<string>(), caller: new Set<string>() };
-  const digests = new Set<string>();
   const add = (role: PrincipalRole, cred: HostCredential | CallerCredential, i: number): void => {
     const where = `${role === 'host' ? 'hosts' : 'callers'}[${i}]`;
     if (typeof cred !== 'object' || cred === null) throw new TypeError(`${where} must be an object`);
@@ -97,15 +115,14 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
     const digest = secretDigest(cred, where);
     if (names[role].has(name)) throw new TypeError(`${where}.name "${name}" is given twice`);
     names[role].add(name);
-    const hex = digest.toString('hex');
-    if (digests.has(hex)) throw new TypeError(`${where}.token is already used by another credential`);
-    digests.add(hex);
+    const key = keyOf(digest);
+    if (byDigest.has(key)) throw new TypeError(`${where}.token is already used by another credential`);
     const principal: Principal = role === 'host' ? { role, name } : { role, name, grant: checkGrant((cred as CallerCredential).grant, where) };
-    entries.push({ digest, principal: Object.freeze(principal) });
+    byDigest.set(key, { digest, principal: Object.freeze(principal) });
   };
   hosts.forEach((cred: HostCredential, i) => add('host', cred, i));
   callers.forEach((cred: CallerCredential, i) => add('caller', cred, i));
-  return entries;
+  return { byDigest, hostNames: names.host };
 }
 
 /**
@@ -118,15 +135,20 @@ function buildEntries(hosts: readonly HostCredential[], callers: readonly Caller
  * - tokens are non-empty and contain no whitespace; a `tokenDigest` is 64 lowercase hex digits.
  *
  * It also remembers when each identity last authenticated (in memory, {@link lastSeen}).
+ * {@link authenticate}, {@link isCurrent} and {@link hasHost} take the same time whatever the number
+ * of identities.
  */
 export class TokenTable {
-  #entries: Entry[];
+  #entries: Entries;
+  /** The principals of the current entries ({@link isCurrent}). */
+  #current = new WeakSet<Principal>();
   /** `"<role>:<name>"` → time (ms since the epoch) of its last successful {@link authenticate}. */
   readonly #seen = new Map<string, number>();
 
   /** @throws TypeError on a bad or duplicate name, an empty/whitespace token, or a token used twice. */
   constructor(hosts: readonly HostCredential[], callers: readonly CallerCredential[]) {
     this.#entries = buildEntries(hosts, callers);
+    for (const entry of this.#entries.byDigest.values()) this.#current.add(entry.principal);
   }
 
   /**
@@ -142,11 +164,10 @@ export class TokenTable {
     const match = BEARER.exec(authorization);
     if (!match) return undefined;
     const presented = digestOf(match[1]!);
-    let found: Principal | undefined;
-    // Compare against every entry, without an early exit, so timing does not reveal which matched.
-    for (const entry of this.#entries) {
-      if (timingSafeEqual(entry.digest, presented)) found = entry.principal;
-    }
+    const entry = this.#entries.byDigest.get(keyOf(presented));
+    // One constant-time compare, hit or miss (a miss against a dummy digest).
+    const equal = timingSafeEqual(entry?.digest ?? NO_DIGEST, presented);
+    const found = equal ? entry?.principal : undefined;
     if (found === undefined || found.role !== role) return undefined;
     this.#seen.set(`${found.role}:${found.name}`, Date.now());
     return found;
@@ -170,12 +191,14 @@ export class TokenTable {
    */
   update(hosts: readonly HostCredential[], callers: readonly CallerCredential[]): void {
     const next = buildEntries(hosts, callers);
-    const previous = new Map(this.#entries.map((e) => [e.digest.toString('hex'), e.principal]));
-    for (const entry of next) {
-      const same = previous.get(entry.digest.toString('hex'));
+    const current = new WeakSet<Principal>();
+    for (const [key, entry] of next.byDigest) {
+      const same = this.#entries.byDigest.get(key)?.principal;
       if (same !== undefined && samePrincipal(same, entry.principal)) entry.principal = same;
+      current.add(entry.principal);
     }
     this.#entries = next;
+    this.#current = current;
   }
 
   /**
@@ -183,11 +206,11 @@ export class TokenTable {
    * once an {@link update} removed or changed its credential.
    */
   isCurrent(principal: Principal): boolean {
-    return this.#entries.some((e) => e.principal === principal);
+    return this.#current.has(principal);
   }
 
   /** True when `name` is a configured host identity (loopback dev mode may not claim one). */
   hasHost(name: string): boolean {
-    return this.#entries.some((e) => e.principal.role === 'host' && e.principal.name === name);
+    return this.#entries.hostNames.has(name);
   }
 }

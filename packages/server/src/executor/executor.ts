@@ -19,6 +19,7 @@ import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
 import type { InjectedTool, OutputListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import { CallSignals } from './call-signals.js';
 import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
 import { type Projection, project } from './projection.js';
@@ -53,7 +54,10 @@ export interface ExecutorDeps {
 
 /** One invocation. */
 export interface ExecuteRequest {
-  /** Call id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). Default: `nanoid()`. */
+  /**
+   * Call id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). Default: a fresh id, unique in
+   * this process and, through a random per-process prefix, across processes (e.g. `V1StGXR8_Z5j2bx`).
+   */
   id?: string;
   /** The tool name as the model spelled it. */
   name: string;
@@ -96,12 +100,6 @@ export interface CompletedResult {
  */
 export type ExecuteResult = { outcome: 'declined'; id: string; reason: string } | { outcome: 'refused'; id: string; reason: string } | CompletedResult;
 
-interface InFlight {
-  agent: string;
-  id: string;
-  controller: AbortController;
-}
-
 /** Runs invocations through the gates, the router and the disk record. */
 export class Executor {
   readonly #injection: ToolInjection;
@@ -109,7 +107,10 @@ export class Executor {
   readonly #toolControl: ToolControl | undefined;
   readonly #fallback: Fallback | undefined;
   readonly #record: DiskRecord | undefined;
-  readonly #inFlight = new Set<InFlight>();
+  /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
+  readonly #signals = new CallSignals();
+  /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
+  readonly #liveRecords = new Set<string>();
   #idle: (() => void)[] = [];
 
   constructor(deps: ExecutorDeps) {
@@ -122,7 +123,7 @@ export class Executor {
 
   /** Calls admitted past the grant gate and not yet settled. */
   get inFlight(): number {
-    return this.#inFlight.size;
+    return this.#signals.inFlight;
   }
 
   /**
@@ -131,8 +132,8 @@ export class Executor {
    * `RangeError` for a `deadlineMs` that is not a positive integer.
    */
   execute(req: ExecuteRequest): Promise<ExecuteResult> {
-    const id = req.id ?? nanoid();
-    checkRequest(req, id);
+    checkRequest(req);
+    const id = req.id ?? defaultCallId();
     return this.#run(req, id);
   }
 
@@ -141,14 +142,7 @@ export class Executor {
    * @returns the number of calls stopped (calls already stopped are not counted again).
    */
   stop(agent?: string): number {
-    let stopped = 0;
-    for (const entry of this.#inFlight) {
-      if ((agent === undefined || entry.agent === agent) && !entry.controller.signal.aborted) {
-        entry.controller.abort('stop');
-        stopped++;
-      }
-    }
-    return stopped;
+    return this.#signals.stop(agent);
   }
 
   /**
@@ -160,7 +154,7 @@ export class Executor {
   async closeInterruptedRecords(): Promise<RecoveryReport> {
     const log = this.#options.logger;
     if (this.#record === undefined) return { closed: 0, tempFilesRemoved: 0, failed: 0 };
-    const live = (agent: string, id: string): boolean => [...this.#inFlight].some((e) => e.agent === agent && e.id === id);
+    const live = (agent: string, id: string): boolean => this.#liveRecords.has(`${agent}/${id}`);
     const report = await closeInterruptedRecords(this.#record, live, (error, path) => log.error({ err: error, path }, 'cannot close an interrupted disk record'));
     log.info({ recordDir: this.#record.root, ...report }, `closed ${report.closed} disk record(s) of calls interrupted by an earlier server stop`);
     return report;
@@ -168,7 +162,7 @@ export class Executor {
 
   /** Resolves when no call is in flight (at once when none is). Used by `ToolwireServer.close()`. */
   whenIdle(): Promise<void> {
-    if (this.#inFlight.size === 0) return Promise.resolve();
+    if (this.#signals.inFlight === 0) return Promise.resolve();
     return new Promise((resolve) => this.#idle.push(resolve));
   }
 
@@ -180,10 +174,11 @@ export class Executor {
       log.info({ id, agent, tool: name }, 'call declined by the grant gate');
       return { outcome: 'declined', id, reason };
     }
-    const controller = new AbortController();
-    const entry: InFlight = { agent, id, controller };
-    this.#inFlight.add(entry);
-    const signal = req.signal ? AbortSignal.any([req.signal, controller.signal]) : controller.signal;
+    // No controller or AbortSignal.any() per call: see call-signals.ts.
+    const scope = this.#signals.enter(agent, req.signal);
+    const signal = scope.signal;
+    const recordKey = this.#record && `${agent}/${id}`;
+    if (recordKey !== undefined) this.#liveRecords.add(recordKey);
     const startedAt = new Date();
     try {
       if (this.#toolControl) {
@@ -195,7 +190,8 @@ export class Executor {
         }
       }
       const invalid = this.#validate(name, input);
-      await this.#write('input.json', () => this.#record?.writeInput(agent, id, name, input), agent, id);
+      const record = this.#record;
+      if (record) await this.#write('input.json', () => record.writeInput(agent, id, name, input), agent, id);
       let capture: Capture;
       if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
       else if (invalid) capture = invalid;
@@ -209,13 +205,14 @@ export class Executor {
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const endedAt = new Date();
-      await this.#write('output.json', () => this.#record?.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);
+      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);
       const projection = project(capture, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       log.debug({ id, agent, tool: name, exitCode: capture.exitCode, ms: endedAt.getTime() - startedAt.getTime() }, 'call completed');
       return { outcome: 'completed', id, capture, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
-      this.#inFlight.delete(entry);
-      if (this.#inFlight.size === 0) for (const resolve of this.#idle.splice(0)) resolve();
+      this.#signals.leave(agent, scope);
+      if (recordKey !== undefined) this.#liveRecords.delete(recordKey);
+      if (this.#idle.length > 0 && this.#signals.inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
     }
   }
 
@@ -254,7 +251,7 @@ export class Executor {
   }
 
   /** Run one record write; a failure is logged and never loses the capture. */
-  async #write(file: string, write: () => Promise<void> | undefined, agent: string, id: string): Promise<void> {
+  async #write(file: string, write: () => Promise<void>, agent: string, id: string): Promise<void> {
     try {
       await write();
     } catch (error) {
@@ -263,12 +260,27 @@ export class Executor {
   }
 }
 
+/** Random part of every default call id of this process (12 nanoid characters, 72 bits). */
+const ID_PREFIX = nanoid(12);
+let idCount = 0;
+
+/** The default call id: the per-process prefix and a counter (base 36); `[A-Za-z0-9_-]`, at most 23 characters. */
+function defaultCallId(): string {
+  return ID_PREFIX + (idCount++).toString(36);
+}
+
+/** The agent id that passed {@link checkRequest} last (an agent calls many times in a row). */
+let checkedAgent: string | undefined;
+
 /** Caller-misuse checks of {@link Executor.execute}. */
-function checkRequest(req: ExecuteRequest, id: string): void {
+function checkRequest(req: ExecuteRequest): void {
   if (typeof req !== 'object' || req === null) throw new TypeError('execute: request must be an object');
   if (typeof req.name !== 'string' || req.name.length === 0) throw new TypeError('execute: name must be a non-empty string');
-  assertSegment(req.agent, 'execute: agent');
-  assertSegment(id, 'execute: call id');
+  if (req.agent !== checkedAgent) {
+    assertSegment(req.agent, 'execute: agent');
+    checkedAgent = req.agent;
+  }
+  if (req.id !== undefined) assertSegment(req.id, 'execute: call id');
   if (req.workspace !== undefined && typeof req.workspace !== 'string') throw new TypeError('execute: workspace must be a string');
   if (req.grant !== undefined && (!Array.isArray(req.grant) || !req.grant.every((g) => typeof g === 'string'))) {
     throw new TypeError('execute: grant must be an array of tool names');

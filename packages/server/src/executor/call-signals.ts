@@ -1,0 +1,166 @@
+/**
+ * The stop signal each executed call is routed with, without an `AbortController` or an
+ * `AbortSignal.any()` per call.
+ *
+ * A call must stop when `Executor.stop(agent)` stops its agent's calls, or when the caller's own
+ * signal (`ExecuteRequest.signal`) aborts. Making a fresh controller per call and joining it to the
+ * caller's signal with `AbortSignal.any()` cost more CPU than the rest of the executor together, and
+ * Node keeps a weak reference in the caller's signal for every `any()` made from it — with one
+ * long-lived caller signal, memory grew with every call until that signal aborted. Instead:
+ *
+ * - each agent has one **stop generation**: one controller shared by its calls in flight. `stop`
+ *   aborts it and starts a new generation for later calls; a call without a caller signal is routed
+ *   with its generation's signal;
+ * - a call with a caller signal is routed with a **link**: one controller aborted by the caller's
+ *   signal or by the generation, shared by every call that carries that signal in that generation
+ *   while any of them is in flight, so a caller that keeps calls going with one signal (a loop of
+ *   calls, or many at once) costs no controller per call. One turn of the event loop after its last
+ *   call settled (unless another joined), a link leaves the caller's signal and is forgotten.
+ *
+ * Nothing here holds memory for a settled call: a generation is kept while its agent has calls in
+ * flight, or idle for at most {@link IDLE_AGENTS_KEPT} agents; a link lives while it has calls in
+ * flight, and one turn after.
+ */
+
+/** Idle agents (no call in flight) whose generation is kept for their next call. */
+export const IDLE_AGENTS_KEPT = 1024;
+
+/** The stop scope of one agent's calls: aborted by `stop`, then replaced. */
+export class Generation {
+  readonly controller = new AbortController();
+  /** Calls in flight in this generation (what `stop` counts). */
+  calls = 0;
+  /** Links with calls in flight in this generation, aborted with it. */
+  readonly links = new Set<Link>();
+}
+
+/** A caller signal joined to a generation: one controller for every call that carries both. */
+class Link {
+  readonly controller = new AbortController();
+  calls = 0;
+  /** True while this link listens to its caller signal. */
+  attached = false;
+  readonly source: AbortSignal;
+  readonly generation: Generation;
+
+  constructor(source: AbortSignal, generation: Generation) {
+    this.source = source;
+    this.generation = generation;
+  }
+
+  /** Listen to the caller's signal (or take its abort at once). */
+  attach(): void {
+    if (this.attached || this.controller.signal.aborted) return;
+    if (this.source.aborted) return this.controller.abort(this.source.reason);
+    this.attached = true;
+    this.source.addEventListener('abort', this);
+  }
+
+  /** Stop listening: a listener would keep an `AbortSignal.any()` or `timeout()` caller signal alive. */
+  detach(): void {
+    if (!this.attached) return;
+    this.attached = false;
+    this.source.removeEventListener('abort', this);
+  }
+
+  /** The caller's signal aborted (the link is its own listener: no closure per link). */
+  handleEvent(): void {
+    this.attached = false;
+    this.controller.abort(this.source.reason);
+  }
+}
+
+/** What {@link CallSignals.enter} hands out: the signal to route with, and what {@link CallSignals.leave} needs. */
+export interface CallScope {
+  signal: AbortSignal;
+  generation: Generation;
+  link: Link | undefined;
+}
+
+/** The stop generations of every agent with calls in flight (and a bounded number of idle ones). */
+export class CallSignals {
+  readonly #generations = new Map<string, Generation>();
+  /** The current link of each caller signal (weak: a signal nobody holds takes its link along). */
+  readonly #links = new WeakMap<AbortSignal, Link>();
+  /** Links whose calls all settled in this turn of the event loop; let go by {@link #releaseIdle} unless reused. */
+  readonly #idleLinks = new Set<Link>();
+  #releasing: NodeJS.Immediate | undefined;
+  #inFlight = 0;
+
+  /** Calls entered and not yet left. */
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** A call of `agent` starts, with the caller's `signal` when it gave one. Pair with {@link leave}. */
+  enter(agent: string, signal: AbortSignal | undefined): CallScope {
+    let generation = this.#generations.get(agent);
+    if (generation === undefined) {
+      generation = new Generation();
+      this.#generations.set(agent, generation);
+    }
+    generation.calls++;
+    this.#inFlight++;
+    if (signal === undefined) return { signal: generation.controller.signal, generation, link: undefined };
+    let link = this.#links.get(signal);
+    if (link === undefined || link.generation !== generation) {
+      // A link of an older generation (or another agent) serves out its calls and is then detached.
+      link = new Link(signal, generation);
+      this.#links.set(signal, link);
+    }
+    if (link.calls++ === 0) {
+      generation.links.add(link);
+      link.attach();
+    }
+    return { signal: link.controller.signal, generation, link };
+  }
+
+  /** The call of `scope` (entered for `agent`) settled. */
+  leave(agent: string, scope: CallScope): void {
+    this.#inFlight--;
+    const { generation, link } = scope;
+    generation.calls--;
+    if (link !== undefined && --link.calls === 0) {
+      generation.links.delete(link);
+      // Let go one turn later unless a call joins it meanwhile: a sequential caller's next call
+      // does, in the same turn, and then costs no listener change and no new controller.
+      this.#idleLinks.add(link);
+      if (this.#releasing === undefined) {
+        this.#releasing = setImmediate(() => this.#releaseIdle());
+        this.#releasing.unref(); // never holds the process open
+      }
+    }
+    if (generation.calls === 0 && this.#generations.size > IDLE_AGENTS_KEPT && this.#generations.get(agent) === generation) {
+      this.#generations.delete(agent);
+    }
+  }
+
+  /** Detach every link still without calls from its caller signal and forget it: nothing of it stays reachable. */
+  #releaseIdle(): void {
+    this.#releasing = undefined;
+    for (const link of this.#idleLinks) {
+      if (link.calls > 0) continue;
+      link.detach();
+      if (this.#links.get(link.source) === link) this.#links.delete(link.source);
+    }
+    this.#idleLinks.clear();
+  }
+
+  /**
+   * Stop every call in flight of `agent` (all agents when `undefined`) with reason `"stop"`; later
+   * calls of that agent are not affected. Returns how many calls were stopped (calls of a generation
+   * stopped before are not counted again).
+   */
+  stop(agent: string | undefined): number {
+    let stopped = 0;
+    for (const [name, generation] of this.#generations) {
+      if (agent !== undefined && name !== agent) continue;
+      if (generation.calls === 0) continue;
+      this.#generations.delete(name);
+      stopped += generation.calls;
+      generation.controller.abort('stop');
+      for (const link of generation.links) link.controller.abort('stop');
+    }
+    return stopped;
+  }
+}
