@@ -391,3 +391,35 @@ describe('binary output frames', () => {
     expect((await pending)!.exitCode).toBe(76);
   });
 });
+
+describe('progress', () => {
+  it('passes a progress message to the call (RoutedCall.onProgress), drops one for an unknown call, survives a throwing consumer, and faults it on a v1 session', async () => {
+    const { logger, entries } = recordingLogger();
+    const h = await startEndpoint({ logger });
+    const host = await connect(h);
+    const notes: (string | undefined)[] = [];
+    const { pending, wire } = await start(h, host, { onProgress: (m) => void notes.push(m) });
+    host.send({ type: 'progress', id: wire.id, message: 'step 1' });
+    host.send({ type: 'progress', id: wire.id });
+    host.send({ type: 'progress', id: 'no-such-call', message: 'who?' });
+    await waitFor(() => notes.length === 2, 'both progress messages');
+    expect(notes).toEqual(['step 1', undefined]);
+    await waitFor(() => entries.some((e) => e.msg === 'progress for an unknown or settled call dropped'), 'the unknown one logged');
+    wire.end(0, { stdout: 'ok' });
+    expect(text((await pending)!.stdout)).toBe('ok');
+    const throwing = await start(h, host, {
+      onProgress: () => {
+        throw new Error('consumer bug');
+      },
+    });
+    host.send({ type: 'progress', id: throwing.wire.id, message: 'a' });
+    host.send({ type: 'progress', id: throwing.wire.id, message: 'b' });
+    throwing.wire.end(0, { stdout: 'still ok' });
+    expect(text((await throwing.pending)!.stdout)).toBe('still ok');
+    expect(entries.filter((e) => e.msg === 'progress consumer threw; the call goes on')).toHaveLength(1);
+    const v1 = await connect(h, { v1: true });
+    const old = await start(h, v1);
+    v1.send({ type: 'progress', id: old.wire.id, message: 'x' });
+    expect(text((await old.pending)!.stderr)).toMatch(/progress on a protocol 1 connection/);
+  });
+});
