@@ -18,9 +18,13 @@
  * - **backpressure**: a tool writing 1 GiB as fast as it can; the consumer reads nothing for 3 s,
  *   then reads freely for 3 s, then stops the call. Server and host memory above idle, what streamed
  *   while held, the latency of in-process calls on the same host meanwhile, the capture's marker.
+ * - **frames**: CPU per 64 KiB chunk of log text to encode (host) and decode (server) one `output`
+ *   frame, the JSON text form (UTF-8 `data`, escaped newlines, schema check) vs the binary form, in
+ *   this process.
  * - **s1–s4 cost**: in-process `echo` calls of the s1–s4 shapes through a host with live output on
  *   and one with it off (`liveOutput: false`), segments alternating; ratio of calls/s (on / off).
  */
+import { decodeHostMessage, decodeOutputFrame, encodeMessage, encodeOutputFrame, fromWire, toWire } from '@toolwire/protocol';
 import { Helper } from './helpers.js';
 import { percentile } from './load.js';
 import type { Segment } from './load.js';
@@ -190,7 +194,9 @@ export interface BackpressureResult {
   /** Server: peak RSS above its settled RSS while nothing was read / over the whole call, KiB. */
   serverHeldKiB: number;
   serverKiB: number;
-  /** Host + spawn helper: RSS above idle at the end of the held phase is not sampled; peak over the call, KiB. */
+  /** Host and its spawn helper: peak RSS above idle until near the end of the held phase, and over the call, KiB. */
+  hostHeldKiB: number;
+  helperHeldKiB: number;
   hostKiB: number;
   helperKiB: number;
   streamedWhileHeld: number;
@@ -213,13 +219,18 @@ async function backpressure(): Promise<BackpressureResult> {
     const sortedIdle = Float64Array.from(idle.latencies).sort();
     const h0 = await pair.host.request('memory');
     await pair.host.request('resetPeak');
-    const r = await pair.server.request('hold', { holdMs: 3000, readMs: 3000 });
+    const holding = pair.server.request('hold', { holdMs: 3000, readMs: 3000 });
+    await new Promise((resolve) => setTimeout(resolve, 2700)); // near the end of the held phase
+    const hHeld = await pair.host.request('memory');
+    const r = await holding;
     const h1 = await pair.host.request('memory');
     const kib = (m: unknown) => (m as { peakKiB: number }).peakKiB;
     const lat = Float64Array.from(r.latencies as number[]).sort();
     return {
       serverHeldKiB: Number(r.heldPeakKiB) - Number(r.baseKiB),
       serverKiB: Number(r.peakKiB) - Number(r.baseKiB),
+      hostHeldKiB: kib(hHeld.self) - (h0.settledKiB as number),
+      helperHeldKiB: kib(hHeld.helper) - (h0.helper as { rssKiB: number }).rssKiB,
       hostKiB: kib(h1.self) - (h0.settledKiB as number),
       helperKiB: kib(h1.helper) - (h0.helper as { rssKiB: number }).rssKiB,
       streamedWhileHeld: Number(r.streamedWhileHeld),
@@ -286,12 +297,50 @@ async function cost(segments: number, scale: number): Promise<CostResult> {
   }
 }
 
+export interface FrameCost {
+  jsonEncodeUs: number;
+  jsonDecodeUs: number;
+  binaryEncodeUs: number;
+  binaryDecodeUs: number;
+}
+
+function frameCost(n: number): FrameCost {
+  const line = 'live output bench: a line of build log text, 0123456789\n';
+  const chunk = Buffer.from(line.repeat(Math.ceil(65536 / line.length)).slice(0, 65536));
+  const id = 'V1StGXR8_Z5j2bx';
+  const cpu = (f: () => void): number => {
+    for (let i = 0; i < Math.ceil(n / 10); i++) f();
+    const c0 = process.cpuUsage();
+    for (let i = 0; i < n; i++) f();
+    const c = process.cpuUsage(c0);
+    return (c.user + c.system) / n;
+  };
+  let text = '';
+  let frame: Buffer = Buffer.alloc(0);
+  const jsonEncodeUs = cpu(() => {
+    text = encodeMessage({ type: 'output', id, stream: 'stdout', seq: 7, data: toWire(chunk).text });
+  });
+  const jsonDecodeUs = cpu(() => {
+    const d = decodeHostMessage(Buffer.from(text));
+    if (!d.ok || d.message.type !== 'output') throw new Error('frames: JSON chunk not decoded');
+    fromWire(d.message.data, d.message.encoding);
+  });
+  const binaryEncodeUs = cpu(() => {
+    frame = encodeOutputFrame(id, 'stdout', 7, [chunk], chunk.length);
+  });
+  const binaryDecodeUs = cpu(() => {
+    if (!decodeOutputFrame(frame).ok) throw new Error('frames: binary chunk not decoded');
+  });
+  return { jsonEncodeUs, jsonDecodeUs, binaryEncodeUs, binaryDecodeUs };
+}
+
 /** What `live` measured. Times in ms, sizes in bytes or KiB as named. */
 export interface LiveResult {
   throughput: ThroughputResult;
   ttfb: { p50Ms: number; p90Ms: number };
   big: BigResult;
   backpressure: BackpressureResult;
+  frames: FrameCost;
   cost: CostResult;
 }
 
@@ -301,8 +350,9 @@ export async function liveScenario(quick: boolean): Promise<LiveResult> {
   const f = await ttfb(quick ? 10 : 30);
   const b = await big(quick ? 10_000_000 : 50_000_000);
   const p = await backpressure();
+  const frames = frameCost(quick ? 300 : 2000);
   const c = await cost(quick ? 2 : 6, quick ? 0.3 : 1);
-  return { throughput: t, ttfb: { p50Ms: f.p50Ms, p90Ms: f.p90Ms }, big: b, backpressure: p, cost: c };
+  return { throughput: t, ttfb: { p50Ms: f.p50Ms, p90Ms: f.p90Ms }, big: b, backpressure: p, frames, cost: c };
 }
 
 /** One line per arm for the console. */
@@ -316,7 +366,8 @@ export function liveReport(run: number, l: LiveResult): string {
     `run ${run} live ttfb: p50 ${l.ttfb.p50Ms.toFixed(2)} ms, p90 ${l.ttfb.p90Ms.toFixed(2)} ms`,
     `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
       `peak RSS above idle server/host/helper MiB: streamed ${MB(b.streamed.serverKiB)}/${MB(b.streamed.hostKiB)}/${MB(b.streamed.helperKiB)}, not streamed ${MB(b.buffered.serverKiB)}/${MB(b.buffered.hostKiB)}/${MB(b.buffered.helperKiB)}`,
-    `run ${run} live backpressure 1 GiB: server +${MB(p.serverHeldKiB)} MiB held, +${MB(p.serverKiB)} MiB over the call; host +${MB(p.hostKiB)} MiB, helper +${MB(p.helperKiB)} MiB; streamed while held ${(p.streamedWhileHeld / MiB).toFixed(2)} MiB, in all ${(p.streamed / MiB).toFixed(0)} MiB; exit ${p.exitCode}, capture ${p.captureBytes} B, marker total ${p.markerTotal}; other calls p50/p99 ${p.probeP50Ms.toFixed(1)}/${p.probeP99Ms.toFixed(1)} ms (idle ${p.idleP50Ms.toFixed(1)}/${p.idleP99Ms.toFixed(1)}), ${p.probes} calls`,
+    `run ${run} live backpressure 1 GiB: peak RSS above idle while held / over the call: server +${MB(p.serverHeldKiB)} / +${MB(p.serverKiB)} MiB, host +${MB(p.hostHeldKiB)} / +${MB(p.hostKiB)} MiB, spawn helper +${MB(p.helperHeldKiB)} / +${MB(p.helperKiB)} MiB; streamed while held ${(p.streamedWhileHeld / MiB).toFixed(2)} MiB, in all ${(p.streamed / MiB).toFixed(0)} MiB; exit ${p.exitCode}, capture ${p.captureBytes} B, marker total ${p.markerTotal}; other calls p50/p99 ${p.probeP50Ms.toFixed(1)}/${p.probeP99Ms.toFixed(1)} ms (idle ${p.idleP50Ms.toFixed(1)}/${p.idleP99Ms.toFixed(1)}), ${p.probes} calls`,
+    `run ${run} live frames, CPU µs per 64 KiB chunk of log text: JSON encode ${l.frames.jsonEncodeUs.toFixed(0)} + decode ${l.frames.jsonDecodeUs.toFixed(0)}, binary encode ${l.frames.binaryEncodeUs.toFixed(0)} + decode ${l.frames.binaryDecodeUs.toFixed(0)}`,
     `run ${run} live s1–s4 with live output on / off (calls/s): ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}`,
   ].join('\n');
 }
