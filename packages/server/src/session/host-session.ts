@@ -267,7 +267,8 @@ export class HostSession implements HostLink {
    * fails 76.
    */
   #onCallFrame(message: { type: string; id: string }, taken: boolean | string): void {
-    if (taken === false) this.#log.warn({ host: this.#host, id: message.id }, `${message.type === 'chunk' ? 'output' : message.type} for an unknown or settled call dropped`);
+    if (taken === false)
+      this.#log.warn({ host: this.#host, id: message.id }, `${message.type === 'chunk' ? 'output' : message.type} for an unknown or settled call dropped`);
     else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
   }
 

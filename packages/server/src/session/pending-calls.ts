@@ -5,7 +5,17 @@
  * settles first wins: the host's result, the deadline, the stop grace, a wrong-shape frame naming
  * it, or the session ending.
  */
-import { type Capture, encodeMessage, type Failure, failureCapture, FailureKind, fromWire, type OutputFrame, type ProgressMessage, type ResultMessage } from '@toolwire/protocol';
+import {
+  type Capture,
+  encodeMessage,
+  type Failure,
+  failureCapture,
+  FailureKind,
+  fromWire,
+  type OutputFrame,
+  type ProgressMessage,
+  type ResultMessage,
+} from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
 import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
