@@ -34,6 +34,8 @@ class Entry implements Expiring, Stoppable {
   readonly deadlineMs: number;
   /** The call's consumer of live output (`RoutedCall.onOutput`). */
   readonly listener: OutputListener | undefined;
+  /** The routed call this entry answers (found by {@link PendingCalls.stopCall}). */
+  readonly routed: RoutedCall;
   readonly #owner: PendingCalls;
   readonly #signal: AbortSignal;
   #resolve: ((capture: Capture) => void) | undefined;
@@ -42,6 +44,7 @@ class Entry implements Expiring, Stoppable {
     this.id = id;
     this.deadlineMs = deadlineMs;
     this.listener = call.onOutput;
+    this.routed = call;
     this.#owner = owner;
     this.#signal = call.signal;
     this.#resolve = resolve;
@@ -284,6 +287,20 @@ export class PendingCalls {
     if (this.#calls.get(entry.id) !== entry) return;
     entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`, entry.part()));
     this.#cancel(entry.id, 'deadline');
+  }
+
+  /**
+   * Stop the pending call that answers `call` (the status page's stop button) exactly as its signal
+   * aborting would: `cancel {reason: 'stop'}` to the host, 130. False when it is not pending here.
+   * O(pending calls): a stop is a rare, human action.
+   */
+  stopCall(call: RoutedCall): boolean {
+    for (const entry of this.#calls.values()) {
+      if (entry.routed !== call) continue;
+      this.stop(entry);
+      return true;
+    }
+    return false;
   }
 
   /** For {@link Entry.stop}: `cancel {reason: 'stop'}` to the host, 130 with its answer or at the grace. */
