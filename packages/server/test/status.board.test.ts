@@ -34,22 +34,6 @@ describe('CallBoard', () => {
     expect(recent[0]!.endedAt).toBeGreaterThanOrEqual(recent[0]!.startedAt);
   });
 
-  it('counts output bytes and passes each chunk on, returning the listener’s promise (backpressure kept)', async () => {
-    const b = board();
-    const call = b.begin('1', 'agent', 'alpha__x');
-    const seen: number[] = [];
-    const held = Promise.resolve();
-    const listener = call.counting((chunk) => {
-      seen.push(chunk.seq);
-      return held;
-    });
-    expect(listener({ stream: 'stdout', bytes: new Uint8Array(5), seq: 0 })).toBe(held);
-    await listener({ stream: 'stderr', bytes: new Uint8Array(7), seq: 1 });
-    expect(seen).toEqual([0, 1]);
-    expect(call.bytes).toBe(12);
-    expect(b.begin('2', 'agent', 'alpha__x').counting(undefined)({ stream: 'stdout', bytes: new Uint8Array(1), seq: 0 })).toBeUndefined();
-  });
-
   it('stops a routed call through the router; not routed or not in flight is said so', () => {
     const stopped: RoutedCall[] = [];
     const b = board(3, stopped);

@@ -207,10 +207,8 @@ export class Executor {
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
         const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         const onOutput = outputListener(streamLog, req.onOutput);
-        if (live !== undefined) {
-          call.onOutput = live.counting(onOutput);
-          live.routed = call;
-        } else if (onOutput !== undefined) call.onOutput = onOutput;
+        if (onOutput !== undefined) call.onOutput = onOutput;
+        if (live !== undefined) live.routed = call;
         capture = await this.#route(call);
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }

@@ -139,6 +139,13 @@ export class Router extends EventEmitter implements ToolInjection {
     return this.#registry.lookup(name)?.host;
   }
 
+  /** Output bytes received so far of every call pending on a connected host that streamed, by routed call (the status page). */
+  outputBytes(): Map<RoutedCall, number> {
+    const bytes = new Map<RoutedCall, number>();
+    for (const link of this.#links.values()) link.outputBytes?.(bytes);
+    return bytes;
+  }
+
   /**
    * Stop `call` (a call this router was given and has not answered) on the host it was sent to, as
    * its signal aborting would: the host is sent `cancel`, the call settles 130. False when the call

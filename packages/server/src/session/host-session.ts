@@ -166,6 +166,11 @@ export class HostSession implements HostLink {
     return this.#pending.stopCall(call);
   }
 
+  /** Add the output bytes received so far of each pending call, by routed call, to `into`. */
+  outputBytes(into: Map<RoutedCall, number>): void {
+    this.#pending.outputBytes(into);
+  }
+
   /** When the host last answered a heartbeat ping, or `undefined` before its first pong. */
   get lastHeartbeatAt(): Date | undefined {
     const at = this.#heartbeat.lastPongAt;

@@ -289,6 +289,11 @@ export class PendingCalls {
     this.#cancel(entry.id, 'deadline');
   }
 
+  /** Add each pending call's output bytes received so far, by routed call, to `into` (calls that streamed nothing are left out). */
+  outputBytes(into: Map<RoutedCall, number>): void {
+    for (const entry of this.#calls.values()) if (entry.output !== undefined) into.set(entry.routed, entry.output.received);
+  }
+
   /**
    * Stop the pending call that answers `call` (the status page's stop button) exactly as its signal
    * aborting would: `cancel {reason: 'stop'}` to the host, 130. False when it is not pending here.

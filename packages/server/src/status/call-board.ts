@@ -3,13 +3,15 @@
  * status`): every call in flight (id, tool, host, caller, start, output bytes so far) and the last
  * `recent` finished ones with their exit codes. The executor tells the board when a call starts,
  * when it is routed and when it ends; the board keeps nothing of a settled call but one small
- * {@link FinishedCall} in a ring of `recent`.
+ * {@link FinishedCall} in a ring of `recent`. The output bytes of a call in flight are read from its
+ * host session when a snapshot is taken (`Router.outputBytes`), not counted per chunk: nothing
+ * here runs per chunk, and per call only one small object and a set entry.
  *
  * A call is stopped from here with the same stop its own signal would give it: the router sends the
  * host `cancel` and the call settles 130 (`Router.stopCall`).
  */
 import type { Capture } from '@toolwire/protocol';
-import type { OutputChunk, OutputListener, RoutedCall } from '../seam.js';
+import type { RoutedCall } from '../seam.js';
 
 /** A finished call as the board keeps it. Times in ms since the epoch; `bytes` = stdout + stderr bytes of its capture. */
 export interface FinishedCall {
@@ -17,44 +19,49 @@ export interface FinishedCall {
   agent: string;
   tool: string;
   /** The host that answered the tool's name when the call started; absent for a local or unknown tool. */
-  host?: string;
+  host?: string | undefined;
   startedAt: number;
   endedAt: number;
   exitCode: number;
   /** The failure kind when toolwire ended the call (`FailureKind`). */
-  failure?: string;
+  failure?: string | undefined;
   bytes: number;
 }
 
-/** One call in flight. Read-only outside the board, except through its methods. */
+/** A copy of `done` without the keys whose value is `undefined`. */
+function copy(done: FinishedCall): FinishedCall {
+  const out: FinishedCall = {
+    id: done.id,
+    agent: done.agent,
+    tool: done.tool,
+    startedAt: done.startedAt,
+    endedAt: done.endedAt,
+    exitCode: done.exitCode,
+    bytes: done.bytes,
+  };
+  if (done.host !== undefined) out.host = done.host;
+  if (done.failure !== undefined) out.failure = done.failure;
+  return out;
+}
+
+/** One call in flight. Set only by the board and the executor (`routed`). */
 export class LiveCall {
   readonly id: string;
   readonly agent: string;
   readonly tool: string;
   readonly host: string | undefined;
   /** ms since the epoch. */
-  readonly startedAt = Date.now();
-  /** Output bytes received so far (live output, protocol 2; 0 for a host that does not stream). */
-  bytes = 0;
-  /** The call as handed to the router, once routed: what a stop needs. */
-  routed: RoutedCall | undefined = undefined;
+  readonly startedAt: number;
+  /** The call as handed to the router, once routed: what a stop and the output count need. */
+  routed: RoutedCall | undefined;
 
   constructor(id: string, agent: string, tool: string, host: string | undefined) {
     this.id = id;
     this.agent = agent;
     this.tool = tool;
     this.host = host;
-  }
-
-  /**
-   * The listener to route the call with: counts the bytes of each chunk, then passes it to
-   * `listener` (its promise is returned as it is: backpressure unchanged).
-   */
-  counting(listener: OutputListener | undefined): OutputListener {
-    return (chunk: OutputChunk) => {
-      this.bytes += chunk.bytes.length;
-      return listener?.(chunk);
-    };
+    this.startedAt = Date.now();
+    this.routed = undefined;
   }
 }
 
@@ -111,22 +118,20 @@ export class CallBoard {
     if (!this.#live.delete(call)) return;
     call.routed = undefined;
     if (capture !== undefined) {
-      const done: FinishedCall = {
-        id: call.id,
-        agent: call.agent,
-        tool: call.tool,
-        startedAt: call.startedAt,
-        endedAt: Date.now(),
-        exitCode: capture.exitCode,
-        bytes: capture.stdout.length + capture.stderr.length,
-      };
-      if (call.host !== undefined) done.host = call.host;
-      if (capture.failure !== undefined) done.failure = capture.failure;
-      if (this.#recent.length < this.#recentMax) this.#recent.push(done);
-      else {
-        this.#recent[this.#next] = done;
-        this.#next = (this.#next + 1) % this.#recentMax;
-      }
+      // The ring's slots are reused once it is full: no object per finished call.
+      const full = this.#recent.length === this.#recentMax;
+      const done: FinishedCall = full ? this.#recent[this.#next]! : ({} as FinishedCall);
+      done.id = call.id;
+      done.agent = call.agent;
+      done.tool = call.tool;
+      done.host = call.host;
+      done.startedAt = call.startedAt;
+      done.endedAt = Date.now();
+      done.exitCode = capture.exitCode;
+      done.failure = capture.failure;
+      done.bytes = capture.stdout.length + capture.stderr.length;
+      if (!full) this.#recent.push(done);
+      else this.#next = (this.#next + 1) % this.#recentMax;
     }
     this.#changed?.();
   }
@@ -141,11 +146,11 @@ export class CallBoard {
     return out;
   }
 
-  /** Finished calls, newest first (at most `recent`). */
+  /** Finished calls, newest first (at most `recent`), as copies (a `host` or `failure` left out when absent). */
   recent(): FinishedCall[] {
     const ring = this.#recent;
     const ordered = ring.length < this.#recentMax ? ring.slice() : [...ring.slice(this.#next), ...ring.slice(0, this.#next)];
-    return ordered.reverse();
+    return ordered.reverse().map(copy);
   }
 
   /** The call in flight with id `id` (of `agent` when given: ids are unique per agent). */

@@ -6,6 +6,7 @@
  */
 import type { HostInfo } from '../router/router.js';
 import type { RegisteredTool } from '../registry/registry.js';
+import type { RoutedCall } from '../seam.js';
 import type { CallBoard, FinishedCall } from './call-board.js';
 
 /** Calls in flight listed in one snapshot at most (`callsInFlight` counts them all). */
@@ -70,6 +71,8 @@ export interface StatusSnapshot {
 export interface StatusRouter {
   hosts(): HostInfo[];
   toolsOf(host: string): readonly RegisteredTool[];
+  /** Output bytes so far of the calls pending on hosts, by routed call. */
+  outputBytes(): Map<RoutedCall, number>;
 }
 
 /** Take a snapshot now. */
@@ -81,8 +84,10 @@ export function statusSnapshot(router: StatusRouter, board: CallBoard): StatusSn
     if (info.protocol !== undefined) host.protocol = info.protocol;
     return host;
   });
-  const calls = board.live(MAX_LISTED_CALLS).map((c): CallStatus => {
-    const call: CallStatus = { id: c.id, agent: c.agent, tool: c.tool, startedAt: c.startedAt, bytes: c.bytes };
+  const live = board.live(MAX_LISTED_CALLS);
+  const bytes = live.length > 0 ? router.outputBytes() : undefined;
+  const calls = live.map((c): CallStatus => {
+    const call: CallStatus = { id: c.id, agent: c.agent, tool: c.tool, startedAt: c.startedAt, bytes: (c.routed && bytes?.get(c.routed)) ?? 0 };
     if (c.host !== undefined) call.host = c.host;
     return call;
   });
