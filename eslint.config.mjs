@@ -80,4 +80,9 @@ export default defineConfig(
     files: ['packages/cli/src/**'],
     rules: { 'no-restricted-imports': ['error', { patterns: [RELATIVE_ACROSS_PACKAGES] }] },
   },
+  // The status page's script runs in the browser (served as it is, no build step).
+  {
+    files: ['packages/server/src/status/page/**/*.js'],
+    languageOptions: { sourceType: 'script', globals: globals.browser },
+  },
 );

@@ -1,7 +1,8 @@
 /**
  * Bundles the `toolwire` binary: `src/main.ts` and the toolwire packages it uses (from their built
  * `dist/`) into one CommonJS file, `dist/toolwire.cjs`, next to a copy of the client's spawn helper
- * and the server's offload worker (`dist/offload-worker.cjs`, bundled the same way).
+ * and the server's offload worker (`dist/offload-worker.cjs`, bundled the same way), and the
+ * server's status page files (`dist/page/`).
  *
  * Why CommonJS and one file: a process that never starts Node's ESM loader and reads one file
  * instead of dozens starts faster and stays smaller (bench/README.md, "CLI start-up and packaging").
@@ -10,7 +11,7 @@
  *
  * Run by `pnpm build` after `tsc`, once the other packages are built.
  */
-import { copyFileSync, readFileSync } from 'node:fs';
+import { copyFileSync, cpSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -51,3 +52,5 @@ await build({ ...common, entryPoints: [join(cliDir, 'src', 'main.ts')], outfile:
 // The server's offload worker thread (large frames, schema compiles) runs its own file.
 await build({ ...common, entryPoints: [join(packagesDir, 'server', 'dist', 'worker', 'offload-worker.js')], outfile: join(cliDir, 'dist', 'offload-worker.cjs') });
 copyFileSync(join(packagesDir, 'client', 'src', 'subprocess', 'spawn-helper.cjs'), join(cliDir, 'dist', 'spawn-helper.cjs'));
+// The server's status page script and style (`status/pages.ts` reads `./page/<name>` next to the bundle).
+cpSync(join(packagesDir, 'server', 'src', 'status', 'page'), join(cliDir, 'dist', 'page'), { recursive: true });

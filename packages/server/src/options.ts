@@ -19,6 +19,7 @@ import { FrameDecoder } from './session/frame-decoder.js';
 import type { SessionOptions } from './session/host-session.js';
 import { captureCapBytes } from './session/output-stream.js';
 import { sequentialCallId } from './session/pending-calls.js';
+import type { StatusOptions } from './status/status-http.js';
 import { sharedWorkers } from './worker/shared.js';
 
 /** The logging surface toolwire uses (a pino logger fits). */
@@ -190,6 +191,14 @@ export interface ToolwireServerOptions {
   maxLogLinesPerHost?: number;
   /** The window of `maxLogLinesPerHost`, ms; default 10000. */
   logWindowMs?: number;
+  /** Status page (`/status`, `toolwire status`): finished calls kept and shown, newest first; default 50. */
+  statusRecentCalls?: number;
+  /** Status page: live feeds (`/status/events`) open at once; default 16; more → HTTP 503. */
+  statusMaxViewers?: number;
+  /** Status page: a browser session's life from its login, ms; default 43200000 (12 h). */
+  statusSessionMs?: number;
+  /** Status page: browser sessions kept at once; default 64; a new login over it ends the oldest. */
+  statusMaxSessions?: number;
   /**
    * Serve TLS: tool hosts dial `wss://`, callers use `https://…/mcp`. `cert` and `key` in PEM (a
    * chain may follow the leaf in `cert`). TLS 1.2 at least. Default: plain `ws://` / `http://`.
@@ -261,6 +270,11 @@ export const ServerDefaults = Object.freeze({
   frameDecodeTimeoutMs: 10_000,
   maxLogLinesPerHost: 20,
   logWindowMs: 10_000,
+  statusRecentCalls: 50,
+  statusMaxViewers: 16,
+  /** 12 h. */
+  statusSessionMs: 12 * 60 * 60 * 1000,
+  statusMaxSessions: 64,
 });
 
 /**
@@ -305,6 +319,7 @@ export interface ServerConfig {
   endpoint: EndpointOptions;
   executor: ExecutorOptions;
   mcp: McpDoorOptions;
+  status: StatusOptions & { recentCalls: number };
 }
 
 const positive = [
@@ -345,6 +360,10 @@ const positive = [
   'frameDecodeTimeoutMs',
   'maxLogLinesPerHost',
   'logWindowMs',
+  'statusRecentCalls',
+  'statusMaxViewers',
+  'statusSessionMs',
+  'statusMaxSessions',
 ] as const;
 const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes', 'maxCaptureBytes'] as const;
 
@@ -471,6 +490,14 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       maxSessions: o.mcpMaxSessions,
       progressIntervalMs: o.progressIntervalMs,
       maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,
+      allowedOrigins,
+      logger,
+    },
+    status: {
+      recentCalls: o.statusRecentCalls,
+      maxViewers: o.statusMaxViewers,
+      sessionMs: o.statusSessionMs,
+      maxSessions: o.statusMaxSessions,
       allowedOrigins,
       logger,
     },

@@ -3,6 +3,7 @@
  * `wss://` and `https://…/mcp`) —
  * - WebSocket upgrades → the host endpoint (tool hosts, `Authorization: Bearer <host token>`);
  * - `/mcp` → the MCP door (Streamable HTTP, `Authorization: Bearer <caller token>`);
+ * - `/status` → the live status page and its JSON (`status/status-http.ts`, caller token or session cookie);
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
  *   (counts only: the path is unauthenticated);
  * - anything else → 404.
@@ -27,6 +28,9 @@ import { type CallerCredential, type HostCredential, type Logger, type ServerSea
 import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/config.js';
 import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
+import { CallBoard } from './status/call-board.js';
+import { type StatusSnapshot, statusSnapshot } from './status/snapshot.js';
+import { StatusPage } from './status/status-http.js';
 
 /** What {@link ToolwireServer.updateCredentials} closed. */
 export interface CredentialsUpdate {
@@ -56,6 +60,9 @@ export class ToolwireServer {
   readonly executor: Executor;
   readonly hostEndpoint: HostEndpoint;
   readonly mcp: McpDoor;
+  /** Calls in flight and recently finished (the status page and `toolwire status`). */
+  readonly #board: CallBoard;
+  readonly #status: StatusPage;
   /** Failed-authentication limiter shared by the host endpoint and the MCP door. */
   readonly limiter: AuthLimiter;
   /** Accounting of the connections not yet authenticated (caps, timeout; `stats()` for counts). */
@@ -88,13 +95,25 @@ export class ToolwireServer {
     this.preAuth = preAuth;
     const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
     this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
+    this.#board = new CallBoard(this.router, config.status.recentCalls);
     this.executor = new Executor({
       injection: this.router,
+      board: this.#board,
       options: config.executor,
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
     });
     this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter, authenticated });
+    this.#status = new StatusPage({
+      router: this.router,
+      board: this.#board,
+      auth: this.tokens,
+      isCurrent: (principal) => this.tokens.isCurrent(principal as Principal),
+      limiter: this.limiter,
+      authenticated,
+      secure: tls !== undefined,
+      options: config.status,
+    });
     const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
     const httpOptions = httpServerOptions(config.http);
     if (tls !== undefined) {
@@ -164,6 +183,15 @@ export class ToolwireServer {
   }
 
   /**
+   * What the server is doing now, as the status page shows it: connected hosts with their tools,
+   * calls in flight (at most 500 listed; `callsInFlight` counts all) and the last
+   * `statusRecentCalls` finished calls, newest first. Times in ms since the epoch.
+   */
+  status(): StatusSnapshot {
+    return statusSnapshot(this.router, this.#board);
+  }
+
+  /**
    * Token rotation without a restart (e.g. on a config reload): replace the host and caller
    * credentials at once, then close every host session whose token was removed or changed (close
    * 1008 "token revoked", its pending calls settle 69) and every MCP session opened with a caller
@@ -197,6 +225,7 @@ export class ToolwireServer {
     this.executor.stop();
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
     await this.mcp.close();
+    this.#status.close();
     await hostsClosed;
     this.preAuth.close();
     if (this.#http.listening) {
@@ -208,9 +237,13 @@ export class ToolwireServer {
 
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     this.preAuth.watch(req, res);
-    const path = (req.url ?? '/').split('?', 1)[0];
+    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
     if (path === '/mcp') {
       void this.mcp.handle(req, res); // never rejects
+      return;
+    }
+    if (path === '/status' || path.startsWith('/status/')) {
+      void this.#status.handle(req, res, path); // never rejects
       return;
     }
     if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {

@@ -315,6 +315,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  tool hosts connect to  ${anyAddress(near.server)}`,
     `  MCP callers connect to ${anyAddress(near.mcp)}`,
     `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
+    `  status page            ${near.mcp.replace(/\/mcp$/, '')}/status (log in with a caller token; or: toolwire status)`,
   ];
   if (embedded !== undefined) {
     lines.push(

@@ -26,6 +26,7 @@ import { type Projection, project } from './projection.js';
 import { DiskRecord, assertSegment } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
+import type { CallBoard, LiveCall } from '../status/call-board.js';
 
 /** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
 export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
@@ -50,6 +51,8 @@ export interface ExecutorDeps {
   toolControl?: ToolControl;
   /** Optional local tools, tried when the router answers "not mine". */
   fallback?: Fallback;
+  /** Optional: told of every call past the gates, its routing and its end (the status page). */
+  board?: CallBoard;
 }
 
 /** One invocation. */
@@ -109,6 +112,7 @@ export class Executor {
   readonly #toolControl: ToolControl | undefined;
   readonly #fallback: Fallback | undefined;
   readonly #record: DiskRecord | undefined;
+  readonly #board: CallBoard | undefined;
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
@@ -120,6 +124,7 @@ export class Executor {
     this.#options = deps.options;
     this.#toolControl = deps.toolControl;
     this.#fallback = deps.fallback;
+    this.#board = deps.board;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
   }
 
@@ -182,6 +187,8 @@ export class Executor {
     const recordKey = this.#record && `${agent}/${id}`;
     if (recordKey !== undefined) this.#liveRecords.add(recordKey);
     const startedAt = new Date();
+    let live: LiveCall | undefined;
+    let capture: Capture | undefined;
     try {
       if (this.#toolControl) {
         const request = { id, name, input, agent, role: req.role };
@@ -191,10 +198,10 @@ export class Executor {
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
+      live = this.#board?.begin(id, agent, name);
       const invalid = this.#validate(name, input);
       const record = this.#record;
       if (record) await this.#write('input.json', () => record.writeInput(agent, id, name, input), agent, id);
-      let capture: Capture;
       if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
       else if (invalid) capture = invalid;
       else {
@@ -204,15 +211,18 @@ export class Executor {
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
         if (req.onProgress !== undefined) call.onProgress = req.onProgress;
+        if (live !== undefined) live.routed = call;
         capture = await this.#route(call);
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const endedAt = new Date();
-      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, capture, startedAt, endedAt), agent, id);
+      const written = capture;
+      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, written, startedAt, endedAt), agent, id);
       const projection = project(capture, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       log.debug({ id, agent, tool: name, exitCode: capture.exitCode, ms: endedAt.getTime() - startedAt.getTime() }, 'call completed');
       return { outcome: 'completed', id, capture, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
+      if (live !== undefined) this.#board!.end(live, capture);
       this.#signals.leave(agent, scope);
       if (recordKey !== undefined) this.#liveRecords.delete(recordKey);
       if (this.#idle.length > 0 && this.#signals.inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();

@@ -184,6 +184,11 @@ export class ToolRegistry {
     return this.#byName.get(name);
   }
 
+  /** `host`'s accepted tools, in advertise order (shared: do not mutate). */
+  toolsOf(host: string): readonly RegisteredTool[] {
+    return this.#byHost.get(host) ?? [];
+  }
+
   /** Exposed names of `host`'s accepted tools, in advertise order. */
   namesOf(host: string): string[] {
     return (this.#byHost.get(host) ?? []).map((t) => t.exposed);

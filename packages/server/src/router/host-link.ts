@@ -21,6 +21,14 @@ export interface HostLink {
    * synthetic capture (69, 75, 76, 124, 130). Never rejects.
    */
   call(tool: string, call: RoutedCall): Promise<RoutedCapture>;
+  /** The wire protocol version of the connection (1 or 2), when known. */
+  readonly protocol?: number;
+  /** When the host last answered a heartbeat ping, when known. */
+  readonly lastHeartbeatAt?: Date | undefined;
+  /** Stop the pending call answering `call` (→ 130, as its signal aborting would); false when not pending. Optional. */
+  stop?(call: RoutedCall): boolean;
+  /** Add the output bytes received so far of each pending call, by routed call, to `into`. Optional. */
+  outputBytes?(into: Map<RoutedCall, number>): void;
   /** A newer connection of the same identity took over: close 4000, pending calls → 69. Idempotent. */
   replace(): void;
 }

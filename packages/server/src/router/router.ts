@@ -8,7 +8,7 @@ import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import { checkAdvertise } from '../registry/advertise-check.js';
 import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
-import { type RegistryOptions, rejectAllReply, ToolRegistry } from '../registry/registry.js';
+import { type RegisteredTool, type RegistryOptions, rejectAllReply, ToolRegistry } from '../registry/registry.js';
 import type { SchemaCompiler } from '../registry/schema-compiler.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import type { HostLink } from './host-link.js';
@@ -26,6 +26,12 @@ export interface HostInfo {
   tools: string[];
   inFlight: number;
   connectedAt: Date;
+  /** The peer's address, when known. */
+  remote?: string;
+  /** The wire protocol version of the connection (1 or 2), when known. */
+  protocol?: number;
+  /** When the host last answered a heartbeat ping, when known. */
+  lastHeartbeatAt?: Date;
 }
 
 /**
@@ -114,12 +120,41 @@ export class Router extends EventEmitter implements ToolInjection {
 
   /** Connected (hello done) hosts with their exposed tool names, pending call count and connect time. */
   hosts(): HostInfo[] {
-    return [...this.#links.values()].map((link) => ({
-      name: link.host,
-      tools: this.#registry.namesOf(link.host),
-      inFlight: link.inFlight,
-      connectedAt: link.connectedAt,
-    }));
+    return [...this.#links.values()].map((link) => {
+      const info: HostInfo = { name: link.host, tools: this.#registry.namesOf(link.host), inFlight: link.inFlight, connectedAt: link.connectedAt };
+      if (link.remote !== undefined) info.remote = link.remote;
+      if (link.protocol !== undefined) info.protocol = link.protocol;
+      if (link.lastHeartbeatAt !== undefined) info.lastHeartbeatAt = link.lastHeartbeatAt;
+      return info;
+    });
+  }
+
+  /** The accepted tools of `host` as it advertised them (exposed name and spec), in advertise order. */
+  toolsOf(host: string): readonly RegisteredTool[] {
+    return this.#registry.toolsOf(host);
+  }
+
+  /** The host answering exposed tool name `name`, or `undefined` when none advertises it. */
+  hostOf(name: string): string | undefined {
+    return this.#registry.lookup(name)?.host;
+  }
+
+  /** Output bytes received so far of every call pending on a connected host that streamed, by routed call (the status page). */
+  outputBytes(): Map<RoutedCall, number> {
+    const bytes = new Map<RoutedCall, number>();
+    for (const link of this.#links.values()) link.outputBytes?.(bytes);
+    return bytes;
+  }
+
+  /**
+   * Stop `call` (a call this router was given and has not answered) on the host it was sent to, as
+   * its signal aborting would: the host is sent `cancel`, the call settles 130. False when the call
+   * is not pending on a connected host (not routed yet, answered, or its host left).
+   */
+  stopCall(call: RoutedCall): boolean {
+    const host = this.#registry.lookup(call.name)?.host;
+    const link = host === undefined ? undefined : this.#links.get(host);
+    return link?.stop?.(call) ?? false;
   }
 
   /**

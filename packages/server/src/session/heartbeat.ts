@@ -13,6 +13,7 @@ export class Heartbeat {
   readonly #onLost: () => void;
   #timer: NodeJS.Timeout | undefined;
   #answered = true;
+  #lastPongAt: number | undefined;
 
   /**
    * @param ws the host's socket (pongs are reported through {@link Heartbeat.pong})
@@ -35,6 +36,17 @@ export class Heartbeat {
   /** Record a pong (also: reading resumed after a pause, so the next beat does not judge pongs still unread). */
   pong(): void {
     this.#answered = true;
+  }
+
+  /** The host answered a ping: {@link pong}, and remember when (see {@link lastPongAt}). */
+  heard(): void {
+    this.#answered = true;
+    this.#lastPongAt = Date.now();
+  }
+
+  /** When the host last answered a ping, ms since the epoch; `undefined` before its first pong. */
+  get lastPongAt(): number | undefined {
+    return this.#lastPongAt;
   }
 
   /** Stop pinging and clear the timer. Idempotent. */

@@ -118,7 +118,7 @@ export class HostSession implements HostLink {
     // frame must not crash the server: it ends this session with 1011 instead.
     ws.on('error', (error) => this.#guard(() => this.#onError(error)));
     ws.on('message', (data, isBinary) => this.#guard(this.#onMessage, data, isBinary)); // no closure per frame
-    ws.on('pong', () => this.#heartbeat.pong());
+    ws.on('pong', () => this.#heartbeat.heard());
     ws.on('close', (code, reason) => {
       try {
         this.#guard(() => this.#onClose(code, reason));
@@ -168,6 +168,22 @@ export class HostSession implements HostLink {
     const deadlineMs = normalizeDeadline(call.deadlineMs, this.#options.deadlineMs);
     if (deadlineMs === 0) return Promise.resolve(failureCapture('deadline', 'deadline of 0 ms exceeded'));
     return this.#pending.dispatch(tool, call, deadlineMs);
+  }
+
+  /** Stop the pending call answering `call` (as its signal aborting would: 130). False when none is pending here. */
+  stop(call: RoutedCall): boolean {
+    return this.#pending.stopCall(call);
+  }
+
+  /** Add the output bytes received so far of each pending call, by routed call, to `into`. */
+  outputBytes(into: Map<RoutedCall, number>): void {
+    this.#pending.outputBytes(into);
+  }
+
+  /** When the host last answered a heartbeat ping, or `undefined` before its first pong. */
+  get lastHeartbeatAt(): Date | undefined {
+    const at = this.#heartbeat.lastPongAt;
+    return at === undefined ? undefined : new Date(at);
   }
 
   /** A newer connection of this identity took over: close 4000 (REPLACED), pending calls → 69. Idempotent. */

@@ -126,6 +126,11 @@ export class OutputStream {
    * @param listener the call's consumer (`RoutedCall.onOutput`), if any
    * @param sendText sends one text frame to the host
    */
+  /** Output bytes received so far, both streams (for the status page). */
+  get received(): number {
+    return this.#stdoutBytes + this.#stderrBytes;
+  }
+
   constructor(id: string, settings: OutputSettings, listener: OutputListener | undefined, sendText: (text: string) => void, logger: Logger) {
     this.#id = id;
     this.#listener = listener;

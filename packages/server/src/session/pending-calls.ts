@@ -48,6 +48,8 @@ class Entry implements Expiring, Stoppable {
   readonly listener: OutputListener | undefined;
   /** The call's consumer of progress messages (`RoutedCall.onProgress`). */
   readonly progressListener: ProgressListener | undefined;
+  /** The routed call this entry answers (found by {@link PendingCalls.stopCall}). */
+  readonly routed: RoutedCall;
   readonly #owner: PendingCalls;
   readonly #signal: AbortSignal;
   #resolve: ((capture: Capture) => void) | undefined;
@@ -57,6 +59,7 @@ class Entry implements Expiring, Stoppable {
     this.deadlineMs = deadlineMs;
     this.listener = call.onOutput;
     this.progressListener = call.onProgress;
+    this.routed = call;
     this.#owner = owner;
     this.#signal = call.signal;
     this.#resolve = resolve;
@@ -320,6 +323,25 @@ export class PendingCalls {
     if (this.#calls.get(entry.id) !== entry) return;
     entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`, entry.part()));
     this.#cancel(entry.id, 'deadline');
+  }
+
+  /** Add each pending call's output bytes received so far, by routed call, to `into` (calls that streamed nothing are left out). */
+  outputBytes(into: Map<RoutedCall, number>): void {
+    for (const entry of this.#calls.values()) if (entry.output !== undefined) into.set(entry.routed, entry.output.received);
+  }
+
+  /**
+   * Stop the pending call that answers `call` (the status page's stop button) exactly as its signal
+   * aborting would: `cancel {reason: 'stop'}` to the host, 130. False when it is not pending here.
+   * O(pending calls): a stop is a rare, human action.
+   */
+  stopCall(call: RoutedCall): boolean {
+    for (const entry of this.#calls.values()) {
+      if (entry.routed !== call) continue;
+      this.stop(entry);
+      return true;
+    }
+    return false;
   }
 
   /** For {@link Entry.stop}: `cancel {reason: 'stop'}` to the host, 130 with its answer or at the grace. */
