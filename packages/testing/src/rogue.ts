@@ -67,6 +67,10 @@ export interface RogueHost extends AsyncDisposable {
   oversize(id: string): void;
   /** Send a `result` for `id` whose `stdout` is a number. */
   wrongShape(id: string): void;
+  /** Send an `advertise` of `tools` (as they are); resolves with the server's `advertised` answer. */
+  advertise(tools: unknown[], timeoutMs?: number): Promise<Record<string, unknown>>;
+  /** Resolves with the next JSON frame of `type` the server sends from now on; rejects after `timeoutMs` (default 10000). */
+  next(type: string, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Resolves with the next call (or the first not yet taken); rejects after `timeoutMs` (default 10000). */
   nextCall(timeoutMs?: number): Promise<RogueCall>;
   /** Resolves with the cancel of call `id`; rejects after `timeoutMs` (default 10000). */
@@ -153,7 +157,10 @@ export async function startRogueHost(server: TestServer, script: RogueBehaviour 
     if (frame.type === 'call') void Promise.resolve(s.onCall?.(frame as unknown as RogueCall, rogue)).catch(() => {});
     if (frame.type === 'cancel') void Promise.resolve(s.onCancel?.(frame as unknown as { id: string; reason: string }, rogue)).catch(() => {});
   });
-  const frameOf = (type: string): Promise<Record<string, unknown>> => waitIn(frames, (f) => f.type === type, subscribe, 10_000, `${type} frame`);
+  const frameOf = (type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> => {
+    const from = frames.length;
+    return waitIn(frames, (f) => f.type === type && frames.indexOf(f) >= from, subscribe, timeoutMs, `${type} frame`);
+  };
   let closing: Promise<void> | undefined;
   const text = (frame: unknown): void => {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(frame));
@@ -177,6 +184,12 @@ export async function startRogueHost(server: TestServer, script: RogueBehaviour 
       text({ type: 'result', id, stdout: 'x'.repeat((limits?.maxPayload ?? 16 * 1024 * 1024) + 1), stderr: '', exitCode: 0 });
     },
     wrongShape: (id: string) => text({ type: 'result', id, stdout: 42 }),
+    advertise: (tools: unknown[], timeoutMs?: number) => {
+      const answer = frameOf('advertised', timeoutMs);
+      text({ type: 'advertise', tools });
+      return answer;
+    },
+    next: frameOf,
     nextCall: (timeoutMs = 10_000) =>
       waitIn(calls, (c) => !taken.has(c), subscribe, timeoutMs, 'call').then((c) => {
         taken.add(c);
@@ -203,9 +216,7 @@ export async function startRogueHost(server: TestServer, script: RogueBehaviour 
     const welcome = frameOf('welcome');
     text({ type: 'hello', protocol: 1, software: 'toolwire-testing rogue' });
     rogue.welcome = await welcome;
-    const advertised = frameOf('advertised');
-    text({ type: 'advertise', tools: s.tools ?? [{ name: 'rogue', inputSchema: { type: 'object' } }] });
-    rogue.advertised = await advertised;
+    rogue.advertised = await rogue.advertise(s.tools ?? [{ name: 'rogue', inputSchema: { type: 'object' } }]);
   } catch (error) {
     await rogue.close();
     throw error;
