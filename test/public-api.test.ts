@@ -303,6 +303,7 @@ describe('public API: the names each package root exports', () => {
       'RogueCall',
       'RogueHost',
       'RogueScript',
+      'RogueTarget',
       'StartHostOptions',
       'StartServerOptions',
       'TestHost',

@@ -11,7 +11,7 @@ export { startServer, generateToken, type StartServerOptions, type TestServer, t
 export { startHost, type StartHostOptions, type TestHost } from './host.js';
 export type { HostTools, ToolMap, InProcessTool } from './tools.js';
 export { startProxy, FaultProxy, ProxyConnection, type FaultControls, type ProxyTarget } from './proxy.js';
-export { startRogueHost, type RogueBehaviour, type RogueCall, type RogueHost, type RogueScript } from './rogue.js';
+export { startRogueHost, type RogueBehaviour, type RogueCall, type RogueHost, type RogueScript, type RogueTarget } from './rogue.js';
 export { expectCapture, CaptureAssertion, type CaptureLike } from './expect.js';
 export { waitUntil, waitForTools, waitForToolsChanged, waitForHost, waitForCallInFlight, type WaitOptions } from './wait.js';
 export { closeAll, openHandles } from './cleanup.js';

@@ -120,16 +120,23 @@ function waitIn<T>(list: T[], match: (item: T) => boolean, subscribe: (fn: () =>
   });
 }
 
+/** A server the kit did not start: its host URL and a host token it accepts (the script's `name` is then unused). */
+export interface RogueTarget {
+  url: string;
+  token: string;
+}
+
 /**
- * Connect a rogue host to `server` (or through `options.via`, a fault proxy's URL), hello,
+ * Connect a rogue host to `server` — a {@link TestServer}, or any server as `{url, token}` — (or
+ * through `options.via`, a fault proxy's URL), hello,
  * advertise, then run `script` (a {@link RogueBehaviour} or a {@link RogueScript}) on every call.
  * @throws when the upgrade or hello fails
  */
-export async function startRogueHost(server: TestServer, script: RogueBehaviour | RogueScript, options: { via?: string } = {}): Promise<RogueHost> {
+export async function startRogueHost(server: TestServer | RogueTarget, script: RogueBehaviour | RogueScript, options: { via?: string } = {}): Promise<RogueHost> {
   const s: RogueScript = typeof script === 'string' ? { onCall: behaviours[script] } : script;
   if (s.onCall === undefined && typeof script === 'string') throw new TypeError(`startRogueHost: unknown behaviour ${script}`);
   const name = s.name ?? 'rogue';
-  const token = await server.hostToken(name);
+  const token = 'hostToken' in server ? await server.hostToken(name) : server.token;
   const ws = new WebSocket(options.via ?? server.url, { headers: { authorization: `Bearer ${token}` } });
   ws.on('error', () => {});
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
