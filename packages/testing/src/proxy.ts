@@ -43,6 +43,8 @@ export class ProxyConnection implements FaultControls {
   /** Resolves when both sockets are closed. */
   readonly closed: Promise<void>;
   #budget: number | undefined;
+  /** slowClose and FIN-linger timers: cleared when the connection ends, so none outlives it. */
+  readonly #timers = new Set<NodeJS.Timeout>();
   #ends = 0;
   #finished = false;
   readonly #pumps: Pump[];
@@ -94,23 +96,34 @@ export class ProxyConnection implements FaultControls {
     });
   }
 
-  #later(fn: () => void): void {
-    if (this.faults.slowCloseMs > 0) setTimeout(fn, this.faults.slowCloseMs).unref();
-    else fn();
+  #later(fn: () => void, ms = this.faults.slowCloseMs): void {
+    if (ms <= 0) return fn();
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      fn();
+    }, ms);
+    this.#timers.add(timer);
   }
 
   #finish(): void {
     if (this.#finished) return;
     this.#finished = true;
-    for (const pump of this.#pumps) pump.stop();
+    this.#quiet();
     this.client.end();
     this.upstream.end();
     // A peer that never closes its side is destroyed a moment later, FIN already sent.
-    setTimeout(() => this.#stop(), 1000).unref();
+    this.#later(() => this.#stop(), 1000);
+  }
+
+  /** No timer left, nothing more written. */
+  #quiet(): void {
+    for (const timer of this.#timers) clearTimeout(timer);
+    this.#timers.clear();
+    for (const pump of this.#pumps) pump.stop();
   }
 
   #stop(): void {
-    for (const pump of this.#pumps) pump.stop();
+    this.#quiet();
     this.client.destroy();
     this.upstream.destroy();
   }
@@ -139,7 +152,7 @@ export class ProxyConnection implements FaultControls {
   }
 
   reset(): this {
-    for (const pump of this.#pumps) pump.stop();
+    this.#quiet();
     this.client.resetAndDestroy();
     this.upstream.resetAndDestroy();
     return this;
