@@ -52,7 +52,7 @@ export default defineConfig(
   {
     // Tests and benchmarks read untyped JSON off sockets and out of child processes, and their fakes implement async
     // interfaces with bodies that need no await: the `any` and `require-await` rules would only add casts there.
-    files: ['packages/*/test/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
+    files: ['packages/*/test/**/*.ts', 'packages/*/examples/**/*.ts', 'test/**/*.ts', 'bench/**/*.ts'],
     rules: {
       '@typescript-eslint/no-unsafe-argument': 'off',
       '@typescript-eslint/no-unsafe-assignment': 'off',
@@ -63,7 +63,7 @@ export default defineConfig(
     },
   },
   // Layering: protocol imports nothing of ours; server and client depend on protocol only and never on each other;
-  // only the CLI imports both.
+  // only the CLI and the testing kit import both.
   {
     files: ['packages/protocol/src/**'],
     rules: layering(['[^/]+'], '@toolwire/protocol holds wire concerns and imports no other @toolwire package.'),
@@ -75,6 +75,10 @@ export default defineConfig(
   {
     files: ['packages/client/src/**'],
     rules: layering(['server', 'cli'], '@toolwire/client depends on @toolwire/protocol only (only @toolwire/cli imports both sides).'),
+  },
+  {
+    files: ['packages/testing/src/**'],
+    rules: layering(['cli'], '@toolwire/testing puts a server and tool hosts in a test: it depends on server, client and protocol, never on the CLI.'),
   },
   {
     files: ['packages/cli/src/**'],

@@ -6,7 +6,7 @@ export default defineConfig({
   // vitest appends its own defaults (`node`, `development|production`) to this list.
   ssr: { resolve: { conditions: ['@toolwire/source'] } },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
+    include: ['packages/*/test/**/*.test.ts', 'packages/*/examples/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 20_000,
     hookTimeout: 20_000,
     pool: 'forks',

@@ -5,14 +5,16 @@
  *   node scripts/test-pack.mjs [--node PATH] [--no-build] [--keep]
  *
  * 1. `pnpm build`, then `pnpm pack` of every package (pnpm rewrites `workspace:*` to real versions);
- * 2. `npm install` of the four tarballs into an empty folder under the OS temp directory;
+ * 2. `npm install` of the five tarballs into an empty folder under the OS temp directory;
  * 3. there, with plain `node` (PATH starts with the directory of `--node PATH`, default this node;
  *    no TypeScript loader, NODE_OPTIONS cleared), through the installed `toolwire` bin:
  *    `--version`; `serve --listen 127.0.0.1:0` (TOOLWIRE_HOME in the temp folder, so the credentials
  *    file is written there); `host --manifest` with a manifest of its own (`echo`, `sleep`);
  *    `tools`; `call local__echo` (exit 0, output checked); `call local__sleep --timeout 500` (exit
  *    124); and a plain `.mjs` importing `@toolwire/server` and `@toolwire/client`, which runs one
- *    call through a ToolwireServer and a ToolHost and closes both;
+ *    call through a ToolwireServer and a ToolHost and closes both; a five-line rig of
+ *    `@toolwire/testing` (a silent host: `blackhole()` → 69 by the heartbeat), and a child-process
+ *    host of the kit SIGKILLed mid-call (69), nothing left running;
  * 4. stops every process it started and removes the temp folder (`--keep` leaves the folder).
  *
  * Every wait is bounded. Exit 0 when all checks pass; otherwise 1 with a line naming the failed step.
@@ -27,7 +29,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PACKAGES = ['protocol', 'server', 'client', 'cli'];
+const PACKAGES = ['protocol', 'server', 'client', 'cli', 'testing'];
 
 const USAGE = 'usage: node scripts/test-pack.mjs [--node PATH] [--no-build] [--keep]\n';
 let flags;
@@ -274,6 +276,44 @@ try {
   const lib = await run('node', [script], { cwd: prefix, env, timeoutMs: 30_000, what: 'node use-libraries.mjs' });
   expect(lib.code === 0 && lib.stdout.trim() === 'libraries ok', `node use-libraries.mjs: ${describe(lib)}`);
   log(`import('@toolwire/server'), import('@toolwire/client'): one call through ToolwireServer and ToolHost, closed (${lib.ms} ms)`);
+
+  // @toolwire/testing: the five-line rig of its README, then a child-process host (dist/host-child.js) killed mid-call.
+  const rig = join(prefix, 'rig.mjs');
+  writeFileSync(
+    rig,
+    `import { closeAll, expectCapture, startHost, startServer } from '@toolwire/testing';
+const server = await startServer({ heartbeatMs: 200 });
+const host = await startHost(server, { echo: (input) => JSON.stringify(input) }, { name: 'rig' });
+host.net.blackhole();
+expectCapture(await server.call('rig__echo', { hi: 1 })).toExit(69).withReason(/heartbeat/);
+await closeAll();
+console.log('rig ok');
+`,
+  );
+  const rigRun = await run('node', [rig], { cwd: prefix, env, timeoutMs: 30_000, what: 'node rig.mjs' });
+  expect(rigRun.code === 0 && rigRun.stdout.trim() === 'rig ok', `node rig.mjs (@toolwire/testing): ${describe(rigRun)}`);
+  log(`@toolwire/testing five-line rig: blackhole() → 69 by the heartbeat, closed (${rigRun.ms} ms)`);
+
+  const child = join(prefix, 'rig-process.mjs');
+  writeFileSync(
+    child,
+    `import { closeAll, expectCapture, openHandles, startHost, startServer, waitForCallInFlight } from '@toolwire/testing';
+const server = await startServer();
+const host = await startHost(server, ${JSON.stringify(join(tools, 'tools.json'))}, { name: 'child', process: true });
+const call = server.call('child__sleep', { seconds: 30 });
+await waitForCallInFlight(server);
+await host.kill('SIGKILL');
+expectCapture(await call).toExit(69);
+await closeAll();
+let alive = true;
+try { process.kill(host.pid, 0); } catch { alive = false; }
+if (alive || openHandles().handles !== 0) throw new Error('left behind: ' + JSON.stringify({ alive, ...openHandles() }));
+console.log('process rig ok');
+`,
+  );
+  const childRun = await run('node', [child], { cwd: prefix, env, timeoutMs: 60_000, what: 'node rig-process.mjs' });
+  expect(childRun.code === 0 && childRun.stdout.trim() === 'process rig ok', `node rig-process.mjs (@toolwire/testing): ${describe(childRun)}`);
+  log(`@toolwire/testing child-process host SIGKILLed mid-call → 69, nothing left (${childRun.ms} ms)`);
   return nodeVersion.stdout.trim();
 }
 

@@ -13,6 +13,7 @@ import * as client from '@toolwire/client';
 import * as protocol from '@toolwire/protocol';
 import * as protocolConstants from '@toolwire/protocol/constants';
 import * as server from '@toolwire/server';
+import * as testing from '@toolwire/testing';
 import type { ToolwireServerOptions } from '@toolwire/server';
 import { repoRoot } from './helpers.js';
 
@@ -283,6 +284,65 @@ describe('public API: the names each package root exports', () => {
       'tokenCommand',
       'toolsCommand',
       'toolwireHome',
+    ]);
+  });
+
+  it('@toolwire/testing', () => {
+    expect(runtime(testing)).toEqual([
+      'CaptureAssertion',
+      'FaultProxy',
+      'ProxyConnection',
+      'closeAll',
+      'expectCapture',
+      'generateToken',
+      'netnsSupport',
+      'openHandles',
+      'startHost',
+      'startProxy',
+      'startRogueHost',
+      'startServer',
+      'waitForCallInFlight',
+      'waitForHost',
+      'waitForTools',
+      'waitForToolsChanged',
+      'waitUntil',
+    ]);
+    expect(exportedNames('testing')).toEqual([
+      'CallOptions',
+      'CaptureAssertion',
+      'CaptureLike',
+      'FaultControls',
+      'FaultProxy',
+      'HostTools',
+      'InProcessTool',
+      'NetnsSupport',
+      'ProxyConnection',
+      'ProxyTarget',
+      'RogueBehaviour',
+      'RogueCall',
+      'RogueHost',
+      'RogueScript',
+      'RogueTarget',
+      'StartHostOptions',
+      'StartServerOptions',
+      'TestHost',
+      'TestServer',
+      'ToolMap',
+      'WaitOptions',
+      'closeAll',
+      'expectCapture',
+      'generateToken',
+      'netnsSupport',
+      'openHandles',
+      'startHost',
+      'startProxy',
+      'startRogueHost',
+      'startServer',
+      'waitForCallInFlight',
+      'waitForHost',
+      'waitForTools',
+      'waitForToolsChanged',
+      'waitUntil',
     ]);
   });
 

@@ -1,6 +1,6 @@
 /**
  * Shared pieces of the adversarial suite (issue 3): server-side socket timestamps, a recording
- * logger, a raw-host driver that answers calls by hand, the fixture host process, and process
+ * logger, a raw-host driver that answers calls by hand (a @toolwire/testing rogue host), the fixture host process, and process
  * liveness that treats zombies as dead (the byte-level WebSocket client lives in `raw-socket.ts`).
  * Everything opened here is torn down through `defer` (test/helpers.ts).
  */
@@ -11,7 +11,8 @@ import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '@toolwire/server';
 import type { WebSocket } from 'ws';
-import { HOST_TOKEN, defer, nextFrame, rawHost, repoRoot, startFixtureHost, type Started, waitFor } from '../helpers.js';
+import { startRogueHost } from '@toolwire/testing';
+import { HOST_TOKEN, defer, repoRoot, startFixtureHost, type Started, waitFor } from '../helpers.js';
 
 // ---- server-side sockets ---------------------------------------------------------------------
 
@@ -84,33 +85,33 @@ export interface DrivenHost {
   answer(id: string, stdout?: string, exitCode?: number): void;
 }
 
-/** Connect a raw host with `token`, hello, advertise `tools` and start collecting frames. */
+/**
+ * Connect a raw host with `token`, hello, advertise `tools` and start collecting frames: a
+ * @toolwire/testing rogue host whose calls are answered by hand (closed at `cleanup()`).
+ */
 export async function drivenHost(started: Started, tools: unknown[] = [SLOW], token = HOST_TOKEN): Promise<DrivenHost> {
-  const ws = await rawHost(started.url, token);
   const calls = new Map<string, Record<string, unknown>>();
-  const cancels: Record<string, unknown>[] = [];
   const waiters: { tag: unknown; resolve: (f: Record<string, unknown>) => void }[] = [];
-  ws.on('message', (data: Buffer) => {
-    const frame = JSON.parse(data.toString('utf8')) as Record<string, unknown>;
-    if (frame.type === 'cancel') cancels.push(frame);
-    if (frame.type !== 'call') return;
-    calls.set(frame.id as string, frame);
-    const tag = (frame.input as { tag?: unknown } | null)?.tag;
-    const i = waiters.findIndex((w) => w.tag === undefined || w.tag === tag);
-    if (i >= 0) waiters.splice(i, 1)[0]!.resolve(frame);
-  });
-  const welcome = nextFrame(ws, 'welcome');
-  ws.send(JSON.stringify({ type: 'hello', protocol: 1, software: 'adversarial' }));
-  await welcome;
-  const advertised = nextFrame(ws, 'advertised');
-  ws.send(JSON.stringify({ type: 'advertise', tools }));
-  await advertised;
+  const rogue = await startRogueHost(
+    { url: started.url, token },
+    {
+      tools,
+      onCall: (call) => {
+        const frame = call as unknown as Record<string, unknown>;
+        calls.set(call.id, frame);
+        const tag = (call.input as { tag?: unknown } | null)?.tag;
+        const i = waiters.findIndex((w) => w.tag === undefined || w.tag === tag);
+        if (i >= 0) waiters.splice(i, 1)[0]!.resolve(frame);
+      },
+    },
+  );
+  defer(() => rogue.close());
   return {
-    ws,
+    ws: rogue.ws,
     calls,
-    cancels,
+    cancels: rogue.cancels as unknown as Record<string, unknown>[],
     nextCall: (tag) => new Promise((resolve) => waiters.push({ tag, resolve })),
-    answer: (id, stdout = '', exitCode = 0) => ws.send(JSON.stringify({ type: 'result', id, stdout, stderr: '', exitCode })),
+    answer: (id, stdout = '', exitCode = 0) => rogue.result(id, { stdout, exitCode }),
   };
 }
 

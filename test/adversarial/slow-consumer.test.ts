@@ -2,15 +2,20 @@
  * Issue 3 §6 — a slow consumer. A host stops reading its socket while the server sends it large
  * inputs: once the bytes buffered for it pass `maxBufferedBytesPerHost`, new calls to it settle 75
  * at once; what the server holds for it stays bounded by the limit plus one frame; other hosts are
- * unaffected; and once it reads again, it drains and is served again.
+ * unaffected; and once it reads again, it drains and is served again. The hosts are
+ * @toolwire/testing rogue hosts driven by hand.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Socket } from 'node:net';
 import type { RoutedCapture } from '@toolwire/server';
-import { HOST2_TOKEN, cleanup, startServer, text } from '../helpers.js';
-import { drivenHost, serverSideOf, trackServerSockets, waitFor } from './harness.js';
+import { closeAll, startRogueHost, startServer } from '@toolwire/testing';
+import { cleanup, text } from '../helpers.js';
+import { serverSideOf, trackServerSockets, waitFor } from './harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await closeAll();
+  await cleanup();
+});
 
 const LIMIT = 1024 * 1024;
 const INPUT_BYTES = 256 * 1024;
@@ -19,14 +24,14 @@ describe('slow consumer', () => {
   it('new calls settle 75 once the host’s buffered bytes pass the limit; memory stays bounded; other hosts are unaffected', async () => {
     const sockets = trackServerSockets();
     const started = await startServer({ maxBufferedBytesPerHost: LIMIT, maxPayload: 4 * 1024 * 1024 });
-    const alpha = await drivenHost(started);
-    const beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
+    const alpha = await startRogueHost(started, { name: 'alpha', tools: [{ name: 'slow', inputSchema: { type: 'object' } }] });
+    const beta = await startRogueHost(started, { name: 'beta', tools: [{ name: 'other', inputSchema: { type: 'object' } }] });
     const clientSocket = (alpha.ws as unknown as { _socket: Socket })._socket;
     const serverSocket = (await waitFor(() => serverSideOf(sockets, clientSocket.localPort!), 'alpha’s server-side socket')).socket;
     clientSocket.pause(); // alpha stops reading: kernel buffers fill, then the server's send buffer grows
 
     const route = (name: string, input: unknown, controller = new AbortController()) =>
-      started.server.router.route({ id: 'x', name, input, workspace: '', agent: 'agent', signal: controller.signal });
+      started.router.route({ id: 'x', name, input, workspace: '', agent: 'agent', signal: controller.signal });
     const payload = { blob: 'x'.repeat(INPUT_BYTES) };
     const frameBytes = INPUT_BYTES + 200;
     const sent: { pending: Promise<RoutedCapture | undefined>; controller: AbortController }[] = [];
@@ -57,18 +62,18 @@ describe('slow consumer', () => {
     // beta is served meanwhile.
     const betaFrame = beta.nextCall();
     const betaCall = route('beta__other', { small: true });
-    beta.answer((await betaFrame).id as string, 'beta ok');
+    beta.result((await betaFrame).id, { stdout: 'beta ok' });
     expect(text((await betaCall)!.stdout)).toBe('beta ok');
 
     // alpha reads again: everything queued arrives, its calls are answered, and new calls are accepted.
     alpha.ws.on('message', (data: Buffer) => {
       const frame = JSON.parse(data.toString()) as { type: string; id: string };
-      if (frame.type === 'call') alpha.answer(frame.id, 'drained');
+      if (frame.type === 'call') alpha.result(frame.id, { stdout: 'drained' });
     });
     clientSocket.resume();
     for (const { pending } of sent) expect(text((await pending)!.stdout)).toBe('drained');
     await waitFor(() => serverSocket.writableLength === 0, 'alpha’s buffer to drain');
     expect(text((await route('alpha__slow', { small: true }))!.stdout)).toBe('drained');
-    expect(started.server.router.hosts().every((h) => h.inFlight === 0)).toBe(true);
+    expect(started.router.hosts().every((h) => h.inFlight === 0)).toBe(true);
   });
 });

@@ -2,15 +2,20 @@
  * Issue 3 §5 — process trees. A stop or a deadline kills the tool's whole process group, including a
  * backgrounded grandchild that keeps stdout open and a tree that ignores SIGTERM; the capture arrives
  * within the cancel grace + 500 ms and no process of the tool outlives that bound. A child that
- * leaves the group with `setsid` is the documented limit (README "Failure semantics").
+ * leaves the group with `setsid` is the documented limit (README "Failure semantics"). The host is
+ * a @toolwire/testing child-process host running the manifest of test/adversarial/fixtures.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { ExecuteResult } from '@toolwire/server';
-import { cleanup, defer, startServer, tempDir, text, type Started } from '../helpers.js';
-import { killAll, pidsIn, processGroupOf, running, startHostProcess, waitFor } from './harness.js';
+import { type TestServer, closeAll, startHost, startServer } from '@toolwire/testing';
+import { cleanup, defer, repoRoot, tempDir, text } from '../helpers.js';
+import { killAll, pidsIn, processGroupOf, running, waitFor } from './harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await closeAll();
+  await cleanup();
+});
 
 type Completed = Extract<ExecuteResult, { outcome: 'completed' }>;
 
@@ -18,16 +23,18 @@ type Completed = Extract<ExecuteResult, { outcome: 'completed' }>;
 const HOST_GRACE = 500;
 const SERVER_GRACE = 1_000;
 
-async function rig(): Promise<{ started: Started; pidfile: string }> {
+const MANIFEST = join(repoRoot, 'test', 'adversarial', 'fixtures', 'tools.json');
+
+async function rig(): Promise<{ started: TestServer; pidfile: string }> {
   const started = await startServer({ cancelGraceMs: SERVER_GRACE });
   const piddir = await tempDir();
-  await startHostProcess(started, { env: { PIDDIR: piddir, FIXTURE_GRACE_MS: String(HOST_GRACE), FIXTURE_DRAIN_MS: '200' } });
+  await startHost(started, MANIFEST, { name: 'alpha', process: true, env: { PIDDIR: piddir }, hostOptions: { cancelGraceMs: HOST_GRACE, drainMs: 200 } });
   return { started, pidfile: join(piddir, 'pids') };
 }
 
-function execute(started: Started, name: string, extra: Record<string, unknown> = {}) {
+function execute(started: TestServer, name: string, extra: Record<string, unknown> = {}) {
   const out = { at: 0, result: undefined as unknown as Promise<Completed> };
-  out.result = started.server.executor.execute({ name, input: {}, agent: 'agent', ...extra }).then((r) => {
+  out.result = started.call(name, {}, extra).then((r) => {
     out.at = performance.now();
     return r as Completed;
   });
@@ -56,7 +63,7 @@ describe('stop kills the whole process group', () => {
       const call = execute(started, `alpha__${tool}`);
       const pids = await treePids(pidfile);
       const stoppedAt = performance.now();
-      started.server.executor.stop('agent');
+      started.executor.stop('agent');
       const { capture } = await call.result;
       const bound = stoppedAt + SERVER_GRACE + 500;
       expect(capture.exitCode).toBe(130);
@@ -83,7 +90,7 @@ describe('a deadline kills the whole process group', () => {
       const deadlineAt = sentAt + DEADLINE;
       expect(call.at).toBeLessThanOrEqual(deadlineAt + 500);
       await expectGoneBy(pids, deadlineAt + HOST_GRACE + 500);
-      expect(started.server.router.hosts()[0]!.inFlight).toBe(0);
+      expect(started.router.hosts()[0]!.inFlight).toBe(0);
     });
   }
 });
@@ -109,7 +116,7 @@ describe('documented limit: a child that escapes its process group with setsid',
     const [escaped, shell] = await treePids(pidfile);
     // `$!` is known before the child has called setsid(); wait until it really left the group.
     await waitFor(() => processGroupOf(escaped!) === escaped, 'the child to be in its own session');
-    started.server.executor.stop('agent');
+    started.executor.stop('agent');
     expect((await call.result).capture.exitCode).toBe(130);
     await expectGoneBy([shell!], performance.now() + SERVER_GRACE + 500);
     expect(running(escaped!)).toBe(true); // the limit; killed by this test's teardown
