@@ -15,12 +15,13 @@ commands:
   tools   list the tools the server offers
   call    call one tool and exit with its exit code
   token   add, list and revoke host and caller tokens (the state folder)
+  mcp     an MCP server on stdin/stdout that forwards to the server (for stdio-only MCP clients)
 
 Run "toolwire <command> --help" for the options of one command.
 `;
 
 /** The commands, then the other words `run` takes as its first argument. */
-const COMMANDS = ['serve', 'host', 'tools', 'call', 'token'] as const;
+const COMMANDS = ['serve', 'host', 'tools', 'call', 'token', 'mcp'] as const;
 const WORDS = [...COMMANDS, 'help', 'version'];
 
 /**
@@ -40,6 +41,8 @@ export async function run(argv: string[]): Promise<number> {
       return (await import('./commands/call.js')).callCommand(rest);
     case 'token':
       return (await import('./commands/token.js')).tokenCommand(rest);
+    case 'mcp':
+      return (await import('./commands/mcp.js')).mcpCommand(rest);
     case '-V':
     case '--version':
     case 'version':
