@@ -220,6 +220,8 @@ describe('the untrusted-schema rules hold in 2019-09 and 2020-12', () => {
       for (const ref of ['https://evil.example/schema.json', 'file:///etc/passwd']) {
         expect(reasonOf({ ...declared, type: 'object', properties: { a: { $ref: ref } } })).toMatch(/can't resolve reference/);
       }
+      const dynamic = $schema === DRAFT_2019 ? { $recursiveRef: 'https://evil.example/x' } : { $dynamicRef: 'https://evil.example/x#meta' };
+      expect(reasonOf({ ...declared, type: 'object', properties: { a: dynamic } })).toMatch(/Ref" only supports hash fragment reference/);
       expect(reasonOf({ ...declared, type: 'object', properties: { s: { type: 'string', pattern: '^(?=a)a$' } } })).toMatch(
         /not supported by the linear-time regex engine/,
       );
