@@ -16,12 +16,13 @@ commands:
   call    call one tool and exit with its exit code
   token   add, list and revoke host and caller tokens (the state folder)
   status  show hosts, tools, calls in flight and recent failures (--watch, --json)
+  mcp     an MCP server on stdin/stdout that forwards to the server (for stdio-only MCP clients)
 
 Run "toolwire <command> --help" for the options of one command.
 `;
 
 /** The commands, then the other words `run` takes as its first argument. */
-const COMMANDS = ['serve', 'host', 'tools', 'call', 'token', 'status'] as const;
+const COMMANDS = ['serve', 'host', 'tools', 'call', 'token', 'status', 'mcp'] as const;
 const WORDS = [...COMMANDS, 'help', 'version'];
 
 /**
@@ -43,6 +44,8 @@ export async function run(argv: string[]): Promise<number> {
       return (await import('./commands/token.js')).tokenCommand(rest);
     case 'status':
       return (await import('./commands/status.js')).statusCommand(rest);
+    case 'mcp':
+      return (await import('./commands/mcp.js')).mcpCommand(rest);
     case '-V':
     case '--version':
     case 'version':

@@ -7,6 +7,7 @@ import { Defaults } from '@toolwire/protocol';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AuthLimiterOptions } from './auth/limiter.js';
 import type { EndpointOptions } from './endpoint/host-endpoint.js';
+import { normalizeAllowedHosts } from './endpoint/http-front.js';
 import type { ExecutorOptions, Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
@@ -100,6 +101,14 @@ export interface ToolwireServerOptions {
    * Default `[]`: browser-originated requests are refused.
    */
   allowedOrigins?: readonly string[];
+  /**
+   * DNS-rebinding protection: hostnames (no port; IPv6 in brackets) a request's `Host` header may
+   * name besides the loopback names (`localhost`, `*.localhost`, 127.x, `[::1]`), or `["*"]` for
+   * any. Not given: requests to a server listening on a loopback address must name a loopback host,
+   * and a server on another address checks nothing. Given: checked on every address. A refused
+   * request or upgrade gets HTTP 403 with the reason.
+   */
+  allowedHosts?: readonly string[];
   /** Negotiate permessage-deflate with hosts that offer it; default false. When on, `maxPayload` bounds the inflated size (→ 1009). */
   perMessageDeflate?: boolean;
   /** Failed authentications from one address within `authFailureWindowMs` before it is refused with 429; default 10. */
@@ -315,6 +324,8 @@ export interface ServerConfig {
   preAuth: PreAuthOptions;
   http: HttpOptions;
   descriptors: Descriptors;
+  /** `allowedHosts` checked and normalized; `undefined` when not given. */
+  allowedHosts: readonly string[] | undefined;
   router: RouterOptions;
   endpoint: EndpointOptions;
   executor: ExecutorOptions;
@@ -385,7 +396,7 @@ function defined<T extends object>(options: T): Partial<T> {
  * Reads the open-files limit (`seams.openFilesLimit`) to size the connection defaults.
  * @throws RangeError for a limit that is not a positive (or non-negative) integer, or
  *   `headersTimeoutMs` above `requestTimeoutMs`; TypeError for a
- *   bad `naming`, `allowedOrigins`, `perMessageDeflate`, `loopbackDev`, `tls` or `newCallId`
+ *   bad `naming`, `allowedOrigins`, `allowedHosts`, `perMessageDeflate`, `loopbackDev`, `tls` or `newCallId`
  * @internal
  */
 export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): ServerConfig {
@@ -419,6 +430,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   if (typeof newCallId !== 'function') throw new TypeError('newCallId must be a function returning a string');
   const logger = o.logger ?? pino({ level: 'silent' });
   const allowedOrigins = normalizeOrigins(o.allowedOrigins);
+  const allowedHosts = o.allowedHosts === undefined ? undefined : normalizeAllowedHosts(o.allowedHosts);
   // Shared by the servers of this process; threads start at the first job only.
   const { decode: decodeWorker, compile: compileWorker } = sharedWorkers(seams.workerIdleMs);
   const toolLimits = { maxSchemaBytes: o.maxSchemaBytes, maxSchemaDepth: o.maxSchemaDepth, maxDescriptionChars: o.maxDescriptionChars };
@@ -457,6 +469,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       blockMs: o.authBlockMs,
       maxTracked: o.authMaxTrackedAddresses,
     },
+    allowedHosts,
     ...preAuthSlices(o, openFiles, sized.sized, logger),
     router: {
       naming: o.naming,

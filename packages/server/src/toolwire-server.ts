@@ -6,7 +6,11 @@
  * - `/status` → the live status page and its JSON (`status/status-http.ts`, caller token or session cookie);
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
  *   (counts only: the path is unauthenticated);
+ * - OAuth discovery paths (`/.well-known/oauth-protected-resource`, …) → the answers of
+ *   `endpoint/http-front.ts` (no OAuth: a caller bearer token);
  * - anything else → 404.
+ * Before any of these, requests and upgrades whose `Host` the {@link HostPolicy} refuses (a loopback
+ * server reached under another name: DNS rebinding) get HTTP 403.
  *
  * Every accepted connection is unauthenticated until a request on it passes authentication; until
  * then it counts toward the pre-auth caps and timeout (`preauth/guard.ts`). At the first `listen()`
@@ -21,6 +25,7 @@ import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
+import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-front.js';
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
@@ -74,6 +79,7 @@ export class ToolwireServer {
   readonly #secure: boolean;
   readonly #logger: Logger;
   readonly #cancelGraceMs: number;
+  readonly #hostPolicy: HostPolicy;
   #closing: Promise<void> | undefined;
 
   /**
@@ -87,6 +93,7 @@ export class ToolwireServer {
     const log = config.logger;
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
+    this.#hostPolicy = new HostPolicy(config.allowedHosts);
     this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);
@@ -132,7 +139,13 @@ export class ToolwireServer {
     this.#secure = tls !== undefined;
     // The TCP socket, also under TLS (its handshake is pre-auth time too).
     this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
-    this.#http.on('upgrade', (req, socket, head) => this.hostEndpoint.handleUpgrade(req, socket, head));
+    this.#http.on('upgrade', (req, socket, head) => {
+      const refused = this.#hostPolicy.refusal(req.headers.host);
+      if (refused === undefined) return this.hostEndpoint.handleUpgrade(req, socket, head);
+      socket.on('error', (error) => log.debug({ err: error }, 'refused upgrade socket error'));
+      log.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'upgrade refused: Host not allowed');
+      rejectUpgrade(socket, 403);
+    });
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
     // A request node:http cannot take (head too large or too slow, malformed): answer as node:http
     // would (431, 408, 400), then close.
@@ -172,6 +185,7 @@ export class ToolwireServer {
       logDescriptors(this.#descriptors, this.#logger);
     }
     const address = this.#http.address() as AddressInfo;
+    this.#hostPolicy.listening(address.address);
     const hostPart = address.address.includes(':') ? `[${address.address}]` : address.address;
     const s = this.#secure ? 's' : '';
     return {
@@ -238,6 +252,12 @@ export class ToolwireServer {
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     this.preAuth.watch(req, res);
     const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
+    const refused = this.#hostPolicy.refusal(req.headers.host);
+    if (refused !== undefined) {
+      this.#logger.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'request refused: Host not allowed');
+      refuseHost(res, path, refused);
+      return;
+    }
     if (path === '/mcp') {
       void this.mcp.handle(req, res); // never rejects
       return;
@@ -252,6 +272,7 @@ export class ToolwireServer {
       res.end(req.method === 'HEAD' ? undefined : body);
       return;
     }
+    if (answerOAuthDiscovery(req, res, path)) return;
     res.writeHead(404, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ error: 'not found' }));
   }

@@ -91,11 +91,23 @@ describe('authentication', () => {
     ['a wrong token', { authorization: 'Bearer nope' }],
     ['a host token', { authorization: `Bearer ${TOKENS.host}` }],
     ['a non-bearer scheme', { authorization: `Basic ${TOKENS.alice}` }],
-  ])('answers 401 with a bare JSON-RPC error for %s', async (_label, headers) => {
+  ])('answers 401 with a JSON-RPC error that says what is needed, and a Bearer challenge, for %s', async (label, headers) => {
     const res = await post(headers);
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toBe('Bearer');
-    expect(await res.json()).toEqual({ jsonrpc: '2.0', error: { code: -32000, message: 'Unauthorized' }, id: null });
+    const sent = label !== 'no Authorization header';
+    const description = sent ? 'the bearer token is not a caller token of this server' : 'a caller bearer token is required';
+    const metadata = `${new URL(url).origin}/.well-known/oauth-protected-resource/mcp`;
+    expect(res.headers.get('www-authenticate')).toBe(
+      `Bearer ${sent ? 'error="invalid_token", ' : ''}error_description="${description}", resource_metadata="${metadata}"`,
+    );
+    expect(await res.json()).toEqual({
+      jsonrpc: '2.0',
+      error: {
+        code: -32000,
+        message: `Unauthorized: ${description} (header "Authorization: Bearer <caller token>"); an admin makes one with: toolwire token add caller NAME (it prints the token once)`,
+      },
+      id: null,
+    });
   });
 
   it('refuses the SDK client with a wrong token', async () => {

@@ -90,7 +90,7 @@ describe('time to authenticate', () => {
   it('closes a connection whose headers trickle in (never idle) at preAuthTimeoutMs', async () => {
     const s = await start({ preAuthTimeoutMs: 300 });
     const c = await raw(s.port);
-    c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n');
+    c.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n');
     let n = 0;
     const trickle = setInterval(() => c.socket.write(`X-${n++}: y\r\n`), 20);
     try {
@@ -105,7 +105,7 @@ describe('time to authenticate', () => {
   it('closes an idle keep-alive connection that only asked /healthz (unauthenticated) at preAuthTimeoutMs', async () => {
     const s = await start({ preAuthTimeoutMs: 300 });
     const c = await raw(s.port);
-    c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    c.socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
     expect(await c.closed).toBeLessThan(3_000);
     expect(c.received()).toMatch(/^HTTP\/1\.1 200 OK/);
   });
@@ -138,7 +138,7 @@ describe('unauthenticated bodies', () => {
   it('answers a request without a token before its body arrives, then closes the connection without reading the body', async () => {
     const s = await start(); // preAuthTimeoutMs 10 s: the close below is not the timeout
     const c = await raw(s.port);
-    c.socket.write(`POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"pad":"`);
+    c.socket.write(`POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"pad":"`);
     expect(await c.closed).toBeLessThan(3_000);
     expect(c.received()).toMatch(/^HTTP\/1\.1 401 Unauthorized/);
     expect(s.server.preAuth.stats()).toMatchObject({ pending: 0, bodiesRefused: 1, timedOut: 0 });
@@ -267,7 +267,7 @@ describe('node:http knobs', () => {
   it('answers 431 to a request head over maxHeaderBytes', async () => {
     const s = await start({ maxHeaderBytes: 1024 });
     const c = await raw(s.port);
-    c.socket.write(`GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(2048)}\r\n\r\n`);
+    c.socket.write(`GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(2048)}\r\n\r\n`);
     await c.closed;
     expect(c.received()).toMatch(/^HTTP\/1\.1 431/);
   });

@@ -98,6 +98,7 @@ const configSchema = {
     maxConnections: count,
     maxConnectionsPerHost: count,
     allowedOrigins: { type: 'array', items: text },
+    allowedHosts: { type: 'array', items: text },
     perMessageDeflate: { type: 'boolean' },
     authMaxFailures: count,
     authFailureWindowMs: count,

@@ -4,8 +4,10 @@
  * `StreamableHTTPServerTransport`, session id a random UUID in `Mcp-Session-Id`); a DELETE, a
  * transport close or {@link McpDoor.close} ends it.
  *
- * Every request must carry `Authorization: Bearer <caller token>`; otherwise HTTP 401 with a bare
- * JSON-RPC error (`-32000 "Unauthorized"`, `WWW-Authenticate: Bearer`) and no detail. The caller's
+ * Every request must carry `Authorization: Bearer <caller token>`; otherwise HTTP 401 with a JSON-RPC
+ * error (`-32000`, "Unauthorized: a caller bearer token is required …" and how `toolwire token add
+ * caller` makes one) and `WWW-Authenticate: Bearer` with an `error_description` and the
+ * protected-resource metadata URL (`endpoint/http-front.ts`); nothing about which tokens exist. The caller's
  * name is the agent id and its grant the grant; a session is bound to the caller that opened it (a
  * request for another caller's session gets 404 "Session not found", as an unknown session does).
  *
@@ -31,6 +33,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
+import { unauthorized } from '../endpoint/http-front.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
 import type { McpServerDeps } from './mcp-server.js';
@@ -159,7 +162,8 @@ export class McpDoor {
         return;
       }
       this.#options.logger.warn({ remote }, 'MCP request refused: not authenticated');
-      replyError(res, 401, -32000, 'Unauthorized', { 'www-authenticate': 'Bearer' });
+      const answer = unauthorized(req);
+      replyError(res, 401, -32000, answer.message, answer.headers);
       return;
     }
     this.#deps.authenticated?.(req.socket);

@@ -11,9 +11,9 @@
  * The asynchronous, budgeted path a host's `advertise` takes is `schema-compiler.ts`; the
  * synchronous {@link compileInputSchema} is for callers that hold a schema no advertise compiled.
  */
-import type { Ajv, ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import { formatAjvErrors } from '@toolwire/protocol';
-import { compileIsolated, MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM, newAjv, regexReason } from './ajv-setup.js';
+import { compileIsolated, MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM, newAjv, regexReason, type SchemaAjv } from './ajv-setup.js';
 
 export { MAX_PATTERN_LENGTH, MAX_REGEX_PROGRAM };
 
@@ -35,7 +35,7 @@ interface Entry {
   generation: number;
 }
 
-let ajv: Ajv = newAjv({ source: false });
+let ajv: SchemaAjv = newAjv({ source: false });
 let compiles = 0;
 let generation = 1;
 const byObject = new WeakMap<object, ValidateFunction>();
@@ -44,7 +44,7 @@ let cachedBytes = 0;
 
 /** Counters for tests and diagnostics: the current ajv generation, the cached texts and their bytes. */
 export function schemaCacheStats(): { generation: number; cachedTexts: number; cachedBytes: number; ajvRefs: number } {
-  return { generation, cachedTexts: byText.size, cachedBytes, ajvRefs: Object.keys(ajv.refs).length };
+  return { generation, cachedTexts: byText.size, cachedBytes, ajvRefs: ajv.refCount };
 }
 
 function drop(text: string, entry: Entry): void {

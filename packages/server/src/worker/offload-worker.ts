@@ -13,7 +13,7 @@ import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { CloseCode, decodeHostMessage } from '@toolwire/protocol';
-import type { Ajv } from 'ajv';
+import type { SchemaAjv } from '../registry/ajv-setup.js';
 import { EXAMINED_PER_TOOL, type PrepareLimits, prepareAdvertise } from '../registry/prepare.js';
 import { cutTools, scanFrame } from './json-scan.js';
 import { type CompileJob, type CompileReply, type CompileResult, type DecodeJob, type DecodeReply, MAX_FRAME_VALUES } from './jobs.js';
@@ -41,7 +41,7 @@ function decode(job: DecodeJob): DecodeReply {
 
 // ajv is loaded at the first compile job: a thread that only decodes never loads it.
 let setup: typeof import('../registry/ajv-setup.js') | undefined;
-let ajv: Ajv | undefined;
+let ajv: SchemaAjv | undefined;
 let compiles = 0;
 
 async function compileOne(text: string, maxCodeBytes: number): Promise<CompileResult> {

@@ -1,0 +1,218 @@
+/**
+ * Issue 15 §8 — `toolwire mcp`, the stdio door, used by the MCP SDK's stdio client: a real
+ * `ToolwireServer` on 127.0.0.1:0, a real tool host (in this process), and `toolwire mcp` as a child
+ * process (from source). Tools, calls with unchanged input and results, progress, cancellation by
+ * the SDK and by raw ids 0 and "", tool-list changes, the end of stdin, and the start-up failures.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { type Progress, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ToolHost } from '@toolwire/client';
+import { type ListenInfo, ToolwireServer } from '@toolwire/server';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { poll } from '../../client/test/helpers/process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const cliMain = join(here, '..', 'src', 'main.ts');
+const NODE_ARGS = ['--conditions=@toolwire/source', '--import', 'tsx'];
+const HOST_TOKEN = 'host-token-stdio-door-1';
+const CALLER_TOKEN = 'caller-token-stdio-door-1';
+
+let dir: string;
+let tokenFile: string;
+let info: ListenInfo;
+let host: ToolHost;
+/** What the `wait` tool saw: started, then stopped (aborted) or not. */
+let waits: { started: number; stopped: number };
+const cleanups: (() => unknown)[] = [];
+
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'toolwire-mcp-stdio-'));
+  tokenFile = join(dir, 'caller.token');
+  await writeFile(tokenFile, `${CALLER_TOKEN}\n`, { mode: 0o600 });
+  const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] });
+  cleanups.push(() => server.close());
+  info = await server.listen(0, '127.0.0.1');
+  waits = { started: 0, stopped: 0 };
+  host = new ToolHost({ server: info.url, token: HOST_TOKEN, reconnect: false });
+  host.tool('echo', { description: 'stdout = the input JSON', inputSchema: { type: 'object' } }, (input) => JSON.stringify(input));
+  host.tool('steps', { inputSchema: { type: 'object' } }, async (_input, ctx) => {
+    for (let i = 1; i <= 3; i++) {
+      await ctx.write('stdout', `step ${i}\n`);
+      await new Promise((resolve) => setTimeout(resolve, 400)); // the tool's own pace (progress goes out at most every 250 ms)
+    }
+    return '';
+  });
+  host.tool(
+    'wait',
+    { inputSchema: { type: 'object' } },
+    (_input, ctx) =>
+      new Promise((resolve) => {
+        waits.started++;
+        ctx.signal.addEventListener('abort', () => {
+          waits.stopped++;
+          resolve('partial\n');
+        });
+      }),
+  );
+  cleanups.push(() => host.close());
+  await host.start();
+});
+
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** Environment of `toolwire mcp`: no inherited TOOLWIRE_* and an empty TOOLWIRE_HOME (no credentials file). */
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', HOME: dir, TOOLWIRE_HOME: dir, ...extra };
+}
+
+async function stdioClient(args: string[] = ['--server', info.mcpUrl, '--token-file', tokenFile]): Promise<{ client: Client; transport: StdioClientTransport }> {
+  const transport = new StdioClientTransport({ command: process.execPath, args: [...NODE_ARGS, cliMain, 'mcp', ...args], env: env(), stderr: 'pipe' });
+  const client = new Client({ name: 'stdio-door-test', version: '1.0.0' });
+  await client.connect(transport);
+  cleanups.push(() => client.close());
+  return { client, transport };
+}
+
+/** Run `toolwire mcp ARGS` with stdin closed at once; resolves with its exit code and stderr. */
+async function runOnce(args: string[], extra: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const child: ChildProcess = spawn(process.execPath, [...NODE_ARGS, cliMain, 'mcp', ...args], { env: env(extra), stdio: ['pipe', 'pipe', 'pipe'] });
+  cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdout!.resume();
+  child.stdin!.end();
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stderr };
+}
+
+describe('toolwire mcp (stdio door) with the SDK stdio client', () => {
+  it('lists the tools and forwards a call: input unchanged, the result (text and structuredContent) as the door gave it', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    expect(client.getServerCapabilities()?.tools).toEqual({ listChanged: true });
+    const tools = (await client.listTools()).tools;
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['alpha__echo', 'alpha__steps', 'alpha__wait']));
+    expect(tools.find((t) => t.name === 'alpha__echo')).toMatchObject({ description: 'stdout = the input JSON', inputSchema: { type: 'object' } });
+    const input = { text: 'héllo', n: 0, nested: { list: [1, null, 'x'], constructor: 'data' } };
+    const result = await client.callTool({ name: 'alpha__echo', arguments: input });
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toEqual({ stdout: JSON.stringify(input), stderr: '', exitCode: 0 });
+    expect(result.content).toEqual([{ type: 'text', text: `Exit code: 0\n${JSON.stringify(input)}` }]);
+  });
+
+  it('forwards progress under the client’s own progress token', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    const progress: Progress[] = [];
+    const result = await client.callTool({ name: 'alpha__steps', arguments: {} }, undefined, { onprogress: (p) => void progress.push(p) });
+    expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: 'step 1\nstep 2\nstep 3\n' });
+    // The door sends progress on output at most every 250 ms (the first may fall inside that gap):
+    // each one carries the last line and the bytes of output so far.
+    expect(progress.length).toBeGreaterThanOrEqual(2);
+    expect(progress.at(-1)).toMatchObject({ message: 'step 3', progress: 21 });
+    for (const p of progress) expect(p.progress).toBe(7 * Number(/^step (\d)$/.exec(p.message ?? '')?.[1]));
+  });
+
+  it('stops the call on the server when the client cancels (AbortSignal → notifications/cancelled)', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    const abort = new AbortController();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} }, undefined, { signal: abort.signal });
+    await poll(() => waits.started === 1, 10_000);
+    abort.abort('enough');
+    await expect(call).rejects.toThrow();
+    await poll(() => waits.stopped === 1, 10_000);
+  });
+
+  it('passes on notifications/tools/list_changed when a host changes its tools', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, () => void changed++);
+    await client.listTools();
+    host.tool('later', { inputSchema: { type: 'object' } }, () => 'later\n');
+    await poll(() => changed > 0, 10_000);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('alpha__later');
+  });
+
+  it('exits 0 when stdin ends, cancelling its calls in flight on the server', { timeout: 30_000 }, async () => {
+    const { client, transport } = await stdioClient();
+    void client.callTool({ name: 'alpha__wait', arguments: {} }).catch(() => {});
+    await poll(() => waits.started === 1, 10_000);
+    const pid = transport.pid!;
+    await client.close(); // ends the child's stdin
+    await poll(() => waits.stopped === 1, 10_000);
+    await poll(() => {
+      try {
+        process.kill(pid, 0);
+        return false;
+      } catch {
+        return true;
+      }
+    }, 10_000);
+  });
+});
+
+describe('toolwire mcp with a raw stdio client', () => {
+  it('cancels calls whose request ids are 0 and "" (ids the SDK’s own handler ignores)', { timeout: 30_000 }, async () => {
+    const child = spawn(process.execPath, [...NODE_ARGS, cliMain, 'mcp', '--server', info.mcpUrl, '--token-file', tokenFile], {
+      env: env(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+    child.stderr.resume();
+    const lines: Record<string, unknown>[] = [];
+    let buffer = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        lines.push(JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>);
+        buffer = buffer.slice(nl + 1);
+      }
+    });
+    const send = (message: object): boolean => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({ id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await poll(() => lines.some((m) => m.id === 'init'), 15_000);
+    send({ method: 'notifications/initialized' });
+    for (const [n, id] of [0, ''].entries()) {
+      send({ id, method: 'tools/call', params: { name: 'alpha__wait', arguments: {} } });
+      await poll(() => waits.started === n + 1, 10_000);
+      send({ method: 'notifications/cancelled', params: { requestId: id, reason: 'raw cancel' } });
+      await poll(() => waits.stopped === n + 1, 10_000);
+    }
+    child.stdin.end();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  });
+});
+
+describe('toolwire mcp start-up failures', () => {
+  it('exits 77 when the server refuses the token, 69 when it is unreachable, 64 without a token', { timeout: 60_000 }, async () => {
+    const wrong = join(dir, 'wrong.token');
+    await writeFile(wrong, 'not-a-caller-token\n', { mode: 0o600 });
+    const refused = await runOnce(['--server', info.mcpUrl, '--token-file', wrong]);
+    expect(refused.code).toBe(77);
+    expect(refused.stderr).toContain(`toolwire mcp: token refused by ${info.mcpUrl} (HTTP 401)`);
+    expect(refused.stderr).not.toContain('not-a-caller-token');
+    const unreachable = await runOnce(['--server', 'http://127.0.0.1:1/mcp', '--token-file', tokenFile, '--connect-timeout', '5000']);
+    expect(unreachable.code).toBe(69);
+    expect(unreachable.stderr).toMatch(/toolwire mcp: cannot reach server http:\/\/127\.0\.0\.1:1\/mcp: /);
+    const none = await runOnce(['--server', info.mcpUrl]);
+    expect(none.code).toBe(64);
+    expect(none.stderr).toMatch(/no token: give --token-file, set TOOLWIRE_TOKEN/);
+  });
+
+  it('exits 77 for a token file others may read, without reading it', { timeout: 30_000 }, async () => {
+    const open = join(dir, 'open.token');
+    await writeFile(open, `${CALLER_TOKEN}\n`, { mode: 0o644 });
+    const result = await runOnce(['--server', info.mcpUrl, '--token-file', open]);
+    expect(result.code).toBe(77);
+    expect(result.stderr).toMatch(/has mode 0644: group or others may read or write it; run: chmod 600/);
+  });
+});
