@@ -29,3 +29,12 @@ export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, e
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer } from './coalesce.js';
 export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';
+export {
+  type Traceparent,
+  TRACEPARENT_PATTERN,
+  MAX_TRACESTATE_LENGTH,
+  CALL_ID_PATTERN,
+  parseTraceparent,
+  formatTraceparent,
+  checkTracestate,
+} from './trace-context.js';

@@ -204,7 +204,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
     );
     this.#current = { socket, session };
-    o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
+    o.logger.info({ host: welcome.host, remote: remoteOf(o.server), protocol: welcome.protocol, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
     this.emit('connected', welcome);
     this.#advertise();
   }
@@ -235,7 +235,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (this.#current?.socket === socket) this.#retire(new CallAborted('unavailable', 'connection to the server lost'));
     const replaced = info.opened && info.code === CloseCode.REPLACED;
     if (info.opened) {
-      const fields = { code: info.code, name: closeCodeName(info.code), reason: info.reason };
+      const fields = { remote: remoteOf(this.#options.server), code: info.code, name: closeCodeName(info.code), reason: info.reason };
       // The server refused something this host sent (wrong-shape hello or advertise, a limit): the
       // close reason is the only place the host learns why.
       if (REFUSAL_CODES.has(info.code) && !this.#closing) log.error(fields, `toolwire: the server closed the connection: ${describeClose(info)}`);
@@ -295,4 +295,13 @@ function deferred<T>(): Deferred<T> {
   // not become an unhandled rejection, so mark it handled here — callers still see it.
   promise.catch(() => {});
   return { promise, resolve, reject };
+}
+
+/** The server's address in a host's log lines: `host:port` of its URL (never a user or password in it). */
+function remoteOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
 }
