@@ -22,6 +22,7 @@ import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../e
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
+import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
@@ -58,9 +59,11 @@ options:
                    (default: live output when the server takes it)
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
   --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
+  --log-format F   pretty|json (default: pretty on a terminal, else json)
   -h, --help       show this help
 
-Logs go to stderr as JSON lines (pino).
+Logs go to stderr: JSON lines (pino), or readable lines (pino-pretty) on a terminal or with
+--log-format pretty. At info, one line per call end (call id, tool, exit code, ms).
 Tools never see TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE, or any variable holding the token.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
 66 missing or unreadable token file, 77 token file readable or writable by group or others,
@@ -93,6 +96,7 @@ const flags = {
   'no-stream': { type: 'boolean' },
   ca: { type: 'string' },
   'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -139,6 +143,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     'no-stream'?: boolean;
     ca?: string;
     'log-level'?: string;
+    'log-format'?: string;
     help?: boolean;
   };
   const usageError = async (problem: string): Promise<number> => {
@@ -160,6 +165,8 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
     return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   }
+  const logFormat = logFormatOf(values['log-format'], process.stderr);
+  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(values['log-format'])}`);
   const envMode = values.env ?? 'inherit';
   if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
   const limits: LimitOptions = {};
@@ -198,7 +205,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
     return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
-  const logger = deps.logger ?? pino({ level }, pino.destination({ dest: 2, sync: true }));
+  const logger = deps.logger ?? pino({ level }, logFormat === 'json' ? pino.destination({ dest: 2, sync: true }) : logDestination(logFormat, process.stderr));
   const root = resolve(values.root ?? '.');
   tools = await runnableTools(tools, root, logger);
   let host: ToolHost;
