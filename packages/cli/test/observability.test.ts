@@ -100,7 +100,21 @@ async function startAll(): Promise<{
   );
   const host: ChildProcess = spawn(
     process.execPath,
-    [...SOURCE_NODE_ARGS, main, 'host', '--manifest', manifest, '--server', info.url, '--log-format', 'json', '--log-level', 'info'],
+    [
+      ...SOURCE_NODE_ARGS,
+      main,
+      'host',
+      '--manifest',
+      manifest,
+      '--server',
+      info.url,
+      '--log-format',
+      'json',
+      '--log-level',
+      'info',
+      '--metrics-listen',
+      '127.0.0.1:0',
+    ],
     {
       env: { ...process.env, TOOLWIRE_TOKEN: HOST_TOKEN, TRACEPARENT: '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01' },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -153,6 +167,13 @@ describe('observability: one call id and one trace id end to end (issue 16)', ()
     const metrics = await response.text();
     expect(metrics).toContain('toolwire_calls_total{tool="alpha__env",host="alpha",exit_code="0"} 1');
     expect(metrics).toMatch(new RegExp(`toolwire_call_duration_seconds_bucket\\{[^}]*\\} 1 # \\{trace_id="${TRACE_ID}",call_id="${callId}"\\}`));
+
+    // The host's own metrics on its --metrics-listen address (no token): the call by tool and exit code, the exemplar.
+    const listening = await until(() => hostLog.find((l) => l.msg === 'toolwire: metrics listening'), 'the host metrics listener');
+    const hostMetrics = await (await fetch(String(listening.url))).text();
+    expect(hostMetrics).toContain('toolwire_host_calls_total{tool="env",exit_code="0"} 1');
+    expect(hostMetrics).toContain('toolwire_host_connected 1');
+    expect(hostMetrics).toMatch(new RegExp(`toolwire_host_call_duration_seconds_bucket\\{[^}]*\\} 1 # \\{trace_id="${TRACE_ID}",call_id="${callId}"\\}`));
 
     // Never a token or the input at info.
     const all = JSON.stringify(serverLog) + JSON.stringify(hostLog);

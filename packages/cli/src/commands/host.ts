@@ -23,6 +23,8 @@ import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
+import { ConfigError, parseListen } from './serve-config.js';
+import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 import { reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
@@ -60,6 +62,9 @@ options:
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
   --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
   --log-format F   pretty|json (default: pretty on a terminal, else json)
+  --metrics-listen HOST:PORT
+                   serve this host's metrics at GET /metrics there (OpenMetrics, no token:
+                   bind it where only your Prometheus reaches)
   -h, --help       show this help
 
 Logs go to stderr: JSON lines (pino), or readable lines (pino-pretty) on a terminal or with
@@ -97,6 +102,7 @@ const flags = {
   ca: { type: 'string' },
   'log-level': { type: 'string' },
   'log-format': { type: 'string' },
+  'metrics-listen': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -144,6 +150,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     ca?: string;
     'log-level'?: string;
     'log-format'?: string;
+    'metrics-listen'?: string;
     help?: boolean;
   };
   const usageError = async (problem: string): Promise<number> => {
@@ -167,6 +174,13 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   }
   const logFormat = logFormatOf(values['log-format'], process.stderr);
   if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(values['log-format'])}`);
+  let metricsAddress: { host: string; port: number } | undefined;
+  try {
+    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
+  } catch (error) {
+    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
+    throw error;
+  }
   const envMode = values.env ?? 'inherit';
   if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
   const limits: LimitOptions = {};
@@ -218,6 +232,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       ...(ca !== undefined ? { ca } : {}),
       inheritEnv: envMode === 'inherit',
       liveOutput: values['no-stream'] !== true,
+      metrics: metricsAddress !== undefined,
       ...limits,
       logger,
     });
@@ -227,6 +242,17 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
     for (const [flag, option] of LIMIT_FLAGS) message = message.replace(`ToolHostOptions.${option}`, `--${flag}`);
     return usageError(message);
+  }
+  let metricsListener: MetricsListener | undefined;
+  if (metricsAddress !== undefined) {
+    try {
+      metricsListener = await listenMetrics(metricsAddress, () => host.scrapeMetrics());
+      logger.info({ url: metricsListener.url }, 'toolwire: metrics listening');
+    } catch (error) {
+      await host.close();
+      await write(io.stderr, `toolwire host: cannot listen on --metrics-listen ${metricsAddress.host}:${metricsAddress.port}: ${(error as Error).message}\n`);
+      return ExitCode.UNAVAILABLE;
+    }
   }
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
@@ -241,12 +267,14 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   stop.dispose();
   if (typeof outcome === 'object') {
     await host.close();
+    await metricsListener?.close();
     stopReloading(); // after the close: a SIGHUP meanwhile must not end the process
     await write(io.stderr, `toolwire: ${outcome.error.message}\n`);
     return outcome.error instanceof TokenRefusedError ? ExitCode.NO_PERM : ExitCode.UNAVAILABLE;
   }
   logger.info({ signal: outcome }, 'toolwire: stopping');
   await host.close();
+  await metricsListener?.close();
   stopReloading();
   return ExitCode.OK;
 }

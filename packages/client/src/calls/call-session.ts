@@ -19,6 +19,7 @@ import { OutputChannel } from './output-channel.js';
 import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 import { CallContext } from './tool-context.js';
 import { HostCall } from './call-trace.js';
+import type { HostMetrics } from '../host/host-metrics.js';
 
 /** A registered tool as the call layer runs it. */
 export type RunnableTool = { kind: 'handler'; name: string; handler: ToolHandler } | { kind: 'command'; name: string; command: CommandSpec };
@@ -36,6 +37,8 @@ export interface CallSettings {
   /** The host's bounds on what runs and waits (one per host, shared by its sessions). */
   admission: Admission;
   logger: Logger;
+  /** Where answered calls are counted (`ToolHostOptions.metrics`); none when absent. */
+  metrics?: HostMetrics | undefined;
 }
 
 interface InFlight {
@@ -125,7 +128,7 @@ export class CallSession {
     const tool = this.#lookup(call.tool);
     if (!tool) {
       this.#answer(call.id, failureCapture('not_found', `no such tool ${JSON.stringify(call.tool)} on this host`));
-      new HostCall(call).ended(this.#settings.logger, 127);
+      new HostCall(call).ended(this.#settings.logger, 127, this.#settings.metrics, false);
       return;
     }
     const limit = (tool.kind === 'command' ? tool.command.maxConcurrency : undefined) ?? Number.POSITIVE_INFINITY;
@@ -135,7 +138,7 @@ export class CallSession {
     else {
       const refused = this.#refusals.refuse(call.id, admitted, bytes); // nothing of it runs
       this.#answer(call.id, refused);
-      new HostCall(call).ended(this.#settings.logger, refused.exitCode);
+      new HostCall(call).ended(this.#settings.logger, refused.exitCode, this.#settings.metrics);
     }
   }
 
@@ -161,7 +164,7 @@ export class CallSession {
           clearTimeout(waited.timer);
           this.#calls.delete(call.id);
         }
-        observed.ended(this.#settings.logger, this.#answerAtOnce(call.id, started, abort, ctx));
+        observed.ended(this.#settings.logger, this.#answerAtOnce(call.id, started, abort, ctx), this.#settings.metrics);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         return;
       }
@@ -177,7 +180,7 @@ export class CallSession {
         this.#calls.delete(id);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         this.#answer(id, capture, ctx.output?.streamed);
-        observed.ended(this.#settings.logger, capture.exitCode);
+        observed.ended(this.#settings.logger, capture.exitCode, this.#settings.metrics);
       })
       .catch((error: unknown) => this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call'));
   }
@@ -252,7 +255,7 @@ export class CallSession {
       const reason = abort.reason!;
       const capture = failureCapture(reason.failure, `${reason.message}; the call was waiting for a place to run and its tool was not started`);
       this.#answer(call.id, capture);
-      new HostCall(call).ended(this.#settings.logger, capture.exitCode);
+      new HostCall(call).ended(this.#settings.logger, capture.exitCode, this.#settings.metrics);
     });
     this.#settings.admission.enqueue(waiter);
   }

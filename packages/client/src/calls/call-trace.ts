@@ -7,6 +7,7 @@
  */
 import { type Span, SpanKind, SpanStatusCode, ROOT_CONTEXT, TraceFlags, context, createTraceState, isSpanContextValid, trace } from '@opentelemetry/api';
 import { type CallMessage, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
+import type { HostMetrics } from '../host/host-metrics.js';
 import type { Logger } from '../types.js';
 
 /** Tracer name (instrumentation scope) of the tool host's spans. */
@@ -55,12 +56,17 @@ export class HostCall {
     }
   }
 
-  /** The call was answered with `exitCode`: end its span and log its line (once). */
-  ended(logger: Logger, exitCode: number): void {
+  /**
+   * The call was answered with `exitCode`: end its span, log its line and count it in `metrics`
+   * (once). `known`: false for a tool this host does not have.
+   */
+  ended(logger: Logger, exitCode: number, metrics?: HostMetrics, known = true): void {
     if (this.#ended) return;
     this.#ended = true;
-    const ms = Math.round(performance.now() - this.#t0);
+    const elapsed = performance.now() - this.#t0;
+    const ms = Math.round(elapsed);
     const traceId = this.traceparent?.slice(3, 35);
+    metrics?.callEnded({ id: this.id, tool: this.tool, known, exitCode, ms: elapsed, traceId });
     logger.info({ call: this.id, wire: this.wire === this.id ? undefined : this.wire, tool: this.tool, exitCode, ms, trace: traceId }, 'toolwire: call ended');
     const span = this.#span;
     if (span.isRecording()) {

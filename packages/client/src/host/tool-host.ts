@@ -3,6 +3,7 @@
  * the server (supervisor), advertises on every `welcome`, and hands calls to the connection's
  * `CallSession`.
  */
+import { HostMetrics } from './host-metrics.js';
 import { EventEmitter } from 'node:events';
 import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
@@ -63,6 +64,9 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #admission: Admission;
   #supervisor: ConnectionSupervisor | undefined;
   #current: { socket: HostSocket; session: CallSession } | undefined;
+  /** This host's metrics (`metrics: true`), and the tools the server accepted last. */
+  readonly #metrics: HostMetrics | undefined;
+  #accepted = 0;
   #started: Deferred<AdvertisedMessage> | undefined;
   #closing: Promise<void> | undefined;
 
@@ -71,6 +75,14 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     super();
     this.#options = resolveHostOptions(options);
     this.#admission = new Admission(this.#options.limits);
+    this.#metrics = this.#options.metrics
+      ? new HostMetrics({ inFlight: () => this.#current?.session.size ?? 0, connected: () => this.#current !== undefined, toolsAdvertised: () => this.#accepted })
+      : undefined;
+  }
+
+  /** This host's metrics as OpenMetrics text and its content type; `undefined` unless `metrics: true`. */
+  async scrapeMetrics(): Promise<{ contentType: string; text: string } | undefined> {
+    return this.#metrics?.scrape();
   }
 
   /**
@@ -200,6 +212,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         env: o.env,
         admission: this.#admission,
         logger: o.logger,
+        metrics: this.#metrics,
       },
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
     );
@@ -215,6 +228,8 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     switch (message.type) {
       case 'advertised':
         for (const r of message.rejected) this.#options.logger.warn({ tool: r.name, reason: r.reason }, 'toolwire: tool rejected by the server');
+        this.#accepted = message.accepted.length;
+        this.#metrics?.rejected(message.rejected.length + (message.moreRejected ?? 0));
         this.emit('advertised', message);
         this.#started?.resolve(message);
         break;
