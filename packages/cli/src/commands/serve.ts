@@ -347,7 +347,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  tool hosts connect to  ${anyAddress(near.server)}`,
     `  MCP callers connect to ${anyAddress(near.mcp)}`,
     `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
-    `  metrics                ${metricsListener?.url ?? `${near.mcp.replace(/\/mcp$/, '')}/metrics (caller token)`}`,
+    `  metrics                ${metricsListener?.url ?? `${near.mcp.replace(/\/mcp$/, '')}/metrics (callers only)`}`,
   ];
   if (embedded !== undefined) {
     lines.push(
