@@ -11,7 +11,7 @@ import type { LoadShape } from './scenarios.js';
 /** Tools every toolwire bench host advertises (see proc/toolwire-host.ts). */
 export const TOOLS_PER_HOST = 10;
 
-export type ArmName = 'toolwire' | 'raw-ws' | 'spawn-floor';
+export type ArmName = 'toolwire' | 'toolwire+obs' | 'raw-ws' | 'spawn-floor';
 
 /** Live processes of one arm. `load` are the extra fields of its `load` command (tool name, path). */
 export interface Arm {
@@ -42,7 +42,7 @@ export interface ArmResult {
 async function startPair(serverName: string, hostName: string, name: ArmName, env: Record<string, string>, load: Record<string, unknown>): Promise<Arm> {
   const { helper: server, ready } = await Helper.start(serverName, env);
   try {
-    const { helper: host } = await Helper.start(hostName, { BENCH_URL: String(ready.url) });
+    const { helper: host } = await Helper.start(hostName, { BENCH_URL: String(ready.url), BENCH_OBSERVE: env.BENCH_OBSERVE ?? '0' });
     return { name, server, host, load };
   } catch (error) {
     await server.stop();
@@ -51,9 +51,14 @@ async function startPair(serverName: string, hostName: string, name: ArmName, en
 }
 
 /** toolwire: `ToolwireServer` + one `ToolHost` (identity `h0`); calls go to `h0__<tool>` through `route()` or `execute()`. */
-export async function startToolwire(tool: 'echo' | 'cat', options: { path?: 'route' | 'execute'; recordDir?: string } = {}): Promise<Arm> {
+export async function startToolwire(tool: 'echo' | 'cat', options: { path?: 'route' | 'execute'; recordDir?: string; observe?: boolean } = {}): Promise<Arm> {
   const env: Record<string, string> = options.recordDir ? { BENCH_RECORD_DIR: options.recordDir } : {};
-  const arm = await startPair('toolwire-server', 'toolwire-host', 'toolwire', env, { name: `h0__${tool}`, path: options.path ?? 'route' });
+  // Observability (issue 16): info logs on server and host and the server's metrics, else none of them.
+  env.BENCH_OBSERVE = options.observe === true ? '1' : '0';
+  const arm = await startPair('toolwire-server', 'toolwire-host', options.observe === true ? 'toolwire+obs' : 'toolwire', env, {
+    name: `h0__${tool}`,
+    path: options.path ?? 'route',
+  });
   await arm.server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
   return arm;
 }

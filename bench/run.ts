@@ -1,11 +1,12 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,live,abuse] [--markdown]` — toolwire's router path against a
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,live,abuse] [--markdown] [--observe]` — toolwire's router path against a
  * raw-WebSocket RPC baseline, side by side in the same run (issue 4), the installed CLI's start-up
  * time and idle memory (`cli`, issue 9: see `cli.ts`), live output's streaming throughput (`live`,
  * issue 13), and what one abusive host costs the others (`abuse`, issue 11: see `abuse.ts`; not in
  * the default set). Prints the table of medians and
  * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
- * `bench/results/latest.md`.
+ * `bench/results/latest.md`. `--observe` (issue 16): s1–s4 compare the same build through `execute()`
+ * with info logging and metrics off (`toolwire`) and on (`toolwire+obs`) instead of the baseline.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
@@ -42,6 +43,7 @@ const { values } = parseArgs({
     scale: { type: 'string' },
     'record-dir': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
+    observe: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick;
@@ -83,9 +85,18 @@ try {
       if (!wanted(id)) continue;
       const live: Arm[] = [];
       try {
-        if (arms.includes('toolwire')) live.push(await startToolwire('echo'));
-        if (arms.includes('raw')) live.push(await startRaw());
+        if (values.observe) {
+          // --observe (issue 16): the same build with info logging and metrics off, then on, through
+          // execute() (where the server's call line and metrics are), in interleaved segments.
+          live.push(await startToolwire('echo', { path: 'execute' }), await startToolwire('echo', { path: 'execute', observe: true }));
+        } else {
+          if (arms.includes('toolwire')) live.push(await startToolwire('echo'));
+          if (arms.includes('raw')) live.push(await startRaw());
+        }
         const results = await compare(live, plan[id]);
+        const off = results.find((r) => r.arm === 'toolwire');
+        const on = results.find((r) => r.arm === 'toolwire+obs');
+        if (off && on) log(`run ${run} ${id}: observability on/off = ${(on.stats.callsPerSec / off.stats.callsPerSec).toFixed(3)} (calls/s)`);
         for (const r of results) log(`run ${run} ${id}: ${brief(r)}`);
         const toolwire = results.find((r) => r.arm === 'toolwire');
         const raw = results.find((r) => r.arm === 'raw-ws');

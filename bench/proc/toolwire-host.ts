@@ -9,6 +9,7 @@ import { reaperPid } from '../../packages/client/src/subprocess/reaper.js';
 import { spawnHelperPid } from '../../packages/client/src/subprocess/spawn-helper.js';
 import { processInfo, send, serve } from './ipc.js';
 import { FILLERS, fillerSchema, hostToken } from './tools.js';
+import { infoLogger, observing } from './observe.js';
 
 const server = process.env.BENCH_URL!;
 const first = Number(process.env.BENCH_FIRST ?? 0);
@@ -17,7 +18,7 @@ const count = Number(process.env.BENCH_COUNT ?? 1);
 const BATCH = 50;
 // One logger for every host of this process (the default opens one stderr stream per host).
 const warn = (obj: unknown, msg?: string): void => console.error('bench host:', msg ?? '', typeof obj === 'string' ? obj : JSON.stringify(obj));
-const logger = { debug() {}, info() {}, warn, error: warn } as unknown as NonNullable<ToolHostOptions['logger']>;
+const logger = observing ? infoLogger() : ({ debug() {}, info() {}, warn, error: warn } as unknown as NonNullable<ToolHostOptions['logger']>);
 const object = { type: 'object' } as const;
 
 /** Live-output scenario (`bench/live.ts`): the shell command of the `flood` tool, when set. */

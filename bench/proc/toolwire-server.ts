@@ -7,6 +7,7 @@ import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
 import { DEFAULT_HOSTS, hostName, hostToken } from './tools.js';
+import { infoLogger, observing } from './observe.js';
 
 const hostCount = Number(process.env.BENCH_HOSTS ?? DEFAULT_HOSTS);
 const recordDir = process.env.BENCH_RECORD_DIR;
@@ -15,6 +16,9 @@ const server = new ToolwireServer({
   // Room for every bench host (s6 connects 2,000); the default cap is 1,024 connections.
   maxConnections: hostCount + 64,
   ...(recordDir ? { recordDir } : {}),
+  // Observability (issue 16): on only with BENCH_OBSERVE=1 (`pnpm bench --observe`), else a silent logger and no metrics.
+  metrics: observing,
+  ...(observing ? { logger: infoLogger() } : {}),
 });
 const { url } = await server.listen(0, '127.0.0.1');
 // One stop signal per load worker, as each concurrent agent would have its own (the executor makes

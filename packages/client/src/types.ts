@@ -10,10 +10,17 @@ export type Logger = Pick<PinoLogger, 'debug' | 'info' | 'warn' | 'error'>;
 
 /** The facts of one call (from the server's `call` frame): what a subprocess tool gets as `TOOLWIRE_*` variables. */
 export interface CallFacts {
-  /** Call id, unique among the connection's pending calls (`TOOLWIRE_CALL_ID` for subprocesses). */
+  /**
+   * The call's own id (`TOOLWIRE_CALL_ID` for subprocesses): the server's call id (its disk record's
+   * folder and the `call` of its log lines) from a protocol 2 server, else the connection's id.
+   */
   id: string;
   /** The calling agent's id (`TOOLWIRE_AGENT`). */
   agent: string;
+  /** W3C `traceparent` of the call (`TRACEPARENT`), when the caller gave trace context. */
+  traceparent?: string;
+  /** W3C `tracestate` going with `traceparent` (`TRACESTATE`). */
+  tracestate?: string;
   /** The calling agent's workspace root (`TOOLWIRE_WORKSPACE`). */
   workspace: string;
   /**

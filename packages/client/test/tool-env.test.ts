@@ -99,3 +99,24 @@ describe('a tool environment never carries the host credentials', () => {
     });
   });
 });
+
+describe('trace context in the tool environment (issue 16)', () => {
+  const TP = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+  const base = { PATH: '/bin', TRACEPARENT: '00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01', TRACESTATE: 'host=own' };
+
+  it("gives the call's traceparent and tracestate as TRACEPARENT and TRACESTATE", () => {
+    const env = toolEnv(printEnv, { ...ctx(), traceparent: TP, tracestate: 'k=v' }, undefined, base);
+    expect(env.TRACEPARENT).toBe(TP);
+    expect(env.TRACESTATE).toBe('k=v');
+    expect(env.TOOLWIRE_CALL_ID).toBe('c1');
+  });
+
+  it("never passes the host's own TRACEPARENT/TRACESTATE to a call without trace context", () => {
+    const env = toolEnv(printEnv, ctx(), undefined, base);
+    expect(env.TRACEPARENT).toBeUndefined();
+    expect(env.TRACESTATE).toBeUndefined();
+    const withoutState = toolEnv(printEnv, { ...ctx(), traceparent: TP }, undefined, base);
+    expect(withoutState.TRACEPARENT).toBe(TP);
+    expect(withoutState.TRACESTATE).toBeUndefined();
+  });
+});

@@ -30,3 +30,12 @@ export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer } from './coalesce.js';
 export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';
 export { type OutputFrame, OUTPUT_FRAME_KIND, MAX_OUTPUT_FRAME_SEQ, encodeOutputFrame, decodeOutputFrame, outputFrameHeaderBytes } from './output-frame.js';
+export {
+  type Traceparent,
+  TRACEPARENT_PATTERN,
+  MAX_TRACESTATE_LENGTH,
+  CALL_ID_PATTERN,
+  parseTraceparent,
+  formatTraceparent,
+  checkTracestate,
+} from './trace-context.js';

@@ -146,6 +146,16 @@ export interface CallMessage {
   agent: string;
   /** Time remaining until the deadline when the frame was sent, ms. */
   deadlineMs: number;
+  /**
+   * Protocol 2: the call's own id (the executor's or the caller's, `[A-Za-z0-9._-]{1,128}`): the
+   * disk record's folder, the tool's `TOOLWIRE_CALL_ID` and the `call` field of every log line.
+   * `id` stays the connection's correlation id (the wire id). Absent: the wire id is the call id.
+   */
+  callId?: string;
+  /** Protocol 2: W3C `traceparent` of the call (the tool's `TRACEPARENT`), version 00. */
+  traceparent?: string;
+  /** Protocol 2: W3C `tracestate` that goes with `traceparent` (the tool's `TRACESTATE`), at most 512 characters. */
+  tracestate?: string;
 }
 
 /** Cancel one in-flight call: the host kills the work and answers with what it has. */

@@ -4,6 +4,7 @@
  * keeps `__proto__`-style keys out of decoded messages.
  */
 import { FailureKind } from './codes.js';
+import { CALL_ID_PATTERN, MAX_TRACESTATE_LENGTH, TRACEPARENT_PATTERN } from './trace-context.js';
 
 const id = { type: 'string', minLength: 1, maxLength: 128 } as const;
 const shortText = { type: 'string', maxLength: 256 } as const;
@@ -149,6 +150,10 @@ export const serverMessageSchemas = {
       workspace: { type: 'string' },
       agent: { type: 'string' },
       deadlineMs: { type: 'integer', minimum: 0 },
+      // Protocol 2 (issue 16): the call's own id (the executor's), and W3C trace context.
+      callId: { type: 'string', pattern: CALL_ID_PATTERN.source },
+      traceparent: { type: 'string', pattern: TRACEPARENT_PATTERN.source },
+      tracestate: { type: 'string', maxLength: MAX_TRACESTATE_LENGTH, pattern: '^[\x20-\x7e]*$' },
     },
     ['id', 'tool', 'input', 'workspace', 'agent', 'deadlineMs'],
   ),

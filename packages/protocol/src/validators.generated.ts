@@ -1788,7 +1788,10 @@ return errors === 0;
 }
 
 export const server_call = validate18;
-const schema19 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
+const schema19 = {"type":"object","properties":{"type":{"const":"call"},"id":{"type":"string","minLength":1,"maxLength":128},"tool":{"type":"string","minLength":1,"maxLength":64},"input":{},"workspace":{"type":"string"},"agent":{"type":"string"},"deadlineMs":{"type":"integer","minimum":0},"callId":{"type":"string","pattern":"^[A-Za-z0-9._-]{1,128}$"},"traceparent":{"type":"string","pattern":"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"},"tracestate":{"type":"string","maxLength":512,"pattern":"^[ -~]*$"}},"required":["type","id","tool","input","workspace","agent","deadlineMs"],"additionalProperties":false};
+const pattern3 = new RegExp("^[A-Za-z0-9._-]{1,128}$", "u");
+const pattern4 = new RegExp("^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$", "u");
+const pattern5 = new RegExp("^[ -~]*$", "u");
 
 function validate18(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -1865,7 +1868,7 @@ vErrors.push(err6);
 errors++;
 }
 for(const key0 in data){
-if(!(((((((key0 === "type") || (key0 === "id")) || (key0 === "tool")) || (key0 === "input")) || (key0 === "workspace")) || (key0 === "agent")) || (key0 === "deadlineMs"))){
+if(!(func4.call(schema19.properties, key0))){
 const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err7];
@@ -2007,14 +2010,99 @@ errors++;
 }
 }
 }
-}
-else {
-const err19 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.callId !== undefined){
+let data6 = data.callId;
+if(typeof data6 === "string"){
+if(!pattern3.test(data6)){
+const err19 = {instancePath:instancePath+"/callId",schemaPath:"#/properties/callId/pattern",keyword:"pattern",params:{pattern: "^[A-Za-z0-9._-]{1,128}$"},message:"must match pattern \""+"^[A-Za-z0-9._-]{1,128}$"+"\""};
 if(vErrors === null){
 vErrors = [err19];
 }
 else {
 vErrors.push(err19);
+}
+errors++;
+}
+}
+else {
+const err20 = {instancePath:instancePath+"/callId",schemaPath:"#/properties/callId/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err20];
+}
+else {
+vErrors.push(err20);
+}
+errors++;
+}
+}
+if(data.traceparent !== undefined){
+let data7 = data.traceparent;
+if(typeof data7 === "string"){
+if(!pattern4.test(data7)){
+const err21 = {instancePath:instancePath+"/traceparent",schemaPath:"#/properties/traceparent/pattern",keyword:"pattern",params:{pattern: "^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"},message:"must match pattern \""+"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$"+"\""};
+if(vErrors === null){
+vErrors = [err21];
+}
+else {
+vErrors.push(err21);
+}
+errors++;
+}
+}
+else {
+const err22 = {instancePath:instancePath+"/traceparent",schemaPath:"#/properties/traceparent/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err22];
+}
+else {
+vErrors.push(err22);
+}
+errors++;
+}
+}
+if(data.tracestate !== undefined){
+let data8 = data.tracestate;
+if(typeof data8 === "string"){
+if(func2(data8) > 512){
+const err23 = {instancePath:instancePath+"/tracestate",schemaPath:"#/properties/tracestate/maxLength",keyword:"maxLength",params:{limit: 512},message:"must NOT have more than 512 characters"};
+if(vErrors === null){
+vErrors = [err23];
+}
+else {
+vErrors.push(err23);
+}
+errors++;
+}
+if(!pattern5.test(data8)){
+const err24 = {instancePath:instancePath+"/tracestate",schemaPath:"#/properties/tracestate/pattern",keyword:"pattern",params:{pattern: "^[ -~]*$"},message:"must match pattern \""+"^[ -~]*$"+"\""};
+if(vErrors === null){
+vErrors = [err24];
+}
+else {
+vErrors.push(err24);
+}
+errors++;
+}
+}
+else {
+const err25 = {instancePath:instancePath+"/tracestate",schemaPath:"#/properties/tracestate/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err25];
+}
+else {
+vErrors.push(err25);
+}
+errors++;
+}
+}
+}
+else {
+const err26 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err26];
+}
+else {
+vErrors.push(err26);
 }
 errors++;
 }

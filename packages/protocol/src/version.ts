@@ -7,7 +7,7 @@
  *
  * - 1 — hello, advertise, result; welcome, advertised, call, cancel.
  * - 2 — adds live output: `output` and `progress` (host → server), `credit` (server → host), `welcome.output`,
- *   `result.streamed` (DESIGN §5, "Live output").
+ *   `result.streamed` (DESIGN §5, "Live output"); `call.callId`, `call.traceparent`, `call.tracestate` (issue 16).
  */
 
 /** The newest wire protocol version this code speaks. */

@@ -11,6 +11,7 @@ import { normalizeAllowedHosts } from './endpoint/http-front.js';
 import type { ExecutorOptions, Fallback } from './executor/executor.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
+import { SessionCounters } from './observe/counters.js';
 import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
 import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';
 import type { PreAuthOptions } from './preauth/guard.js';
@@ -144,6 +145,12 @@ export interface ToolwireServerOptions {
   maxHeadersCount?: number;
   /** Default: a silent pino logger. */
   logger?: Logger;
+  /**
+   * Keep metrics and serve them at `GET /metrics` (OpenMetrics text, `Authorization: Bearer <caller
+   * token>`; see README "Operating toolwire"). `false`: no metrics are kept and `/metrics` is 404.
+   * Default `true`.
+   */
+  metrics?: boolean;
   /** Policy hook consulted before each call (fails closed). Default: none. */
   toolControl?: ToolControl;
   /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
@@ -312,6 +319,10 @@ export interface ServerSeams {
  */
 export interface ServerConfig {
   logger: Logger;
+  /** Keep metrics and serve `/metrics` (`ToolwireServerOptions.metrics`). */
+  metrics: boolean;
+  /** Counts of host-session events (also in `endpoint.session`). */
+  counters: SessionCounters;
   /** Credentials for the token table. */
   hosts: readonly HostCredential[];
   callers: readonly CallerCredential[];
@@ -434,6 +445,8 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
   // Shared by the servers of this process; threads start at the first job only.
   const { decode: decodeWorker, compile: compileWorker } = sharedWorkers(seams.workerIdleMs);
   const toolLimits = { maxSchemaBytes: o.maxSchemaBytes, maxSchemaDepth: o.maxSchemaDepth, maxDescriptionChars: o.maxDescriptionChars };
+  if (o.metrics !== undefined && typeof o.metrics !== 'boolean') throw new TypeError('ToolwireServerOptions.metrics must be a boolean');
+  const counters = new SessionCounters();
   const session: SessionOptions = {
     heartbeatMs: o.heartbeatMs,
     helloTimeoutMs: o.helloTimeoutMs,
@@ -452,11 +465,14 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     maxLogLinesPerHost: o.maxLogLinesPerHost,
     logWindowMs: o.logWindowMs,
     newCallId,
+    counters,
     decoder: new FrameDecoder({ limits: { ...toolLimits, maxToolsPerHost: o.maxToolsPerHost }, decodeTimeoutMs: o.frameDecodeTimeoutMs }, decodeWorker),
     logger,
   };
   return {
     logger,
+    metrics: o.metrics ?? true,
+    counters,
     hosts: o.hosts ?? [],
     callers: o.callers ?? [],
     tls,

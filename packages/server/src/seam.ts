@@ -50,6 +50,20 @@ export interface RoutedCall {
    * the call. A host that does not stream never calls it.
    */
   onProgress?: ProgressListener;
+  /**
+   * W3C `traceparent` of the call (version 00), sent to the host in the `call` frame (protocol 2)
+   * and given to the tool as `TRACEPARENT`. Absent: the call carries no trace context.
+   */
+  traceparent?: string;
+  /** W3C `tracestate` that goes with `traceparent` (the tool's `TRACESTATE`). */
+  tracestate?: string;
+  /** Set by the router: the host identity the call was sent to (for logs and metrics). */
+  host?: string;
+  /**
+   * Set by the host session: the connection's correlation id of the call (the `call` frame's `id`)
+   * when it differs from `id`; logged with `id` and recorded in `output.json` as `wireId`.
+   */
+  wireId?: string;
 }
 
 /** One piece of a running call's output (see {@link RoutedCall.onOutput}). */

@@ -4,6 +4,7 @@
  * - WebSocket upgrades → the host endpoint (tool hosts, `Authorization: Bearer <host token>`);
  * - `/mcp` → the MCP door (Streamable HTTP, `Authorization: Bearer <caller token>`);
  * - `/status` → the live status page and its JSON (`status/status-http.ts`, caller token or session cookie);
+ * - `GET /metrics` → the server's metrics in OpenMetrics text (caller token; `metrics: false` → 404);
  * - `GET /healthz` → 200 `{"ok": true, "hosts": <connected hosts>, "tools": <advertised tools>}`
  *   (counts only: the path is unauthenticated);
  * - OAuth discovery paths (`/.well-known/oauth-protected-resource`, …) → the answers of
@@ -29,6 +30,8 @@ import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-fr
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
+import { ServerMetrics } from './observe/metrics.js';
+import { serveMetrics } from './observe/metrics-endpoint.js';
 import { type CallerCredential, type HostCredential, type Logger, type ServerSeams, type ToolwireServerOptions, resolveServerConfig } from './options.js';
 import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/config.js';
 import { PreAuthGuard } from './preauth/guard.js';
@@ -72,6 +75,8 @@ export class ToolwireServer {
   readonly limiter: AuthLimiter;
   /** Accounting of the connections not yet authenticated (caps, timeout; `stats()` for counts). */
   readonly preAuth: PreAuthGuard;
+  /** The metric families (`undefined` with `metrics: false`). */
+  readonly #metrics: ServerMetrics | undefined;
   readonly #http: HttpServer;
   readonly #descriptors: Descriptors;
   #recovered = false;
@@ -103,10 +108,25 @@ export class ToolwireServer {
     const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
     this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
     this.#board = new CallBoard(this.router, config.status.recentCalls);
+    const limiter = this.limiter;
+    const router = this.router;
+    const metrics = config.metrics
+      ? new ServerMetrics({
+          inFlight: () => this.executor.inFlight,
+          hosts: () => router.hosts().length,
+          tools: () => router.tools().length,
+          mcpSessions: () => this.mcp.sessionCount,
+          advertiseRejected: () => router.advertiseRejected,
+          authFailures: () => limiter.failures,
+          sessions: config.counters,
+        })
+      : undefined;
+    this.#metrics = metrics;
     this.executor = new Executor({
       injection: this.router,
       board: this.#board,
       options: config.executor,
+      ...(metrics && { observer: metrics }),
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
     });
@@ -249,6 +269,16 @@ export class ToolwireServer {
     }
   }
 
+  /**
+   * The metrics text and its content type (OpenMetrics), for a listener of the embedding program's
+   * own (e.g. `toolwire serve --metrics-listen`); `undefined` with `metrics: false`.
+   */
+  async scrapeMetrics(): Promise<{ contentType: string; text: string } | undefined> {
+    const metrics = this.#metrics;
+    if (metrics === undefined) return undefined;
+    return { contentType: metrics.contentType, text: await metrics.metrics() };
+  }
+
   #onRequest(req: IncomingMessage, res: ServerResponse): void {
     this.preAuth.watch(req, res);
     const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
@@ -264,6 +294,15 @@ export class ToolwireServer {
     }
     if (path === '/status' || path.startsWith('/status/')) {
       void this.#status.handle(req, res, path); // never rejects
+      return;
+    }
+    if (path === '/metrics' && this.#metrics !== undefined) {
+      const authenticate = (authorization: string | undefined): boolean => {
+        const ok = this.tokens.authenticate(authorization, 'caller')?.role === 'caller';
+        if (ok) this.preAuth.authenticated(req.socket); // a scraper's keep-alive connection leaves the pre-auth accounting
+        return ok;
+      };
+      void serveMetrics(req, res, { metrics: this.#metrics, authenticate, limiter: this.limiter, logger: this.#logger }); // never rejects
       return;
     }
     if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {

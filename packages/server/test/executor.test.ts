@@ -215,6 +215,7 @@ describe('disk record', () => {
     expect(inputSeenByRouter).toEqual({ id: 'c-1', name: 'echo', input: { text: 'hi' } });
     const output = JSON.parse(await readFile(join(dir, 'output.json'), 'utf8'));
     expect(output).toEqual({
+      id: 'c-1',
       stdout: 'hi\n',
       stderr: { base64: Buffer.from([0xff, 0xfe]).toString('base64') },
       exitCode: 3,

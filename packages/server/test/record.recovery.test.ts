@@ -49,6 +49,7 @@ describe('closing interrupted records', () => {
     const report = await closeInterruptedRecords(new DiskRecord(root), never, noError, () => closedAt);
     expect(report).toEqual({ closed: 1, tempFilesRemoved: 0, failed: 0 });
     expect(await json(join(dir, 'output.json'))).toEqual({
+      id: 'c1',
       stdout: '',
       stderr: `toolwire: ${INTERRUPTED_REASON}\n`,
       exitCode: 69,

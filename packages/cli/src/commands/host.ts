@@ -22,6 +22,9 @@ import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../e
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
+import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
+import { ConfigError, parseListen } from './serve-config.js';
+import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 import { reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
@@ -58,9 +61,14 @@ options:
                    (default: live output when the server takes it)
   --ca FILE        trusted CA certificate (PEM) for a wss:// server
   --log-level L    fatal|error|warn|info|debug|trace|silent (default: $TOOLWIRE_LOG_LEVEL, then info)
+  --log-format F   pretty|json (default: pretty on a terminal, else json)
+  --metrics-listen HOST:PORT
+                   serve this host's metrics at GET /metrics there (OpenMetrics, no token:
+                   bind it where only your Prometheus reaches)
   -h, --help       show this help
 
-Logs go to stderr as JSON lines (pino).
+Logs go to stderr: JSON lines (pino), or readable lines (pino-pretty) on a terminal or with
+--log-format pretty. At info, one line per call end (call id, tool, exit code, ms).
 Tools never see TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE, or any variable holding the token.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
 66 missing or unreadable token file, 77 token file readable or writable by group or others,
@@ -93,6 +101,8 @@ const flags = {
   'no-stream': { type: 'boolean' },
   ca: { type: 'string' },
   'log-level': { type: 'string' },
+  'log-format': { type: 'string' },
+  'metrics-listen': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -139,6 +149,8 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     'no-stream'?: boolean;
     ca?: string;
     'log-level'?: string;
+    'log-format'?: string;
+    'metrics-listen'?: string;
     help?: boolean;
   };
   const usageError = async (problem: string): Promise<number> => {
@@ -159,6 +171,15 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   if (!LEVELS.includes(level)) {
     const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
     return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  }
+  const logFormat = logFormatOf(values['log-format'], process.stderr);
+  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(values['log-format'])}`);
+  let metricsAddress: { host: string; port: number } | undefined;
+  try {
+    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
+  } catch (error) {
+    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
+    throw error;
   }
   const envMode = values.env ?? 'inherit';
   if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
@@ -198,7 +219,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
     return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
-  const logger = deps.logger ?? pino({ level }, pino.destination({ dest: 2, sync: true }));
+  const logger = deps.logger ?? pino({ level }, logFormat === 'json' ? pino.destination({ dest: 2, sync: true }) : logDestination(logFormat, process.stderr));
   const root = resolve(values.root ?? '.');
   tools = await runnableTools(tools, root, logger);
   let host: ToolHost;
@@ -211,6 +232,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       ...(ca !== undefined ? { ca } : {}),
       inheritEnv: envMode === 'inherit',
       liveOutput: values['no-stream'] !== true,
+      metrics: metricsAddress !== undefined,
       ...limits,
       logger,
     });
@@ -220,6 +242,17 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
     for (const [flag, option] of LIMIT_FLAGS) message = message.replace(`ToolHostOptions.${option}`, `--${flag}`);
     return usageError(message);
+  }
+  let metricsListener: MetricsListener | undefined;
+  if (metricsAddress !== undefined) {
+    try {
+      metricsListener = await listenMetrics(metricsAddress, () => host.scrapeMetrics());
+      logger.info({ url: metricsListener.url }, 'toolwire: metrics listening');
+    } catch (error) {
+      await host.close();
+      await write(io.stderr, `toolwire host: cannot listen on --metrics-listen ${metricsAddress.host}:${metricsAddress.port}: ${(error as Error).message}\n`);
+      return ExitCode.UNAVAILABLE;
+    }
   }
   if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
@@ -234,12 +267,14 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   stop.dispose();
   if (typeof outcome === 'object') {
     await host.close();
+    await metricsListener?.close();
     stopReloading(); // after the close: a SIGHUP meanwhile must not end the process
     await write(io.stderr, `toolwire: ${outcome.error.message}\n`);
     return outcome.error instanceof TokenRefusedError ? ExitCode.NO_PERM : ExitCode.UNAVAILABLE;
   }
   logger.info({ signal: outcome }, 'toolwire: stopping');
   await host.close();
+  await metricsListener?.close();
   stopReloading();
   return ExitCode.OK;
 }

@@ -17,7 +17,9 @@
  *   `toolwire token`) apply to the running server within 1 s (see `serve-state.ts`);
  * - `--tls-cert`, `--tls-key` — PEM certificate (chain) and private key: serve `wss://` and
  *   `https://…/mcp` (both flags or neither; they win over the config's `tlsCert`/`tlsKey`);
- * - `--log-level` — pino level on stderr: fatal, error, warn, info (default), debug, trace, silent.
+ * - `--log-level` — pino level on stderr: fatal, error, warn, info (default), debug, trace, silent;
+ * - `--log-format` — `pretty` (pino-pretty) or `json` (pino's JSON lines); default pretty on a TTY, else json;
+ * - `--metrics-listen` — also serve `GET /metrics` without a token on this address (`metrics-listen.ts`).
  *
  * With `--config`, SIGHUP reloads the config file's `hosts` and `callers` (token rotation without
  * a restart): sessions of removed or changed tokens are closed (host calls settle 69); a file that
@@ -41,6 +43,8 @@ import { pino } from 'pino';
 import { type CallerCredential, type HostCredential, type ListenInfo, type ServerTls, ToolwireServer } from '@toolwire/server';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
 import { argvProblem, misuse } from '../usage.js';
+import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
+import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 
 export const serveUsage = `usage: toolwire serve [options]
 
@@ -53,6 +57,10 @@ export const serveUsage = `usage: toolwire serve [options]
   --tls-cert FILE      PEM certificate (chain): serve wss:// and https:// (needs --tls-key)
   --tls-key FILE       PEM private key of --tls-cert
   --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
+  --log-format F       pretty|json (default: pretty on a terminal, else json)
+  --metrics-listen HOST:PORT
+                       also serve GET /metrics there, without a token (on the server's
+                       port /metrics needs a caller token)
   -h, --help           show this help
 
 Without --config, SIGHUP is ignored (nothing to reload).
@@ -71,6 +79,8 @@ const flags = {
   'tls-cert': { type: 'string' },
   'tls-key': { type: 'string' },
   'log-level': { type: 'string', default: 'info' },
+  'log-format': { type: 'string' },
+  'metrics-listen': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -211,6 +221,15 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   }
   const level = values['log-level'];
   if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
+  const logFormat = logFormatOf(values['log-format'], stderr);
+  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got "${values['log-format']}"`);
+  let metricsAddress: { host: string; port: number } | undefined;
+  try {
+    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
+  } catch (error) {
+    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
+    throw error;
+  }
 
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
 
@@ -271,7 +290,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
         },
       },
     },
-    stderr as pino.DestinationStream,
+    logDestination(logFormat, stderr),
   );
   let server: ToolwireServer;
   try {
@@ -295,6 +314,19 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     stderr.write(`toolwire serve: cannot listen on ${listen.host}:${listen.port}: ${why}\n`);
     return ExitCode.UNAVAILABLE;
   }
+  let metricsListener: MetricsListener | undefined;
+  if (metricsAddress !== undefined) {
+    try {
+      metricsListener = await listenMetrics(metricsAddress, () => server.scrapeMetrics());
+    } catch (error) {
+      stop.dispose();
+      await server.close();
+      stderr.write(
+        `toolwire serve: cannot listen on --metrics-listen ${metricsAddress.host}:${metricsAddress.port}: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
+      return ExitCode.UNAVAILABLE;
+    }
+  }
   if (tls === undefined && !isLoopback(listen.host)) {
     stderr.write(
       `toolwire serve: warning: listening on ${listen.host} without TLS: tokens and tool output travel in the clear; ` +
@@ -316,6 +348,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  MCP callers connect to ${anyAddress(near.mcp)}`,
     `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
     `  status page            ${near.mcp.replace(/\/mcp$/, '')}/status (log in with a caller token; or: toolwire status)`,
+    `  metrics                ${metricsListener?.url ?? `${near.mcp.replace(/\/mcp$/, '')}/metrics (callers only)`}`,
   ];
   if (embedded !== undefined) {
     lines.push(
@@ -345,6 +378,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   await seen?.flush();
   logger.info({ reason: why }, 'shutting down');
   await server.close();
+  await metricsListener?.close();
   logger.info('stopped');
   return ExitCode.OK;
 }

@@ -18,6 +18,8 @@ import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process
 import { OutputChannel } from './output-channel.js';
 import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 import { CallContext } from './tool-context.js';
+import { HostCall } from './call-trace.js';
+import type { HostMetrics } from '../host/host-metrics.js';
 
 /** A registered tool as the call layer runs it. */
 export type RunnableTool = { kind: 'handler'; name: string; handler: ToolHandler } | { kind: 'command'; name: string; command: CommandSpec };
@@ -35,6 +37,8 @@ export interface CallSettings {
   /** The host's bounds on what runs and waits (one per host, shared by its sessions). */
   admission: Admission;
   logger: Logger;
+  /** Where answered calls are counted (`ToolHostOptions.metrics`); none when absent. */
+  metrics?: HostMetrics | undefined;
 }
 
 interface InFlight {
@@ -124,13 +128,18 @@ export class CallSession {
     const tool = this.#lookup(call.tool);
     if (!tool) {
       this.#answer(call.id, failureCapture('not_found', `no such tool ${JSON.stringify(call.tool)} on this host`));
+      new HostCall(call).ended(this.#settings.logger, 127, this.#settings.metrics, false);
       return;
     }
     const limit = (tool.kind === 'command' ? tool.command.maxConcurrency : undefined) ?? Number.POSITIVE_INFINITY;
     const admitted = this.#settings.admission.admit(tool.name, limit, bytes);
     if (admitted === 'run') this.#start(call, tool, { limit, bytes }, undefined);
     else if (admitted === 'queue') this.#wait(call, tool, { limit, bytes });
-    else this.#answer(call.id, this.#refusals.refuse(call.id, admitted, bytes)); // nothing of it runs
+    else {
+      const refused = this.#refusals.refuse(call.id, admitted, bytes); // nothing of it runs
+      this.#answer(call.id, refused);
+      new HostCall(call).ended(this.#settings.logger, refused.exitCode, this.#settings.metrics);
+    }
   }
 
   /**
@@ -143,7 +152,8 @@ export class CallSession {
     // A call that waited gets what is left of its deadline (at least 1 ms: its timer has not fired yet).
     const deadlineMs = waited ? Math.max(1, Math.ceil(waited.deadlineAt - performance.now())) : fullMs;
     const abort = waited?.abort ?? new CallAbort();
-    const ctx = new CallContext(call.id, call.agent, call.workspace, deadlineMs, abort, this.#output);
+    const observed = new HostCall(call);
+    const ctx = new CallContext(observed.id, call.agent, call.workspace, deadlineMs, abort, this.#output, observed);
     let pending: unknown;
     if (tool.kind === 'handler') {
       // Not in `#calls` while the handler runs synchronously: nothing (no cancel, no end of the
@@ -154,7 +164,7 @@ export class CallSession {
           clearTimeout(waited.timer);
           this.#calls.delete(call.id);
         }
-        this.#answerAtOnce(call.id, started, abort, ctx);
+        observed.ended(this.#settings.logger, this.#answerAtOnce(call.id, started, abort, ctx), this.#settings.metrics);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         return;
       }
@@ -170,6 +180,7 @@ export class CallSession {
         this.#calls.delete(id);
         this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
         this.#answer(id, capture, ctx.output?.streamed);
+        observed.ended(this.#settings.logger, capture.exitCode, this.#settings.metrics);
       })
       .catch((error: unknown) => this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call'));
   }
@@ -178,13 +189,16 @@ export class CallSession {
    * A handler that returned at once: answered within this frame, with no deadline timer (none
    * could have fired while it ran) and no promise hops — the same capture the async path builds.
    */
-  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort, ctx: CallContext): void {
+  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort, ctx: CallContext): number {
     try {
       const output = ctx.output; // the handler wrote (or reported progress) before it returned
       if ('text' in started && output === undefined) {
         // A string output: its frame is made from the string itself when no byte is needed.
         const frame = abort.aborted ? undefined : encodeTextResultFrame(id, started.text, this.#capBytes, this.#maxPayload);
-        if (frame !== undefined) return this.#answerFrame(id, frame);
+        if (frame !== undefined) {
+          this.#answerFrame(id, frame);
+          return 0;
+        }
       }
       let capture: Capture;
       try {
@@ -193,9 +207,12 @@ export class CallSession {
       } catch (error) {
         capture = hostFailed(error);
       }
-      this.#answer(id, withAbort(capture, abort, output), output?.streamed);
+      const answered = withAbort(capture, abort, output);
+      this.#answer(id, answered, output?.streamed);
+      return answered.exitCode;
     } catch (error) {
       this.#settings.logger.error({ err: error, id }, 'toolwire: could not answer a call');
+      return 70;
     }
   }
 
@@ -236,7 +253,9 @@ export class CallSession {
       this.#calls.delete(call.id);
       leave();
       const reason = abort.reason!;
-      this.#answer(call.id, failureCapture(reason.failure, `${reason.message}; the call was waiting for a place to run and its tool was not started`));
+      const capture = failureCapture(reason.failure, `${reason.message}; the call was waiting for a place to run and its tool was not started`);
+      this.#answer(call.id, capture);
+      new HostCall(call).ended(this.#settings.logger, capture.exitCode, this.#settings.metrics);
     });
     this.#settings.admission.enqueue(waiter);
   }

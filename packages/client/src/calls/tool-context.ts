@@ -23,12 +23,28 @@ export class CallContext implements ToolContext, Failing {
   readonly agent: string;
   readonly workspace: string;
   readonly deadlineMs: number;
+  readonly traceparent?: string;
+  readonly tracestate?: string;
+  /** The connection's id of the call (the `call` frame's `id`): what its output chunks name. */
+  readonly #wire: string;
   readonly #abort: CallAbort;
   readonly #channel: OutputChannel;
   #output: CallOutput | undefined;
 
-  constructor(id: string, agent: string, workspace: string, deadlineMs: number, abort: CallAbort, channel: OutputChannel) {
+  /** @param wire the call's wire id and trace context (issue 16); default: `id`, none */
+  constructor(
+    id: string,
+    agent: string,
+    workspace: string,
+    deadlineMs: number,
+    abort: CallAbort,
+    channel: OutputChannel,
+    wire?: { wire: string; traceparent: string | undefined; tracestate: string | undefined },
+  ) {
     this.id = id;
+    this.#wire = wire?.wire ?? id;
+    if (wire?.traceparent !== undefined) this.traceparent = wire.traceparent;
+    if (wire?.tracestate !== undefined) this.tracestate = wire.tracestate;
     this.agent = agent;
     this.workspace = workspace;
     this.deadlineMs = deadlineMs;
@@ -48,7 +64,7 @@ export class CallContext implements ToolContext, Failing {
   /** The call's output, opened now if it is not yet (ending at once when the call was aborted). */
   openOutput(): CallOutput {
     if (this.#output === undefined) {
-      this.#output = this.#channel.open(this.id);
+      this.#output = this.#channel.open(this.#wire);
       if (this.#abort.aborted) this.#output.end();
     }
     return this.#output;

@@ -41,6 +41,11 @@ export interface ToolHostOptions {
    * head + tail capped, as with a server that does not take live output (`ctx.progress` sends nothing).
    */
   liveOutput?: boolean;
+  /**
+   * Keep metrics of this host's calls (issue 16), read with `ToolHost.scrapeMetrics()` as OpenMetrics
+   * text (`toolwire host --metrics-listen` serves them). Default false.
+   */
+  metrics?: boolean;
   /** Largest frame accepted from the server (a `call` with its input). Default 16 MiB; over → the socket closes 1009. */
   maxPayload?: number;
   /**
@@ -97,6 +102,7 @@ export interface ResolvedHostOptions {
   maxCaptureBytes: number;
   spawnHelper: boolean;
   liveOutput: boolean;
+  metrics: boolean;
   maxPayload: number;
   limits: AdmissionLimits;
   welcomeTimeoutMs: number;
@@ -159,6 +165,7 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
     maxCaptureBytes: integer('maxCaptureBytes', options.maxCaptureBytes, Defaults.maxCaptureBytes, 0),
     spawnHelper: boolean('spawnHelper', options.spawnHelper, process.env.TOOLWIRE_SPAWN_HELPER !== '0'),
     liveOutput: boolean('liveOutput', options.liveOutput, true),
+    metrics: boolean('metrics', options.metrics, false),
     maxPayload,
     limits: {
       maxConcurrentCalls: integer('maxConcurrentCalls', options.maxConcurrentCalls, Defaults.maxConcurrentCalls, 1),

@@ -3,6 +3,7 @@
  * the server (supervisor), advertises on every `welcome`, and hands calls to the connection's
  * `CallSession`.
  */
+import { HostMetrics } from './host-metrics.js';
 import { EventEmitter } from 'node:events';
 import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
@@ -63,6 +64,9 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #admission: Admission;
   #supervisor: ConnectionSupervisor | undefined;
   #current: { socket: HostSocket; session: CallSession } | undefined;
+  /** This host's metrics (`metrics: true`), and the tools the server accepted last. */
+  readonly #metrics: HostMetrics | undefined;
+  #accepted = 0;
   #started: Deferred<AdvertisedMessage> | undefined;
   #closing: Promise<void> | undefined;
 
@@ -71,6 +75,14 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     super();
     this.#options = resolveHostOptions(options);
     this.#admission = new Admission(this.#options.limits);
+    this.#metrics = this.#options.metrics
+      ? new HostMetrics({ inFlight: () => this.#current?.session.size ?? 0, connected: () => this.#current !== undefined, toolsAdvertised: () => this.#accepted })
+      : undefined;
+  }
+
+  /** This host's metrics as OpenMetrics text and its content type; `undefined` unless `metrics: true`. */
+  async scrapeMetrics(): Promise<{ contentType: string; text: string } | undefined> {
+    return this.#metrics?.scrape();
   }
 
   /**
@@ -200,11 +212,12 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         env: o.env,
         admission: this.#admission,
         logger: o.logger,
+        metrics: this.#metrics,
       },
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
     );
     this.#current = { socket, session };
-    o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
+    o.logger.info({ host: welcome.host, remote: remoteOf(o.server), protocol: welcome.protocol, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');
     this.emit('connected', welcome);
     this.#advertise();
   }
@@ -215,6 +228,8 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     switch (message.type) {
       case 'advertised':
         for (const r of message.rejected) this.#options.logger.warn({ tool: r.name, reason: r.reason }, 'toolwire: tool rejected by the server');
+        this.#accepted = message.accepted.length;
+        this.#metrics?.rejected(message.rejected.length + (message.moreRejected ?? 0));
         this.emit('advertised', message);
         this.#started?.resolve(message);
         break;
@@ -235,7 +250,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (this.#current?.socket === socket) this.#retire(new CallAborted('unavailable', 'connection to the server lost'));
     const replaced = info.opened && info.code === CloseCode.REPLACED;
     if (info.opened) {
-      const fields = { code: info.code, name: closeCodeName(info.code), reason: info.reason };
+      const fields = { remote: remoteOf(this.#options.server), code: info.code, name: closeCodeName(info.code), reason: info.reason };
       // The server refused something this host sent (wrong-shape hello or advertise, a limit): the
       // close reason is the only place the host learns why.
       if (REFUSAL_CODES.has(info.code) && !this.#closing) log.error(fields, `toolwire: the server closed the connection: ${describeClose(info)}`);
@@ -295,4 +310,13 @@ function deferred<T>(): Deferred<T> {
   // not become an unhandled rejection, so mark it handled here — callers still see it.
   promise.catch(() => {});
   return { promise, resolve, reject };
+}
+
+/** The server's address in a host's log lines: `host:port` of its URL (never a user or password in it). */
+function remoteOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return '';
+  }
 }

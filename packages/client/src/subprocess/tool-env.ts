@@ -27,7 +27,8 @@ export const DEFAULT_ENV_POLICY: EnvPolicy = { inherit: true, scrub: new Set(CRE
 /**
  * The environment of one tool process: the host's (`base`, by `policy.inherit`) + the tool's
  * `envPassthrough` + the tool's `env` + `TOOLWIRE_CALL_ID`, `TOOLWIRE_AGENT`, `TOOLWIRE_WORKSPACE`,
- * `TOOLWIRE_DEADLINE_MS`. Then every name in `policy.scrub` and every variable whose value is the
+ * `TOOLWIRE_DEADLINE_MS`, and `TRACEPARENT`/`TRACESTATE` when the call has trace context (else
+ * none, whatever the host's environment holds). Then every name in `policy.scrub` and every variable whose value is the
  * host's token is removed, whichever layer set it (a manifest `env` of `${TOOLWIRE_TOKEN}` included).
  */
 export function toolEnv(spec: CommandSpec, ctx: CallFacts, policy: EnvPolicy = DEFAULT_ENV_POLICY, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
@@ -47,6 +48,11 @@ export function toolEnv(spec: CommandSpec, ctx: CallFacts, policy: EnvPolicy = D
   env.TOOLWIRE_AGENT = ctx.agent;
   env.TOOLWIRE_WORKSPACE = ctx.workspace;
   env.TOOLWIRE_DEADLINE_MS = String(ctx.deadlineMs);
+  // The call's W3C trace context (issue 16), so a traced tool joins the caller's trace; never the host's own.
+  if (ctx.traceparent !== undefined) env.TRACEPARENT = ctx.traceparent;
+  else delete env.TRACEPARENT;
+  if (ctx.tracestate !== undefined && ctx.traceparent !== undefined) env.TRACESTATE = ctx.tracestate;
+  else delete env.TRACESTATE;
   return env;
 }
 

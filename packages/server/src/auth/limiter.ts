@@ -123,8 +123,12 @@ export class AuthLimiter {
     return OPEN;
   }
 
+  /** Failed authentications recorded since this limiter was made (for `/metrics`). */
+  failures = 0;
+
   /** Record one failed authentication from `remote`. */
   fail(remote: string | undefined): void {
+    this.failures += 1;
     const { windowMs, maxFailures, blockMs, maxTracked } = this.#options;
     const key = addressKey(remote);
     const now = this.#options.now();

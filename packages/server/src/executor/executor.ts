@@ -14,8 +14,10 @@
  * lands before routing yields 130 without routing. A router or fallback that throws, or returns a
  * malformed capture, is converted here to capture 70.
  */
-import { type Capture, failureCapture } from '@toolwire/protocol';
+import { type Capture, checkTracestate, failureCapture, parseTraceparent } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
+import type { CallEnd } from '../observe/metrics.js';
+import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
 import type { Logger } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
 import type { InjectedTool, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
@@ -53,6 +55,8 @@ export interface ExecutorDeps {
   fallback?: Fallback;
   /** Optional: told of every call past the gates, its routing and its end (the status page). */
   board?: CallBoard;
+  /** Told of every completed call (the server's metrics, issue 16). Must not throw. */
+  observer?: { callEnded(end: CallEnd): void };
 }
 
 /** One invocation. */
@@ -82,6 +86,14 @@ export interface ExecuteRequest {
   onOutput?: OutputListener;
   /** The call's progress messages as they arrive (see `RoutedCall.onProgress`). */
   onProgress?: ProgressListener;
+  /**
+   * W3C `traceparent` (version 00) the call joins: the parent of its `toolwire.call` span, sent to
+   * the host and given to the tool as `TRACEPARENT`, recorded in `output.json`. Default: the active
+   * OpenTelemetry context, if any.
+   */
+  traceparent?: string;
+  /** W3C `tracestate` going with `traceparent` (printable ASCII, at most 512 characters). */
+  tracestate?: string;
 }
 
 /** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
@@ -113,6 +125,7 @@ export class Executor {
   readonly #fallback: Fallback | undefined;
   readonly #record: DiskRecord | undefined;
   readonly #board: CallBoard | undefined;
+  readonly #observer: ExecutorDeps['observer'];
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
@@ -125,6 +138,7 @@ export class Executor {
     this.#toolControl = deps.toolControl;
     this.#fallback = deps.fallback;
     this.#board = deps.board;
+    this.#observer = deps.observer;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
   }
 
@@ -135,7 +149,7 @@ export class Executor {
 
   /**
    * Run one invocation. Never rejects for anything a router, host or hook does; throws at once
-   * (synchronously) on caller misuse: `TypeError` for a bad `name`/`agent`/`id`/`workspace`/`grant`,
+   * (synchronously) on caller misuse: `TypeError` for a bad `name`/`agent`/`id`/`workspace`/`grant`/`traceparent`/`tracestate`,
    * `RangeError` for a `deadlineMs` that is not a positive integer.
    */
   execute(req: ExecuteRequest): Promise<ExecuteResult> {
@@ -188,6 +202,9 @@ export class Executor {
     if (recordKey !== undefined) this.#liveRecords.add(recordKey);
     const startedAt = new Date();
     let live: LiveCall | undefined;
+    const trace = startCallTrace(id, name, agent, req.traceparent, req.tracestate);
+    let host: string | undefined;
+    let wireId: string | undefined;
     let capture: Capture | undefined;
     try {
       if (this.#toolControl) {
@@ -207,25 +224,61 @@ export class Executor {
       else {
         const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal };
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
+        if (trace.traceparent !== undefined) call.traceparent = trace.traceparent;
+        if (trace.tracestate !== undefined) call.tracestate = trace.tracestate;
         const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
         if (req.onProgress !== undefined) call.onProgress = req.onProgress;
         if (live !== undefined) live.routed = call;
         capture = await this.#route(call);
+        host = call.host;
+        wireId = call.wireId;
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
+      const done = capture;
       const endedAt = new Date();
-      const written = capture;
-      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, written, startedAt, endedAt), agent, id);
-      const projection = project(capture, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
-      log.debug({ id, agent, tool: name, exitCode: capture.exitCode, ms: endedAt.getTime() - startedAt.getTime() }, 'call completed');
-      return { outcome: 'completed', id, capture, projection, envelope: envelope(projection), startedAt, endedAt };
+      const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
+      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
+      const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
+      this.#ended(id, name, agent, host, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
+      return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
+      if (capture !== undefined) endCallTrace(trace, capture, host);
+      else trace.span.end();
       if (live !== undefined) this.#board!.end(live, capture);
       this.#signals.leave(agent, scope);
       if (recordKey !== undefined) this.#liveRecords.delete(recordKey);
       if (this.#idle.length > 0 && this.#signals.inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
+    }
+  }
+
+  /**
+   * The one info line of a completed call (issue 16: `call`, `tool`, `host`, `agent`, `exitCode`,
+   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are), and its metrics. Never the input.
+   */
+  #ended(
+    id: string,
+    tool: string,
+    agent: string,
+    host: string | undefined,
+    wire: string | undefined,
+    capture: Capture,
+    ms: number,
+    traceId: string | undefined,
+  ): void {
+    const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
+    this.#options.logger.info(
+      { call: id, wire, tool, host, agent, exitCode: capture.exitCode, failure: capture.failure, ms, bytesOut, trace: traceId },
+      'call ended',
+    );
+    const observer = this.#observer;
+    if (observer === undefined) return;
+    const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
+    try {
+      observer.callEnded({ id, tool, known, host, exitCode: capture.exitCode, ms, bytesOut, traceId });
+    } catch (error) {
+      this.#options.logger.error({ err: error, call: id }, 'call observer failed');
     }
   }
 
@@ -297,6 +350,12 @@ function checkRequest(req: ExecuteRequest): void {
   if (req.workspace !== undefined && typeof req.workspace !== 'string') throw new TypeError('execute: workspace must be a string');
   if (req.grant !== undefined && (!Array.isArray(req.grant) || !req.grant.every((g) => typeof g === 'string'))) {
     throw new TypeError('execute: grant must be an array of tool names');
+  }
+  if (req.traceparent !== undefined && parseTraceparent(req.traceparent) === undefined) {
+    throw new TypeError(`execute: traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), got ${JSON.stringify(req.traceparent)?.slice(0, 80)}`);
+  }
+  if (req.tracestate !== undefined && checkTracestate(req.tracestate) === undefined) {
+    throw new TypeError('execute: tracestate must be printable ASCII, at most 512 characters');
   }
   if (req.onOutput !== undefined && typeof req.onOutput !== 'function') throw new TypeError('execute: onOutput must be a function');
   if (req.onProgress !== undefined && typeof req.onProgress !== 'function') throw new TypeError('execute: onProgress must be a function');

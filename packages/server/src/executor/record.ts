@@ -4,7 +4,7 @@
  * partial file. The executor writes it for every call that reaches a capture, never the router.
  *
  * - `input.json`: `{id, name, input}`.
- * - `output.json`: `{stdout, stderr, exitCode, startedAt, endedAt, failure?, interrupted?}` — full,
+ * - `output.json`: `{id, wireId?, traceparent?, tracestate?, stdout, stderr, exitCode, startedAt, endedAt, failure?, interrupted?}` — full,
  *   uncapped streams; each stream is a UTF-8 string, or `{"base64": "..."}` when it is not valid
  *   UTF-8; times ISO-8601; `failure` only for a synthetic capture; `interrupted: true` only when a
  *   later server start closed the record of a call its process left in flight (`record-recovery.ts`).
@@ -43,6 +43,13 @@ export function recordBytes(bytes: Uint8Array): RecordedBytes {
 /** A temp file of {@link writeAtomic}: `input.json.<12 hex>.tmp` or `output.json.<12 hex>.tmp`. */
 export const TEMP_FILE = /^(?:input|output)\.json\.[0-9a-f]{12}\.tmp$/;
 
+/** What `output.json` records beside the capture (issue 16): the host connection's id of the call and the caller's trace context. */
+export interface CallIds {
+  wireId?: string | undefined;
+  traceparent?: string | undefined;
+  tracestate?: string | undefined;
+}
+
 /** Writes the records of calls under one root directory. */
 export class DiskRecord {
   /** The record root, absolute. */
@@ -75,12 +82,16 @@ export class DiskRecord {
   }
 
   /**
-   * Write `output.json` with the full capture (its directory is made only if `input.json` did not
+   * Write `output.json` with the call id, its wire id and trace context (`ids`, when present) and the full capture (its directory is made only if `input.json` did not
    * make it); `interrupted` adds `"interrupted": true`. Rejects on an I/O error.
    */
-  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted = false): Promise<void> {
+  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted = false, ids: CallIds = {}): Promise<void> {
     const dir = this.dirOf(agent, id);
     const output: Record<string, unknown> = {
+      id,
+      ...(ids.wireId !== undefined && { wireId: ids.wireId }),
+      ...(ids.traceparent !== undefined && { traceparent: ids.traceparent }),
+      ...(ids.tracestate !== undefined && { tracestate: ids.tracestate }),
       stdout: recordBytes(capture.stdout),
       stderr: recordBytes(capture.stderr),
       exitCode: capture.exitCode,

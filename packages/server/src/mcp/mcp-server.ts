@@ -10,6 +10,9 @@
  * A malformed value is a JSON-RPC error `-32602` (invalid params). An MCP `notifications/cancelled`
  * for the request aborts `extra.signal`, which stops the call (capture 130). `_meta.progressToken`
  * and `_meta["toolwire/stream"]` ask for live output while the call runs (`live-output.ts`).
+ * W3C trace context: `_meta.traceparent` / `_meta.tracestate`, else the HTTP request's `traceparent` /
+ * `tracestate` headers, become the call's trace context (`ExecuteRequest.traceparent`); an invalid
+ * one is ignored, as W3C Trace Context asks.
  */
 import type { ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
@@ -18,6 +21,7 @@ import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } fr
 import type { Executor } from '../executor/executor.js';
 import type { Logger } from '../options.js';
 import { isGranted } from '../executor/gates.js';
+import { traceContextOf } from './trace-context.js';
 import { type CallerPrincipal, DEADLINE_META, type ToolSource, WORKSPACE_META } from './caller.js';
 import { OUTPUT_META, STREAM_META, liveOutput, type Notification } from './live-output.js';
 import { toCallToolResult, toMcpTools } from './tool-result.js';
@@ -71,6 +75,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       response: extra.authInfo?.extra?.response as ServerResponse | undefined,
       logger: deps.logger,
     });
+    const traced = traceContextOf(meta, extra.requestInfo?.headers);
     let pending;
     try {
       pending = deps.executor.execute({
@@ -83,6 +88,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
         ...(deadlineMs !== undefined && { deadlineMs }),
         signal: extra.signal,
         ...(live !== undefined && { onOutput: live.listener, onProgress: live.onProgress }),
+        ...traced,
       });
     } catch (error) {
       live?.close();

@@ -53,6 +53,8 @@ export class Router extends EventEmitter implements ToolInjection {
   readonly #logger: Logger;
   readonly #compiler: SchemaCompiler;
   readonly #options: RegistryOptions;
+  /** Advertised entries rejected since the router was made (listed and counted in `moreRejected`; for `/metrics`). */
+  advertiseRejected = 0;
 
   constructor(options: RouterOptions) {
     super();
@@ -96,6 +98,7 @@ export class Router extends EventEmitter implements ToolInjection {
       if (link === undefined || !link.isOpen) {
         return Promise.resolve(failureCapture('unavailable', `host ${tool.host} is not connected`));
       }
+      call.host = tool.host;
       return link.call(tool.spec.name, call);
     } catch (error) {
       return Promise.resolve(this.#internalError(error));
@@ -187,11 +190,16 @@ export class Router extends EventEmitter implements ToolInjection {
     const checks = isCurrent()
       ? await checkAdvertise(link.host, prepared, { compiler: this.#compiler, registry: this.#registry, maxToolsPerHost: this.#options.maxToolsPerHost, isCurrent })
       : undefined;
-    if (checks === undefined) return rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost);
+    if (checks === undefined) return this.#counted(rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost));
     this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);
     if (changed) this.#emitChanged();
-    return advertised;
+    return this.#counted(advertised);
+  }
+
+  #counted(reply: AdvertisedMessage): AdvertisedMessage {
+    this.advertiseRejected += reply.rejected.length + (reply.moreRejected ?? 0);
+    return reply;
   }
 
   /**

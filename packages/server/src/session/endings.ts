@@ -15,6 +15,8 @@ export interface Ending {
   close?: { code: number; text: string };
   /** Destroy the socket without a closing handshake. */
   terminate?: boolean;
+  /** The close code the peer sent or the socket saw (a disconnect), for the log line. */
+  code?: number;
 }
 
 const who = (host: string): string => (host === '' ? 'host' : `host ${host}`);
@@ -26,7 +28,7 @@ export function violation(host: string, code: number, reason: string): Ending {
 
 /** The socket closed (FIN/RST, peer close, terminate) → 69. */
 export function disconnected(host: string, code: number, peerReason: string): Ending {
-  return { kind: 'unavailable', reason: `${who(host)} disconnected (close ${describeClose(code)}${peerReason ? `: ${peerReason}` : ''})` };
+  return { kind: 'unavailable', reason: `${who(host)} disconnected (close ${describeClose(code)}${peerReason ? `: ${peerReason}` : ''})`, code };
 }
 
 /** A newer connection of the same identity took over → 69, close 4000. */

@@ -32,6 +32,7 @@ import { Flow, FrameInbox, MAX_WAITING_FRAMES } from './inbox.js';
 import { LogLimiter } from './log-limiter.js';
 import { PendingCalls } from './pending-calls.js';
 import type { HostFrame } from '../worker/jobs.js';
+import type { RefusedFrameKind, SessionCounters } from '../observe/counters.js';
 import type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 export type { HostSessionDeps, SessionOptions } from './session-options.js';
@@ -75,6 +76,7 @@ export class HostSession implements HostLink {
   readonly #pending: PendingCalls;
   readonly #heartbeat: Heartbeat;
   readonly #coalescer: TickCoalescer | undefined;
+  readonly #counters: SessionCounters;
   #helloTimer: NodeJS.Timeout | undefined;
   #state: State = 'hello';
   #host = '';
@@ -91,12 +93,13 @@ export class HostSession implements HostLink {
     this.#router = deps.router;
     this.#reserved = deps.reserved ?? (() => false);
     this.#logger = options.logger;
+    this.#counters = options.counters;
     this.#log = new LogLimiter(options.logger, options);
     const flow = new Flow(ws, () => this.#heartbeat.pong());
     this.#inbox = new FrameInbox({
       decode: (data, isBinary) => (isBinary && this.protocol >= 2 ? binaryFrame(data) : options.decoder.decode(data, isBinary)),
       deliver: (frame) => this.#guard(this.#onFrame, frame),
-      overflow: () => this.#guard(() => this.#violation(CloseCode.POLICY_VIOLATION, `more than ${MAX_WAITING_FRAMES} frames waiting`)),
+      overflow: () => this.#guard(() => this.#violation(CloseCode.POLICY_VIOLATION, `more than ${MAX_WAITING_FRAMES} frames waiting`, 'flood')),
       flow,
     });
     this.#advertising = new Advertising({
@@ -111,7 +114,12 @@ export class HostSession implements HostLink {
     this.#host = deps.identity.kind === 'token' ? deps.identity.name : '';
     const output = this.protocol >= 2 ? { settings: options.output, logger: options.logger } : undefined;
     this.#pending = new PendingCalls((text) => this.#sendText(text), options.cancelGraceMs, options.newCallId, output);
-    this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () => this.#guard(() => this.#end(endings.lost(this.#host, options.heartbeatMs))));
+    this.#heartbeat = new Heartbeat(ws, options.heartbeatMs, () =>
+      this.#guard(() => {
+        this.#counters.heartbeatTerminations += 1;
+        this.#end(endings.lost(this.#host, options.heartbeatMs));
+      }),
+    );
     let onClosed!: () => void;
     this.closed = new Promise<void>((resolve) => (onClosed = resolve));
     // Listeners attached synchronously, before any event can fire. A bug of ours while handling a
@@ -211,6 +219,7 @@ export class HostSession implements HostLink {
 
   #onMessage(data: RawData, isBinary: boolean): void {
     if (this.#state === 'closed') return;
+    this.#counters.bytesIn += rawLength(data);
     this.#inbox.push(data, isBinary);
   }
 
@@ -221,11 +230,11 @@ export class HostSession implements HostLink {
     const message = decoded.message;
     if (this.#state === 'hello') {
       if (message.type === 'hello') return this.#onHello(message);
-      return this.#violation(CloseCode.PROTOCOL_ERROR, `${message.type} before hello`);
+      return this.#violation(CloseCode.PROTOCOL_ERROR, `${message.type} before hello`, 'out_of_order');
     }
     switch (message.type) {
       case 'hello':
-        return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello');
+        return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello', 'out_of_order');
       case 'advertise':
         return this.#advertising.push(message.prepared);
       case 'result':
@@ -244,28 +253,29 @@ export class HostSession implements HostLink {
   }
 
   #onBadFrame(error: WireError): void {
-    if (error.fatal) return this.#violation(error.closeCode, error.reason);
+    if (error.fatal) return this.#violation(error.closeCode, error.reason, 'undecodable');
     // A wrong-shape hello or advertise leaves the host with no session or no tools: close 1002 with
     // the ajv reason (cut to 123 bytes by the ending) so the host learns why.
-    if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason);
-    if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`);
-    this.#callFault(error.id, `sent a wrong-shape frame: ${error.reason}`);
+    if (error.type === 'hello' || error.type === 'advertise') return this.#violation(CloseCode.PROTOCOL_ERROR, error.reason, 'wrong_shape');
+    if (this.#state === 'hello') return this.#violation(CloseCode.PROTOCOL_ERROR, `expected hello: ${error.reason}`, 'wrong_shape');
+    this.#callFault(error.id, `sent a wrong-shape frame: ${error.reason}`, 'wrong_shape');
   }
 
   /** A frame broke the protocol for call `id` (if pending): it settles 76, the session stays (DESIGN §6) and counts the frame. */
-  #callFault(id: string | undefined, what: string): void {
+  #callFault(id: string | undefined, what: string, kind: RefusedFrameKind): void {
+    this.#counters.refused(kind);
     this.#badFrames += 1;
     const named = id !== undefined && this.#pending.fail(id, 'protocol', `host ${this.#host} ${what}`);
     this.#log.warn({ host: this.#host, id, settled: named, reason: what }, 'protocol violation by host for one call');
     if (this.#badFrames > this.#options.maxBadFrames) {
-      this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`);
+      this.#violation(CloseCode.POLICY_VIOLATION, `too many wrong-shape frames (more than ${this.#options.maxBadFrames})`, 'flood');
     }
   }
 
   #onHello(hello: HelloMessage): void {
     const outcome = acceptHello(hello, this.#identity, this.#reserved, this.protocol);
     if (!outcome.ok) {
-      if (outcome.fault) return this.#violation(outcome.closeCode, outcome.reason);
+      if (outcome.fault) return this.#violation(outcome.closeCode, outcome.reason, 'wrong_shape');
       return this.#end(endings.refused(outcome.closeCode, outcome.reason));
     }
     this.#host = outcome.host;
@@ -273,7 +283,7 @@ export class HostSession implements HostLink {
     this.#helloTimer = undefined;
     this.#state = 'open';
     this.#router.bind(this);
-    this.#logger.info({ host: this.#host, software: hello.software }, 'host connected');
+    this.#logger.info({ host: this.#host, remote: this.remote, protocol: this.protocol, software: hello.software }, 'host connected');
     this.#send(welcomeFor(this.#host, this.#options, this.protocol));
   }
 
@@ -285,7 +295,7 @@ export class HostSession implements HostLink {
   #onCallFrame(message: { type: string; id: string }, taken: boolean | string): void {
     if (taken === false)
       this.#log.warn({ host: this.#host, id: message.id }, `${message.type === 'chunk' ? 'output' : message.type} for an unknown or settled call dropped`);
-    else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
+    else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`, 'output_protocol');
   }
 
   #onError(error: Error): void {
@@ -296,7 +306,7 @@ export class HostSession implements HostLink {
       return;
     }
     // ws refused a frame and is already closing the socket with `code`.
-    this.#violation(code, error.message);
+    this.#violation(code, error.message, 'undecodable');
   }
 
   #onClose(code: number, reason: Buffer): void {
@@ -326,7 +336,8 @@ export class HostSession implements HostLink {
     if (this.#ws.readyState === WebSocket.OPEN) this.#ws.terminate();
   }
 
-  #violation(code: number, reason: string): void {
+  #violation(code: number, reason: string, kind?: RefusedFrameKind): void {
+    if (kind !== undefined && this.#state !== 'closed') this.#counters.refused(kind);
     this.#end(endings.violation(this.#host, code, reason));
   }
 
@@ -342,7 +353,8 @@ export class HostSession implements HostLink {
     this.#pending.failAll(ending.kind, ending.reason);
     if (wasBound) this.#router.unbind(this);
     this.#log.flush(this.#host);
-    this.#logger.info({ host: this.#host, reason: ending.reason }, 'host session ended');
+    const code = ending.close?.code ?? ending.code ?? (ending.terminate ? 1006 : undefined);
+    this.#logger.info({ host: this.#host, remote: this.remote, code, reason: ending.reason }, 'host session ended');
     try {
       if (ending.terminate) this.#ws.terminate();
       else if (ending.close && this.#ws.readyState === WebSocket.OPEN) {
@@ -363,6 +375,7 @@ export class HostSession implements HostLink {
   #sendText(text: string): void {
     if (this.#ws.readyState !== WebSocket.OPEN) return;
     this.#coalescer?.hold(text.length);
+    this.#counters.bytesOut += text.length;
     this.#ws.send(text, this.#onSent);
   }
 
@@ -370,4 +383,14 @@ export class HostSession implements HostLink {
   readonly #onSent = (error?: Error): void => {
     if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
   };
+}
+
+/** Bytes of a received WebSocket payload. */
+function rawLength(data: RawData): number {
+  if (Array.isArray(data)) {
+    let n = 0;
+    for (const part of data) n += part.length;
+    return n;
+  }
+  return data.byteLength;
 }

@@ -6,6 +6,7 @@
  * it, or the session ending.
  */
 import {
+  type CallMessage,
   type Capture,
   encodeMessage,
   type Failure,
@@ -181,19 +182,19 @@ export class PendingCalls {
     }
     let frame: string;
     try {
-      frame = encodeMessage({
-        type: 'call',
-        id,
-        tool,
-        input: call.input,
-        workspace: call.workspace,
-        agent: call.agent,
-        deadlineMs,
-      });
+      const message: CallMessage = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs };
+      // Protocol 2 (a v1 host refuses unknown keys): the call's own id and its trace context (issue 16).
+      if (this.#output !== undefined) {
+        message.callId = call.id;
+        if (call.traceparent !== undefined) message.traceparent = call.traceparent;
+        if (call.tracestate !== undefined) message.tracestate = call.tracestate;
+      }
+      frame = encodeMessage(message);
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
       return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
     }
+    call.wireId = id;
     let entry!: Entry;
     const signal = call.signal;
     const settled = new Promise<Capture>((resolve) => {

@@ -1,6 +1,7 @@
 /** What a host session reads and needs (`host-session.ts`). */
 import type { Corkable } from '@toolwire/protocol';
 import type { WebSocket } from 'ws';
+import type { SessionCounters } from '../observe/counters.js';
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import type { HostIdentity, WelcomeOptions } from './hello.js';
@@ -23,6 +24,8 @@ export interface SessionOptions extends WelcomeOptions, LogLimits {
   output: OutputSettings;
   /** Mints wire call ids (a test seam, `ServerSeams.newCallId`). */
   newCallId: () => string;
+  /** Counts of session events for `/metrics` (one per server). */
+  counters: SessionCounters;
   /** Decodes frames, large ones off the event loop (one per server). */
   decoder: FrameDecoder;
   logger: Logger;
