@@ -19,6 +19,10 @@ const server = new ToolwireServer({
   callers: Array.from({ length: callerCount }, (_, i) => ({ name: callerName(i), token: callerToken(i) })),
   // Room for every bench host (s6 connects 19,000); the default cap is 1,024 connections.
   maxConnections: hostCount + 64,
+  // Every bench host dials from 127.0.0.1 (as hosts behind one NAT would), up to 50 per host
+  // process at once: the default 64 unauthenticated connections per address would close the
+  // oldest dials of the connect storm (README, "Fleet size").
+  maxPreAuthPerAddress: 1024,
   ...(recordDir ? { recordDir } : {}),
   ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
 });
