@@ -18,7 +18,7 @@ import { type Capture, failureCapture } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
 import { type Compiled, checkInput, compileInputSchema } from '../registry/schema-cache.js';
-import type { InjectedTool, OutputListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { InjectedTool, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
 import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
@@ -77,6 +77,8 @@ export interface ExecuteRequest {
   signal?: AbortSignal;
   /** The call's live output as it arrives (see `RoutedCall.onOutput`: order, backpressure, throws). */
   onOutput?: OutputListener;
+  /** The call's progress messages as they arrive (see `RoutedCall.onProgress`). */
+  onProgress?: ProgressListener;
 }
 
 /** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
@@ -201,6 +203,7 @@ export class Executor {
         const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
+        if (req.onProgress !== undefined) call.onProgress = req.onProgress;
         // The router answers almost every call; awaited here rather than in an async helper (one
         // promise and frame fewer per call). Fallback, 127 and malformed captures: #settleRouted.
         let routed: RoutedCapture | undefined;
@@ -293,6 +296,7 @@ function checkRequest(req: ExecuteRequest): void {
     throw new TypeError('execute: grant must be an array of tool names');
   }
   if (req.onOutput !== undefined && typeof req.onOutput !== 'function') throw new TypeError('execute: onOutput must be a function');
+  if (req.onProgress !== undefined && typeof req.onProgress !== 'function') throw new TypeError('execute: onProgress must be a function');
   if (req.deadlineMs !== undefined && (!Number.isInteger(req.deadlineMs) || req.deadlineMs <= 0)) {
     throw new RangeError(`execute: deadlineMs must be a positive integer (ms), got ${req.deadlineMs}`);
   }

@@ -82,7 +82,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
         ...(workspace !== undefined && { workspace }),
         ...(deadlineMs !== undefined && { deadlineMs }),
         signal: extra.signal,
-        ...(live !== undefined && { onOutput: live.listener }),
+        ...(live !== undefined && { onOutput: live.listener, onProgress: live.onProgress }),
       });
     } catch (error) {
       live?.close();
