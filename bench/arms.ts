@@ -6,18 +6,24 @@
  */
 import { type LoadStats, type Segment, summarize } from './load.js';
 import { Helper } from './helpers.js';
+import { callerToken } from './proc/tools.js';
 import type { LoadShape } from './scenarios.js';
 
 /** Tools every toolwire bench host advertises (see proc/toolwire-host.ts). */
 export const TOOLS_PER_HOST = 10;
 
-export type ArmName = 'toolwire' | 'toolwire+obs' | 'raw-ws' | 'spawn-floor';
+export type ArmName = 'toolwire' | 'toolwire+obs' | 'toolwire-execute' | 'raw-ws' | 'spawn-floor' | 'door' | 'mcp-sdk';
 
-/** Live processes of one arm. `load` are the extra fields of its `load` command (tool name, path). */
+/**
+ * Live processes of one arm. `load` are the extra fields of its `load` command (tool name, path).
+ * The load runs in `driver` when there is one (the door arms: an MCP client process), else in
+ * `server`; the CPU per call of the table's "srv" column is always the server role's.
+ */
 export interface Arm {
   name: ArmName;
   server: Helper;
   host?: Helper;
+  driver?: Helper;
   load: Record<string, unknown>;
 }
 
@@ -28,6 +34,8 @@ export interface ArmResult {
   stats: LoadStats;
   /** Calls/s of each measured segment, in order (segment k of every arm ran back to back). */
   segmentRates: number[];
+  /** CPU time of the driver process (the door arms' MCP client) per measured call, µs. */
+  driverCpuUsPerCall?: number;
   /** CPU time of the host-role process (with its spawn helper's) per measured call, µs (absent for the spawn floor). */
   hostCpuUsPerCall?: number;
   /** Peak RSS of the server-role process over its life, KiB. */
@@ -50,17 +58,53 @@ async function startPair(serverName: string, hostName: string, name: ArmName, en
   }
 }
 
-/** toolwire: `ToolwireServer` + one `ToolHost` (identity `h0`); calls go to `h0__<tool>` through `route()` or `execute()`. */
+/**
+ * toolwire: `ToolwireServer` + one `ToolHost` (identity `h0`); calls go to `h0__<tool>` through
+ * `route()` (arm `toolwire`) or `execute()` (arm `toolwire-execute`; `toolwire+obs` with `observe`).
+ */
 export async function startToolwire(tool: 'echo' | 'cat', options: { path?: 'route' | 'execute'; recordDir?: string; observe?: boolean } = {}): Promise<Arm> {
   const env: Record<string, string> = options.recordDir ? { BENCH_RECORD_DIR: options.recordDir } : {};
   // Observability (issue 16): info logs on server and host and the server's metrics, else none of them.
   env.BENCH_OBSERVE = options.observe === true ? '1' : '0';
-  const arm = await startPair('toolwire-server', 'toolwire-host', options.observe === true ? 'toolwire+obs' : 'toolwire', env, {
-    name: `h0__${tool}`,
-    path: options.path ?? 'route',
-  });
+  const path = options.path ?? 'route';
+  const name: ArmName = options.observe === true ? 'toolwire+obs' : path === 'execute' ? 'toolwire-execute' : 'toolwire';
+  const arm = await startPair('toolwire-server', 'toolwire-host', name, env, { name: `h0__${tool}`, path });
   await arm.server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
   return arm;
+}
+
+/**
+ * The MCP door: `ToolwireServer` configured with `identities.hosts` host and `identities.callers`
+ * caller identities (default 1 each), the echo `ToolHost` `h0`, and an MCP SDK client process
+ * calling `h0__echo` at `/mcp` with the last caller's token.
+ */
+export async function startDoor(identities: { hosts?: number; callers?: number } = {}): Promise<Arm> {
+  const callers = identities.callers ?? 1;
+  const env = { BENCH_HOSTS: String(identities.hosts ?? 1), BENCH_CALLERS: String(callers) };
+  const { helper: server, ready } = await Helper.start('toolwire-server', env);
+  let host: Helper | undefined;
+  try {
+    host = (await Helper.start('toolwire-host', { BENCH_URL: String(ready.url) })).helper;
+    await server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
+    const driver = (await Helper.start('mcp-client', { BENCH_MCP_URL: String(ready.mcpUrl), BENCH_MCP_TOKEN: callerToken(callers - 1) })).helper;
+    return { name: 'door', server, host, driver, load: {} };
+  } catch (error) {
+    await host?.stop();
+    await server.stop();
+    throw error;
+  }
+}
+
+/** The door's baseline: the MCP SDK's own Streamable HTTP server with the tool in-process, and the same MCP client process. */
+export async function startSdkBaseline(): Promise<Arm> {
+  const { helper: server, ready } = await Helper.start('mcp-sdk-server');
+  try {
+    const driver = (await Helper.start('mcp-client', { BENCH_MCP_URL: String(ready.mcpUrl) })).helper;
+    return { name: 'mcp-sdk', server, driver, load: {} };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
 }
 
 /** The raw-WebSocket baseline: the same two roles with plain `ws` and minimal frames. */
@@ -76,17 +120,31 @@ export async function startSpawnFloor(): Promise<Arm> {
 }
 
 export async function stopArm(arm: Arm | undefined): Promise<void> {
+  await arm?.driver?.stop();
   await arm?.host?.stop();
   await arm?.server.stop();
 }
 
-/** One segment of `count` calls on `arm`, with the host's CPU time over it (µs). */
+/** CPU time of `helper`'s process so far, µs (0 without one). */
+async function cpuOf(helper: Helper | undefined): Promise<number> {
+  return helper ? Number((await helper.request('info')).cpuUs) : 0;
+}
+
+/**
+ * One segment of `count` calls on `arm`, with the host's CPU time over it (µs). With a driver, the
+ * segment's `cpuUs` is the server role's CPU over it (the driver's is not toolwire's, nor the baseline's).
+ */
 export async function segment(arm: Arm, shape: LoadShape, count: number): Promise<{ segment: Segment; hostCpuUs: number }> {
-  const before = arm.host ? Number((await arm.host.request('info')).cpuUs) : 0;
-  const reply = await arm.server.request('load', { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes, count });
+  const before = await cpuOf(arm.host);
+  const serverBefore = arm.driver ? await cpuOf(arm.server) : 0;
+  const reply = await (arm.driver ?? arm.server).request('load', { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes, count });
   const s = reply.segment as Segment;
   if (s.errors > 0) throw new Error(`${arm.name}: ${s.errors} of ${s.calls} calls failed, first: ${s.firstError}`);
-  const after = arm.host ? Number((await arm.host.request('info')).cpuUs) : 0;
+  if (arm.driver) {
+    s.driverCpuUs = s.cpuUs;
+    s.cpuUs = (await cpuOf(arm.server)) - serverBefore;
+  }
+  const after = await cpuOf(arm.host);
   return { segment: s, hostCpuUs: after - before };
 }
 
@@ -124,6 +182,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
         serverPeakRssKiB: Number(s.peakRssKiB),
         bufferutil: { server: Boolean(s.bufferutil) },
       };
+      if (arm.driver) result.driverCpuUsPerCall = segments[i]!.reduce((n, g) => n + (g.driverCpuUs ?? 0), 0) / stats.calls;
       if (arm.host) {
         const h = await arm.host.request('info');
         result.hostCpuUsPerCall = hostCpu[i]! / stats.calls;

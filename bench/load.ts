@@ -12,8 +12,10 @@ export interface Segment {
   /** The first failing call's description, when any failed. */
   firstError?: string;
   seconds: number;
-  /** CPU time (user + system) of the process that ran the load, µs. */
+  /** CPU time (user + system) of the process that ran the load, µs (of the server role when a driver ran it: `arms.ts`). */
   cpuUs: number;
+  /** CPU time of the driver process that ran the load, µs (door arms only). */
+  driverCpuUs?: number;
   /** Latency of every call, µs. */
   latencies: Float64Array;
 }

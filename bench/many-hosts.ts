@@ -1,8 +1,13 @@
 /**
- * s6: one server, the echo host `h0`, then `hosts − 1` more hosts spread over several processes,
- * 10 tools each. Measures the server's RSS per connected host and the s1 latency to the echo host
- * with one host connected and with all of them.
+ * s6: one server configured with `hosts` host and `callers` caller identities; the echo host `h0`,
+ * then `hosts − 1` more hosts spread over several processes, 10 tools each, connected in two waves
+ * (the first `firstWave` hosts, then the rest). Measures the server's RSS per connected host, how
+ * long each wave takes to connect and advertise, the s1 latency to the echo host with one host
+ * connected and with all of them, and whether every host stays connected over 3 heartbeat
+ * intervals.
  *
+ * - The host processes start first and dial on command, so the connect times are those of the
+ *   connect storm, not of starting node processes.
  * - RSS per host is `(RSS with N hosts − RSS with 1 host) / (N − 1)`, both read after a full GC and
  *   after the one-host s1 run, so the V8 heap has the same warm shape in both readings. The textbook
  *   `(RSS with N − RSS with 0) / N`, whose "0" is the fresh process, is recorded too.
@@ -18,6 +23,9 @@ import type { LoadShape, Plan } from './scenarios.js';
 export interface ManyHostsResult {
   hosts: number;
   hostProcesses: number;
+  /** Identities the server was configured with (host, caller). */
+  identities: { hosts: number; callers: number };
+  heartbeatMs: number;
   rss0KiB: number;
   rssOneKiB: number;
   rssAllKiB: number;
@@ -25,7 +33,17 @@ export interface ManyHostsResult {
   perHostKiB: number;
   /** (rssAll − rss0) / hosts. */
   perHostNaiveKiB: number;
+  /** Hosts in the first wave, and how long they took to connect and advertise, s. */
+  firstWave: number;
+  firstWaveSeconds: number;
+  /** All hosts, from the first wave's command to the last host advertised, s. */
   connectSeconds: number;
+  /** CPU time of the server process while the hosts connected and advertised, s. */
+  connectServerCpuSeconds: number;
+  /** Hosts the server no longer had, or whose connection closed, over 3 heartbeat intervals after all connected. */
+  lostHosts: number;
+  /** How long the hosts were held connected before `lostHosts` was read, s. */
+  heldSeconds: number;
   one: LoadStats;
   all: LoadStats;
   serverPeakRssKiB: number;
@@ -51,13 +69,24 @@ async function run(arm: Arm, shape: LoadShape, count: number): Promise<Segment[]
   return out;
 }
 
+/** Start host processes for hosts `first … first + count − 1`, `processes` of them, idle until `connect`. */
+function startHosts(url: string, first: number, count: number, processes: number): Promise<{ helper: Helper }>[] {
+  const perProcess = Math.ceil(count / processes);
+  const out: Promise<{ helper: Helper }>[] = [];
+  for (let k = first; k < first + count; k += perProcess) {
+    const env = { BENCH_URL: url, BENCH_FIRST: String(k), BENCH_COUNT: String(Math.min(perProcess, first + count - k)), BENCH_CONNECT: 'command' };
+    out.push(Helper.start('toolwire-host', env, 300_000));
+  }
+  return out;
+}
+
 export async function manyHosts(plan: Plan['s6']): Promise<ManyHostsResult> {
   const limit = fdLimit();
   if (!(limit > plan.hosts + 100)) {
-    throw new Error(`s6 needs ${plan.hosts + 100} file descriptors in the server process; ulimit -n is ${limit}`);
+    throw new Error(`s6 needs ${plan.hosts + 100} file descriptors in the server process; ulimit -n is ${limit} (bench/README.md, s6)`);
   }
-  const perProcess = Math.ceil((plan.hosts - 1) / plan.hostProcesses);
-  const { helper: server, ready } = await Helper.start('toolwire-server', { BENCH_HOSTS: String(plan.hosts) });
+  const env = { BENCH_HOSTS: String(plan.hosts), BENCH_CALLERS: String(plan.callers), BENCH_HEARTBEAT_MS: String(plan.heartbeatMs) };
+  const { helper: server, ready } = await Helper.start('toolwire-server', env);
   const url = String(ready.url);
   let loadHosts: Helper[] = [];
   let echo: Helper | undefined;
@@ -71,18 +100,31 @@ export async function manyHosts(plan: Plan['s6']): Promise<ManyHostsResult> {
     const oneA = await run(arm, shape, Math.ceil(shape.count / 2));
     const rssOneKiB = Number((await server.request('rss')).rssKiB);
 
-    const t0 = Date.now();
-    const spawns: Promise<{ helper: Helper }>[] = [];
-    for (let first = 1; first < plan.hosts; first += perProcess) {
-      const count = Math.min(perProcess, plan.hosts - first);
-      spawns.push(Helper.start('toolwire-host', { BENCH_URL: url, BENCH_FIRST: String(first), BENCH_COUNT: String(count) }, 300_000));
-    }
-    const started = await Promise.allSettled(spawns);
+    // Two waves of host processes, started (idle) before the clock starts.
+    const firstWave = Math.min(plan.firstWave, plan.hosts - 1);
+    const half = Math.max(1, Math.floor(plan.hostProcesses / 2));
+    const waves = [startHosts(url, 1, firstWave, half), startHosts(url, 1 + firstWave, plan.hosts - 1 - firstWave, plan.hostProcesses - half)];
+    const started = await Promise.allSettled(waves.flat());
     loadHosts = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value.helper] : []));
     const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
     if (failed) throw failed.reason;
+    const wave1 = loadHosts.slice(0, waves[0]!.length);
+    const wave2 = loadHosts.slice(waves[0]!.length);
+
+    // BENCH_PROFILE_CONNECT=FILE: a CPU profile of the server over the connect storm.
+    const profileFile = process.env.BENCH_PROFILE_CONNECT;
+    if (profileFile) await server.request('profile', { action: 'start' });
+    const serverCpu0 = Number((await server.request('info')).cpuUs);
+    const t0 = Date.now();
+    await Promise.all(wave1.map((h) => h.request('connect')));
+    await server.request('wait', { hosts: 1 + firstWave, tools: (1 + firstWave) * TOOLS_PER_HOST, timeoutMs: 300_000 });
+    const firstWaveSeconds = (Date.now() - t0) / 1000;
+    await Promise.all(wave2.map((h) => h.request('connect')));
     await server.request('wait', { hosts: plan.hosts, tools: plan.hosts * TOOLS_PER_HOST, timeoutMs: 300_000 });
-    const connectSeconds = (Date.now() - t0) / 1000;
+    const connectedAt = Date.now();
+    const connectSeconds = (connectedAt - t0) / 1000;
+    const connectServerCpuSeconds = (Number((await server.request('info')).cpuUs) - serverCpu0) / 1e6;
+    if (profileFile) await server.request('profile', { action: 'stop', file: profileFile });
     // Let the connect storm's after-work (advertise replies, GC, JIT in the host processes) end:
     // the latency wanted is that of N hosts connected, not of N hosts connecting.
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
@@ -90,20 +132,37 @@ export async function manyHosts(plan: Plan['s6']): Promise<ManyHostsResult> {
     const all = summarize(await run(arm, shape, shape.count));
     const s = await server.request('info');
 
+    // Hold every host for 3 heartbeat intervals (the server pings each one every interval; a host
+    // that misses a pong is terminated), then count the hosts the server still has and the
+    // connections the host processes saw close.
+    const holdUntil = connectedAt + 3 * plan.heartbeatMs + 500;
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, holdUntil - Date.now())));
+    const heldSeconds = (Date.now() - connectedAt) / 1000;
+    const present = Number((await server.request('count')).hosts);
+    const closed = (await Promise.all([echo, ...loadHosts].map((h) => h.request('info')))).reduce((n, i) => n + Number(i.lost), 0);
+    const lostHosts = Math.max(plan.hosts - present, closed);
+
     await Promise.all(loadHosts.map((h) => h.stop()));
     loadHosts = [];
-    await server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST, exact: true });
+    await server.request('wait', { hosts: 1, tools: TOOLS_PER_HOST, exact: true, timeoutMs: 120_000 });
     const oneB = await run(arm, shape, Math.floor(shape.count / 2));
     const h = await echo.request('info');
     return {
       hosts: plan.hosts,
-      hostProcesses: spawns.length,
+      hostProcesses: waves[0]!.length + waves[1]!.length,
+      identities: { hosts: plan.hosts, callers: plan.callers },
+      heartbeatMs: plan.heartbeatMs,
       rss0KiB,
       rssOneKiB,
       rssAllKiB,
       perHostKiB: (rssAllKiB - rssOneKiB) / (plan.hosts - 1),
       perHostNaiveKiB: (rssAllKiB - rss0KiB) / plan.hosts,
+      firstWave,
+      firstWaveSeconds,
       connectSeconds,
+      connectServerCpuSeconds,
+      lostHosts,
+      heldSeconds,
       one: summarize([...oneA, ...oneB]),
       all,
       serverPeakRssKiB: Number(s.peakRssKiB),

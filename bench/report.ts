@@ -1,21 +1,25 @@
 /**
  * Turning runs into the results: JSON lines (one per measured arm), the table of medians, and the
- * targets of issue 4 judged on the median of the per-run ratios.
+ * targets of issues 4 and 12 judged on the median of the per-run values.
  */
 import { cpus, release, totalmem } from 'node:os';
 import type { ArmResult } from './arms.js';
 import { type AbuseResult, renderAbuse } from './abuse.js';
 import { type CliResult, renderCli } from './cli.js';
+import type { DoorResult, IdsResult } from './door.js';
 import type { ManyHostsResult } from './many-hosts.js';
 import { type LoadShape, shapeLabel } from './scenarios.js';
 
 /** Everything one run measured; a scenario left out with `--only` is absent. */
 export interface RunRecord {
   run: number;
-  pairs: Partial<Record<'s1' | 's2' | 's3' | 's4', { toolwire: ArmResult; raw: ArmResult }>>;
+  /** `toolwire` is `route()`; `execute` is `executor.execute()` (s1 and s2). */
+  pairs: Partial<Record<'s1' | 's2' | 's3' | 's4', { toolwire: ArmResult; raw: ArmResult; execute?: ArmResult }>>;
   s5?: { toolwire: ArmResult[]; floor: ArmResult[] };
   s6?: ManyHostsResult;
   s7?: ArmResult;
+  door?: DoorResult;
+  ids?: IdsResult;
   cli?: CliResult;
   abuse?: AbuseResult;
 }
@@ -42,15 +46,25 @@ export function jsonLines(record: RunRecord, meta: Record<string, unknown>): str
     ...r.shape,
     ...r.stats,
     hostCpuUsPerCall: r.hostCpuUsPerCall,
+    driverCpuUsPerCall: r.driverCpuUsPerCall,
+    segmentRates: r.segmentRates,
     serverPeakRssKiB: r.serverPeakRssKiB,
     hostPeakRssKiB: r.hostPeakRssKiB,
     hostHelperRssKiB: r.hostHelperRssKiB,
     bufferutil: r.bufferutil,
   });
-  for (const [id, pair] of Object.entries(record.pairs)) lines.push(arm(id, pair.toolwire), arm(id, pair.raw));
+  for (const [id, pair] of Object.entries(record.pairs)) {
+    lines.push(arm(id, pair.toolwire), arm(id, pair.raw));
+    if (pair.execute) lines.push(arm(id, pair.execute));
+  }
   for (const r of [...(record.s5?.toolwire ?? []), ...(record.s5?.floor ?? [])]) lines.push(arm(`s5`, r));
   if (record.s6) lines.push({ ...meta, run: record.run, scenario: 's6', arm: 'toolwire', ...record.s6 });
   if (record.s7) lines.push(arm('s7', record.s7));
+  for (const r of [...(record.door?.door ?? []), ...(record.door?.sdk ?? [])]) lines.push(arm('door', r));
+  if (record.ids) {
+    const { one, many, ...rest } = record.ids;
+    lines.push({ ...arm('ids', many), identities: 'many', ...rest }, { ...arm('ids', one), identities: 'one' });
+  }
   if (record.cli) lines.push({ ...meta, run: record.run, scenario: 'cli', ...record.cli });
   if (record.abuse) lines.push({ ...meta, run: record.run, scenario: 'abuse', ...record.abuse });
   return lines.map((l) => JSON.stringify(l));
@@ -67,25 +81,52 @@ interface Row {
   scenario: string;
   arm: string;
   results: ArmResult[];
-  /** Throughput relative to the baseline of the same run (paired segments), one per run; toolwire rows only. */
+  /** Throughput relative to the baseline of the same run (paired segments), one per run. */
   ratios?: number[];
+  /** Name of the baseline in the "vs base" column, when it is not the scenario's usual one. */
+  baseName?: string;
+  /** A second comparison (e.g. execute() against route()), one ratio per run. */
+  also?: { name: string; ratios: number[] };
 }
 
 function rows(records: RunRecord[]): Row[] {
   const out: Row[] = [];
-  const add = (scenario: string, arm: string, pick: (r: RunRecord) => ArmResult | undefined, base?: (r: RunRecord) => ArmResult | undefined): void => {
+  const pairedRatios = (pick: (r: RunRecord) => ArmResult | undefined, base: (r: RunRecord) => ArmResult | undefined): number[] =>
+    records.map((r) => pairedRatio(pick(r), base(r))).filter((x): x is number => x !== undefined);
+  const add = (
+    scenario: string,
+    arm: string,
+    pick: (r: RunRecord) => ArmResult | undefined,
+    base?: (r: RunRecord) => ArmResult | undefined,
+    extra: Partial<Row> = {},
+  ): void => {
     const results = records.map(pick).filter((r): r is ArmResult => r !== undefined);
     if (results.length === 0) return;
-    const row: Row = { scenario, arm, results };
-    if (base) row.ratios = records.map((r) => pairedRatio(pick(r), base(r))).filter((x): x is number => x !== undefined);
+    const row: Row = { scenario, arm, results, ...extra };
+    if (base) row.ratios = pairedRatios(pick, base);
     out.push(row);
   };
   for (const id of ['s1', 's2', 's3', 's4'] as const) {
     add(
       id,
-      'toolwire',
+      'toolwire route()',
       (r) => r.pairs[id]?.toolwire,
       (r) => r.pairs[id]?.raw,
+    );
+    add(
+      id,
+      'toolwire execute()',
+      (r) => r.pairs[id]?.execute,
+      (r) => r.pairs[id]?.raw,
+      {
+        also: {
+          name: 'route()',
+          ratios: pairedRatios(
+            (r) => r.pairs[id]?.execute,
+            (r) => r.pairs[id]?.toolwire,
+          ),
+        },
+      },
     );
     add(id, 'raw ws', (r) => r.pairs[id]?.raw);
   }
@@ -99,6 +140,28 @@ function rows(records: RunRecord[]): Row[] {
     add('s5', 'spawn floor', (r) => r.s5?.floor[k]);
   }
   add('s7', 'toolwire execute+record', (r) => r.s7);
+  const doors = Math.max(0, ...records.map((r) => r.door?.door.length ?? 0));
+  for (let k = 0; k < doors; k++) {
+    add(
+      'door',
+      'toolwire /mcp',
+      (r) => r.door?.door[k],
+      (r) => r.door?.sdk[k],
+      { baseName: 'SDK' },
+    );
+    add('door', 'MCP SDK server, tool in-process', (r) => r.door?.sdk[k]);
+  }
+  const ids = records.find((r) => r.ids)?.ids;
+  if (ids) {
+    add(
+      'ids',
+      `/mcp, ${fmt(ids.hosts)} + ${fmt(ids.callers)} identities`,
+      (r) => r.ids?.many,
+      (r) => r.ids?.one,
+      { baseName: '1 + 1' },
+    );
+    add('ids', '/mcp, 1 + 1 identities', (r) => r.ids?.one);
+  }
   return out;
 }
 
@@ -106,16 +169,19 @@ const fmt = (n: number, digits = 0): string =>
   Number.isFinite(n) ? n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—';
 const mib = (kib: number | undefined): string => (kib === undefined ? '—' : fmt(kib / 1024, 1));
 
-/** A target of issue 4: a per-run value, judged on its median. */
+/** A target of issues 4 and 12: a per-run value, judged on its median. */
 interface Target {
   name: string;
   op: '≥' | '≤';
   limit: number;
   unit: string;
   value(r: RunRecord): number | undefined;
+  /** Digits shown (default: 0 for limits ≥ 100, else 2). */
+  digits?: number;
 }
 
 const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : a / b);
+const minus = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined ? undefined : a - b);
 
 /**
  * Throughput of `a` relative to `b`: the median over segments of (calls/s of a's segment k) /
@@ -129,9 +195,12 @@ export function pairedRatio(a: ArmResult | undefined, b: ArmResult | undefined):
 }
 
 const targets: Target[] = [
-  { name: 's1 throughput', op: '≥', limit: 0.85, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s1?.toolwire, r.pairs.s1?.raw) },
-  { name: 's1 p50 latency', op: '≤', limit: 1.2, unit: '× raw ws', value: (r) => ratio(r.pairs.s1?.toolwire.stats.p50Us, r.pairs.s1?.raw.stats.p50Us) },
-  { name: 's2 throughput', op: '≥', limit: 0.85, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s2?.toolwire, r.pairs.s2?.raw) },
+  { name: 's1 route() throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s1?.toolwire, r.pairs.s1?.raw) },
+  { name: 's1 route() p50 latency', op: '≤', limit: 1.2, unit: '× raw ws', value: (r) => ratio(r.pairs.s1?.toolwire.stats.p50Us, r.pairs.s1?.raw.stats.p50Us) },
+  { name: 's2 route() throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s2?.toolwire, r.pairs.s2?.raw) },
+  { name: 's1 execute() throughput', op: '≥', limit: 0.85, unit: '× route()', value: (r) => pairedRatio(r.pairs.s1?.execute, r.pairs.s1?.toolwire) },
+  { name: 's2 execute() throughput', op: '≥', limit: 0.85, unit: '× route()', value: (r) => pairedRatio(r.pairs.s2?.execute, r.pairs.s2?.toolwire) },
+  { name: 's2 execute() throughput', op: '≥', limit: 0.8, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s2?.execute, r.pairs.s2?.raw) },
   { name: 's3 throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s3?.toolwire, r.pairs.s3?.raw) },
   { name: 's4 throughput', op: '≥', limit: 0.9, unit: '× raw ws', value: (r) => pairedRatio(r.pairs.s4?.toolwire, r.pairs.s4?.raw) },
   ...[0, 1].map((k): Target => ({
@@ -141,9 +210,24 @@ const targets: Target[] = [
     unit: '× spawn floor',
     value: (r) => pairedRatio(r.s5?.toolwire[k], r.s5?.floor[k]),
   })),
-  { name: 's6 server RSS per host', op: '≤', limit: 60, unit: 'KiB', value: (r) => r.s6?.perHostKiB },
+  { name: 's6 server RSS per host', op: '≤', limit: 12, unit: 'KiB', value: (r) => r.s6?.perHostKiB, digits: 1 },
+  { name: 's6 first wave connects (10,000 hosts)', op: '≤', limit: 8, unit: 's', value: (r) => r.s6?.firstWaveSeconds, digits: 1 },
+  { name: 's6 all hosts connect (19,000)', op: '≤', limit: 15, unit: 's', value: (r) => r.s6?.connectSeconds, digits: 1 },
   { name: 's6 s1 p50, N hosts vs 1', op: '≤', limit: 1.1, unit: '× one host', value: (r) => ratio(r.s6?.all.p50Us, r.s6?.one.p50Us) },
-  { name: 's7 execute+record throughput', op: '≥', limit: 3000, unit: 'calls/s', value: (r) => r.s7?.stats.callsPerSec },
+  { name: 's6 hosts lost over 3 heartbeats', op: '≤', limit: 0, unit: 'hosts', value: (r) => r.s6?.lostHosts, digits: 0 },
+  { name: 's7 execute+record throughput', op: '≥', limit: 6000, unit: 'calls/s', value: (r) => r.s7?.stats.callsPerSec },
+  { name: 'door c=1 throughput', op: '≥', limit: 0.85, unit: '× SDK server', value: (r) => pairedRatio(r.door?.door[0], r.door?.sdk[0]) },
+  { name: 'door c=1 p50 over the SDK server', op: '≤', limit: 200, unit: 'µs', value: (r) => minus(r.door?.door[0]?.stats.p50Us, r.door?.sdk[0]?.stats.p50Us) },
+  { name: 'door c=16 throughput', op: '≥', limit: 0.95, unit: '× SDK server', value: (r) => pairedRatio(r.door?.door[1], r.door?.sdk[1]) },
+  { name: 'door with 10,000 + 1,000 identities', op: '≥', limit: 0.95, unit: '× with 1 + 1', value: (r) => pairedRatio(r.ids?.many, r.ids?.one) },
+  {
+    name: 'failed upgrade, server CPU over a bare node:http 401',
+    op: '≤',
+    limit: 20,
+    unit: 'µs',
+    value: (r) => r.ids?.failedUpgradeCpuUs.overFloor,
+    digits: 1,
+  },
 ];
 
 export interface Judged {
@@ -153,6 +237,7 @@ export interface Judged {
   op: string;
   limit: number;
   unit: string;
+  digits: number;
   holds: boolean;
 }
 
@@ -162,7 +247,8 @@ export function judge(records: RunRecord[]): Judged[] {
     const values = records.map((r) => t.value(r)).filter((v): v is number => v !== undefined);
     if (values.length === 0) continue;
     const m = median(values);
-    out.push({ name: t.name, values, median: m, op: t.op, limit: t.limit, unit: t.unit, holds: t.op === '≥' ? m >= t.limit : m <= t.limit });
+    const digits = t.digits ?? (t.limit >= 100 ? 0 : 2);
+    out.push({ name: t.name, values, median: m, op: t.op, limit: t.limit, unit: t.unit, digits, holds: t.op === '≥' ? m >= t.limit : m <= t.limit });
   }
   return out;
 }
@@ -183,13 +269,18 @@ const yesNo = (b: { server: boolean; host?: boolean }): string =>
 /** The measurement table (medians over runs), the s6 table and the targets. */
 export function render(records: RunRecord[], markdown: boolean): string {
   const n = records.length;
-  const body = rows(records).map(({ scenario, arm, results, ratios }) => {
+  const all = rows(records);
+  const body = all.map(({ scenario, arm, results, ratios, baseName, also }) => {
     const shape: LoadShape = results[0]!.shape;
+    const vs = [
+      ratios && ratios.length > 0 ? `${fmt(median(ratios), 2)} ×${baseName ? ` ${baseName}` : ''}` : '',
+      also && also.ratios.length > 0 ? `${fmt(median(also.ratios), 2)} × ${also.name}` : '',
+    ].filter((x) => x !== '');
     return [
       `${scenario} ${shapeLabel(shape)}`,
       arm,
       fmt(median(results.map((r) => r.stats.callsPerSec))),
-      ratios && ratios.length > 0 ? `${fmt(median(ratios), 2)} ×` : '',
+      vs.join(', '),
       fmt(median(results.map((r) => r.stats.p50Us))),
       fmt(median(results.map((r) => r.stats.p99Us))),
       `${fmt(median(results.map((r) => r.stats.cpuUsPerCall)), 1)} / ${results[0]!.hostCpuUsPerCall === undefined ? '—' : fmt(median(results.map((r) => r.hostCpuUsPerCall!)), 1)}`,
@@ -201,7 +292,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
   const parts: string[] = [];
   if (body.length > 0)
     parts.push(
-      `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's, paired segments; CPU time per call and peak RSS of the server-role and host-role process; the host's CPU includes its spawn helper's, which runs s5's tools):`,
+      `Measurements (median of ${n} run${n === 1 ? '' : 's'}; "vs base": toolwire's calls/s over the baseline's (raw ws, the spawn floor, the MCP SDK's server, or the door with 1 + 1 identities), paired segments; CPU time per call and peak RSS of the server-role and host-role process (door rows: not of the MCP client process that runs their load); the host's CPU includes its spawn helper's, which runs s5's tools):`,
       table(['scenario', 'arm', 'calls/s', 'vs base', 'p50 µs', 'p99 µs', 'CPU µs/call srv / host', 'server MiB', 'host MiB', 'bufferutil'], body, markdown),
     );
   const s6 = records.map((r) => r.s6).filter((x): x is ManyHostsResult => x !== undefined);
@@ -209,7 +300,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
     const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
     parts.push(
       '',
-      `s6: ${s6[0]!.hosts} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes (median of ${s6.length}):`,
+      `s6: ${fmt(s6[0]!.hosts)} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes (median of ${s6.length}):`,
       table(
         ['quantity', 'unit', 'value'],
         [
@@ -218,13 +309,41 @@ export function render(records: RunRecord[], markdown: boolean): string {
           [`server RSS, ${s6[0]!.hosts} hosts`, 'MiB', m((x) => x.rssAllKiB / 1024, 1)],
           ['per host (all − one)/(N − 1)', 'KiB', m((x) => x.perHostKiB, 1)],
           ['per host (all − fresh)/N', 'KiB', m((x) => x.perHostNaiveKiB, 1)],
-          ['time to connect and advertise all', 's', m((x) => x.connectSeconds, 1)],
+          ['identities configured (host + caller)', '', `${fmt(s6[0]!.identities.hosts)} + ${fmt(s6[0]!.identities.callers)}`],
+          [`time to connect and advertise the first ${fmt(s6[0]!.firstWave)}`, 's', m((x) => x.firstWaveSeconds, 1)],
+          [`time to connect and advertise all ${fmt(s6[0]!.hosts)}`, 's', m((x) => x.connectSeconds, 1)],
+          ['server CPU while they connected', 's', m((x) => x.connectServerCpuSeconds, 1)],
+          [`hosts lost while held (heartbeat ${fmt(s6[0]!.heartbeatMs)} ms)`, 'hosts / s', `${m((x) => x.lostHosts)} / ${m((x) => x.heldSeconds)}`],
           ['s1 p50 / p99, 1 host', 'µs', `${m((x) => x.one.p50Us)} / ${m((x) => x.one.p99Us)}`],
           [`s1 p50 / p99, ${s6[0]!.hosts} hosts`, 'µs', `${m((x) => x.all.p50Us)} / ${m((x) => x.all.p99Us)}`],
           ['s1 calls/s, 1 host / N hosts', 'calls/s', `${m((x) => x.one.callsPerSec)} / ${m((x) => x.all.callsPerSec)}`],
         ],
         markdown,
       ),
+    );
+  }
+  const ids = records.map((r) => r.ids).filter((x): x is IdsResult => x !== undefined);
+  if (ids.length > 0) {
+    const statuses = Object.entries(ids[0]!.failedUpgradeStatuses)
+      .map(([k, v]) => `${fmt(v)} × ${k}`)
+      .join(', ');
+    parts.push(
+      '',
+      `Failed host upgrades (a token nobody has, 8 at a time; median of ${ids.length}): server CPU ${fmt(median(ids.map((x) => x.failedUpgradeCpuUs.many)), 1)} µs each with ` +
+        `${fmt(ids[0]!.hosts)} + ${fmt(ids[0]!.callers)} identities, ${fmt(median(ids.map((x) => x.failedUpgradeCpuUs.one)), 1)} µs with 1 + 1, ` +
+        `${fmt(median(ids.map((x) => x.failedUpgradeCpuUs.floor)), 1)} µs on a bare node:http server that answers every upgrade 401; ` +
+        `toolwire's own part (with ${fmt(ids[0]!.hosts)} + ${fmt(ids[0]!.callers)} identities, over the bare server, paired segments) ${fmt(median(ids.map((x) => x.failedUpgradeCpuUs.overFloor)), 1)} µs (answers: ${statuses}).`,
+    );
+  }
+  // Warm-up check: an arm still warming up would run its first measured segment slower than the rest.
+  const warm = all
+    .map((row) => ({ row, v: median(row.results.map((r) => (r.segmentRates.length > 1 ? r.segmentRates[0]! / median(r.segmentRates) : Number.NaN))) }))
+    .filter((x) => Number.isFinite(x.v));
+  if (warm.length > 0) {
+    parts.push(
+      '',
+      `Warm-up check (first measured segment's calls/s ÷ the median segment's, median over runs; well under 1 would mean the arm was still warming up): ` +
+        warm.map(({ row, v }) => `${row.scenario} ${shapeLabel(row.results[0]!.shape)} ${row.arm} ${fmt(v, 2)}`).join('; '),
     );
   }
   const cli = records.map((r) => r.cli).filter((x): x is CliResult => x !== undefined);
@@ -240,9 +359,9 @@ export function render(records: RunRecord[], markdown: boolean): string {
         ['target', 'runs', 'median', 'limit', 'holds'],
         judged.map((j) => [
           j.name,
-          j.values.map((v) => fmt(v, j.limit >= 100 ? 0 : 2)).join(' '),
-          `${fmt(j.median, j.limit >= 100 ? 0 : 2)} ${j.unit}`,
-          `${j.op} ${fmt(j.limit, j.limit >= 100 ? 0 : 2)}`,
+          j.values.map((v) => fmt(v, j.digits)).join(' '),
+          `${fmt(j.median, j.digits)} ${j.unit}`,
+          `${j.op} ${fmt(j.limit, j.digits)}`,
           j.holds ? 'yes' : 'NO',
         ]),
         markdown,

@@ -1,12 +1,13 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,cli,live,abuse] [--markdown] [--observe]` — toolwire's router path against a
- * raw-WebSocket RPC baseline, side by side in the same run (issue 4), the installed CLI's start-up
- * time and idle memory (`cli`, issue 9: see `cli.ts`), live output's streaming throughput (`live`,
- * issue 13), and what one abusive host costs the others (`abuse`, issue 11: see `abuse.ts`; not in
- * the default set). Prints the table of medians and
- * the targets; writes JSON lines to `bench/results/<time>.jsonl` and the table to
- * `bench/results/latest.md`. `--observe` (issue 16): s1–s4 compare the same build through `execute()`
- * with info logging and metrics off (`toolwire`) and on (`toolwire+obs`) instead of the baseline.
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,door,ids,cli,live,cluster,abuse] [--markdown] [--observe]` — toolwire's router
+ * and executor paths against a raw-WebSocket RPC baseline, side by side in the same run (issues 4
+ * and 12), the MCP door against the MCP SDK's own server (`door`) and with many identities (`ids`),
+ * a fleet of hosts on one server (`s6`), the installed CLI's start-up time and idle memory (`cli`,
+ * issue 9: see `cli.ts`), live output's streaming throughput (`live`, issue 13), and what one
+ * abusive host costs the others (`abuse`, issue 11: see `abuse.ts`; not in the default set). Prints
+ * the table of medians and the targets; writes JSON lines to `bench/results/<time>.jsonl` and the
+ * table to `bench/results/latest.md`. `--observe` (issue 16): s1–s4 compare the same build through
+ * `execute()` with info logging and metrics off (`toolwire-execute`) and on (`toolwire+obs`) instead of the baseline.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile, appendFile } from 'node:fs/promises';
@@ -18,6 +19,7 @@ import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startTool
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
 import { liveReport, liveScenario } from './live.js';
+import { doorScenario, idsScenario } from './door.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -47,12 +49,13 @@ const { values } = parseArgs({
   },
 });
 const quick = values.quick;
-// --scale X multiplies every call count (e.g. a long run to profile); --arms toolwire|raw runs one arm of s1–s4.
+// --scale X multiplies every call count (e.g. a long run to profile); --arms toolwire|execute|raw
+// runs some arms of s1–s4 only (execute: s1 and s2).
 const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1));
-const arms = (values.arms ?? 'toolwire,raw').split(',');
+const arms = (values.arms ?? 'toolwire,execute,raw').split(',');
 const runs = Number(values.runs ?? (quick ? 1 : 3));
 if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`--runs must be a positive integer, got ${values.runs}`);
-const only = new Set((values.only ?? 's1,s2,s3,s4,s5,s6,s7,cli').split(',').map((s) => s.trim()));
+const only = new Set((values.only ?? 's1,s2,s3,s4,s5,s6,s7,door,ids,cli').split(',').map((s) => s.trim()));
 const wanted = (id: string): boolean => only.has(id);
 
 // s7's records go to tmpfs when there is one (/dev/shm), so the figure is toolwire's cost and not that
@@ -91,16 +94,19 @@ try {
           live.push(await startToolwire('echo', { path: 'execute' }), await startToolwire('echo', { path: 'execute', observe: true }));
         } else {
           if (arms.includes('toolwire')) live.push(await startToolwire('echo'));
+          // executor.execute() with no record dir and no tool control, beside route() (issue 12)
+          if (arms.includes('execute') && (id === 's1' || id === 's2')) live.push(await startToolwire('echo', { path: 'execute' }));
           if (arms.includes('raw')) live.push(await startRaw());
         }
         const results = await compare(live, plan[id]);
-        const off = results.find((r) => r.arm === 'toolwire');
+        const off = results.find((r) => r.arm === 'toolwire-execute');
         const on = results.find((r) => r.arm === 'toolwire+obs');
         if (off && on) log(`run ${run} ${id}: observability on/off = ${(on.stats.callsPerSec / off.stats.callsPerSec).toFixed(3)} (calls/s)`);
         for (const r of results) log(`run ${run} ${id}: ${brief(r)}`);
         const toolwire = results.find((r) => r.arm === 'toolwire');
+        const execute = results.find((r) => r.arm === 'toolwire-execute');
         const raw = results.find((r) => r.arm === 'raw-ws');
-        if (toolwire && raw) record.pairs[id] = { toolwire, raw };
+        if (toolwire && raw) record.pairs[id] = { toolwire, raw, ...(execute && { execute }) };
       } finally {
         await Promise.all(live.map(stopArm));
       }
@@ -126,8 +132,8 @@ try {
       record.s6 = await manyHosts(plan.s6);
       const s6 = record.s6;
       log(
-        `run ${run} s6: ${s6.hosts} hosts, ${s6.perHostKiB.toFixed(1)} KiB/host, connect ${s6.connectSeconds.toFixed(1)} s, ` +
-          `p50 ${Math.round(s6.one.p50Us)} → ${Math.round(s6.all.p50Us)} µs`,
+        `run ${run} s6: ${s6.hosts} hosts, ${s6.perHostKiB.toFixed(1)} KiB/host, connect ${s6.firstWave} in ${s6.firstWaveSeconds.toFixed(1)} s, ` +
+          `all in ${s6.connectSeconds.toFixed(1)} s, p50 ${Math.round(s6.one.p50Us)} → ${Math.round(s6.all.p50Us)} µs, ${s6.lostHosts} lost over ${s6.heldSeconds.toFixed(0)} s`,
       );
     }
     if (wanted('s7')) {
@@ -148,6 +154,8 @@ try {
       log(liveReport(run, l));
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
     }
+    if (wanted('door')) record.door = await doorScenario(plan.door, (line) => log(`run ${run} ${line}`));
+    if (wanted('ids')) record.ids = await idsScenario(plan.ids, (line) => log(`run ${run} ${line}`));
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);
       const c = record.cli;

@@ -1,7 +1,8 @@
 /**
- * The scenarios of issue 4 and their sizes. `full` is the real run; `quick` (`--quick`, CI smoke)
- * keeps every scenario but with fewer calls and hosts. Warm-ups are generous: toolwire runs far more
- * code per call than the baseline, and V8 needs thousands of calls to optimise it all.
+ * The scenarios of issues 4 and 12 and their sizes. `full` is the real run; `quick` (`--quick`, CI
+ * smoke) keeps every scenario but with fewer calls and hosts. Warm-ups are generous and the same for
+ * both arms of a comparison: toolwire runs far more code per call than the baseline, and V8 needs
+ * thousands of calls to optimise it all (bench/README.md, "Warm-up").
  */
 
 /** A load at one concurrency. */
@@ -19,8 +20,16 @@ export interface Plan {
   s4: LoadShape;
   /** Subprocess `cat`, one shape per concurrency. */
   s5: LoadShape[];
-  s6: { hosts: number; hostProcesses: number; load: LoadShape };
+  /**
+   * Many hosts: `hosts` connected (and as many host identities configured, plus `callers` caller
+   * identities), the first `firstWave` of them first; held for 3 × `heartbeatMs`.
+   */
+  s6: { hosts: number; firstWave: number; hostProcesses: number; callers: number; heartbeatMs: number; load: LoadShape };
   s7: LoadShape;
+  /** The MCP door against the MCP SDK's own server with the tool in-process, one shape per concurrency. */
+  door: LoadShape[];
+  /** The door with many identities configured against the door with one. */
+  ids: { hosts: number; callers: number; load: LoadShape; failedUpgrades: number };
 }
 
 const KiB = 1024;
@@ -35,8 +44,21 @@ export const fullPlan: Plan = {
     { concurrency: 1, bytes: 100, count: 500, warmup: 100 },
     { concurrency: 8, bytes: 100, count: 500, warmup: 100 },
   ],
-  s6: { hosts: 2_000, hostProcesses: 4, load: { concurrency: 1, bytes: 100, count: 5_000, warmup: 5_000 } },
+  // 19,000 hosts: the machine's fd ceiling is 20,000 (ulimit -n); the server's default heartbeat.
+  s6: {
+    hosts: 19_000,
+    firstWave: 10_000,
+    hostProcesses: 4,
+    callers: 1_000,
+    heartbeatMs: 10_000,
+    load: { concurrency: 1, bytes: 100, count: 5_000, warmup: 5_000 },
+  },
   s7: { concurrency: 16, bytes: 100, count: 5_000, warmup: 2_000 },
+  door: [
+    { concurrency: 1, bytes: 100, count: 4_000, warmup: 5_000 },
+    { concurrency: 16, bytes: 100, count: 8_000, warmup: 4_000 },
+  ],
+  ids: { hosts: 10_000, callers: 1_000, load: { concurrency: 16, bytes: 100, count: 8_000, warmup: 5_000 }, failedUpgrades: 5_000 },
 };
 
 export const quickPlan: Plan = {
@@ -48,8 +70,13 @@ export const quickPlan: Plan = {
     { concurrency: 1, bytes: 100, count: 100, warmup: 30 },
     { concurrency: 8, bytes: 100, count: 100, warmup: 30 },
   ],
-  s6: { hosts: 200, hostProcesses: 2, load: { concurrency: 1, bytes: 100, count: 1_000, warmup: 3_000 } },
+  s6: { hosts: 200, firstWave: 100, hostProcesses: 2, callers: 10, heartbeatMs: 1_000, load: { concurrency: 1, bytes: 100, count: 1_000, warmup: 3_000 } },
   s7: { concurrency: 16, bytes: 100, count: 1_000, warmup: 1_000 },
+  door: [
+    { concurrency: 1, bytes: 100, count: 300, warmup: 500 },
+    { concurrency: 16, bytes: 100, count: 1_000, warmup: 500 },
+  ],
+  ids: { hosts: 10_000, callers: 1_000, load: { concurrency: 16, bytes: 100, count: 1_000, warmup: 500 }, failedUpgrades: 500 },
 };
 
 /** A short label, e.g. `c=16 64 KiB`. */
@@ -70,5 +97,7 @@ export function scalePlan(plan: Plan, factor: number): Plan {
     s5: plan.s5.map(scale),
     s6: { ...plan.s6, load: scale(plan.s6.load) },
     s7: scale(plan.s7),
+    door: plan.door.map(scale),
+    ids: { ...plan.ids, load: scale(plan.ids.load) },
   };
 }

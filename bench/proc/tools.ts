@@ -14,6 +14,14 @@ export function hostToken(i: number): string {
   return `bench-host-token-${String(i).padStart(6, '0')}`;
 }
 
+export function callerName(i: number): string {
+  return `c${i}`;
+}
+
+export function callerToken(i: number): string {
+  return `bench-caller-token-${String(i).padStart(6, '0')}`;
+}
+
 /** An input schema like a real tool's (a few typed properties), built fresh per call. */
 export function fillerSchema(k: number): Record<string, unknown> {
   return {

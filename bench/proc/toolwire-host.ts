@@ -36,10 +36,17 @@ function makeHost(i: number): ToolHost {
 }
 
 const hosts: ToolHost[] = [];
-for (let start = 0; start < count; start += BATCH) {
-  const batch = Array.from({ length: Math.min(BATCH, count - start) }, (_, k) => makeHost(first + start + k));
-  hosts.push(...batch);
-  await Promise.all(batch.map((h) => h.start()));
+/** Hosts of this process that closed after they had connected (with `reconnect: false` they stay gone). */
+let lost = 0;
+
+/** Start every host of this process, `BATCH` dials at a time. */
+async function startAll(): Promise<void> {
+  for (let start = 0; start < count; start += BATCH) {
+    const batch = Array.from({ length: Math.min(BATCH, count - start) }, (_, k) => makeHost(first + start + k));
+    hosts.push(...batch);
+    await Promise.all(batch.map((h) => h.start()));
+    for (const h of batch) h.once('disconnected', () => lost++);
+  }
 }
 
 /** CPU time of `pid` (µs, user + system, 10 ms ticks); 0 when it is gone. */
@@ -53,6 +60,10 @@ function cpuUs(pid: number | undefined): number {
     return 0;
   }
 }
+
+// BENCH_CONNECT=command: start the hosts on the `connect` command (s6 times the connect storm
+// without the process start-up); otherwise at once, before `ready`.
+if (process.env.BENCH_CONNECT !== 'command') await startAll();
 
 /**
  * CPU (µs) and RSS (KiB) of this process's spawn helper, which spawns the subprocess tools (s5),
@@ -71,11 +82,15 @@ function helperUsage(): { helperCpuUs: number; helperRssKiB: number; helperPeakR
   }
 }
 
-serve((command) => {
+serve(async (command) => {
   if (command.cmd === 'info') {
     const own = processInfo();
     const helper = helperUsage();
-    return { ...own, ...helper, cpuUs: own.cpuUs + helper.helperCpuUs, hosts: hosts.length };
+    return { ...own, ...helper, cpuUs: own.cpuUs + helper.helperCpuUs, hosts: hosts.length, lost };
+  }
+  if (command.cmd === 'connect') {
+    await startAll();
+    return { hosts: hosts.length };
   }
   throw new Error(`unknown command ${command.cmd}`);
 });

@@ -1,26 +1,36 @@
 /**
- * Bench helper: a real `ToolwireServer` on 127.0.0.1:0 with `BENCH_HOSTS` host identities (default 1)
- * and, when `BENCH_RECORD_DIR` is set, disk records there. The load runs in this process, through
- * `router.route()` (path `route`) or `executor.execute()` (path `execute`).
+ * Bench helper: a real `ToolwireServer` on 127.0.0.1:0 with `BENCH_HOSTS` host identities and
+ * `BENCH_CALLERS` caller identities (default 1 each; caller `i` is `c<i>` with token
+ * `bench-caller-token-<i>`) and, when `BENCH_RECORD_DIR` is set, disk records there. The load runs
+ * in this process, through `router.route()` (path `route`) or `executor.execute()` (path
+ * `execute`); the door arms load it from an MCP client process instead (`mcp-client.ts`).
  */
 import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
-import { DEFAULT_HOSTS, hostName, hostToken } from './tools.js';
+import { callerName, callerToken, DEFAULT_HOSTS, hostName, hostToken } from './tools.js';
 import { infoLogger, observing } from './observe.js';
 
 const hostCount = Number(process.env.BENCH_HOSTS ?? DEFAULT_HOSTS);
+const callerCount = Number(process.env.BENCH_CALLERS ?? 1);
 const recordDir = process.env.BENCH_RECORD_DIR;
+const heartbeatMs = process.env.BENCH_HEARTBEAT_MS === undefined ? undefined : Number(process.env.BENCH_HEARTBEAT_MS);
 const server = new ToolwireServer({
   hosts: Array.from({ length: hostCount }, (_, i) => ({ name: hostName(i), token: hostToken(i) })),
-  // Room for every bench host (s6 connects 2,000); the default cap is 1,024 connections.
+  callers: Array.from({ length: callerCount }, (_, i) => ({ name: callerName(i), token: callerToken(i) })),
+  // Room for every bench host (s6 connects 19,000); the default cap is 1,024 connections.
   maxConnections: hostCount + 64,
+  // Every bench host dials from 127.0.0.1 (as hosts behind one NAT would), up to 50 per host
+  // process at once: the default 64 unauthenticated connections per address would close the
+  // oldest dials of the connect storm (README, "Fleet size").
+  maxPreAuthPerAddress: 1024,
   ...(recordDir ? { recordDir } : {}),
   // Observability (issue 16): on only with BENCH_OBSERVE=1 (`pnpm bench --observe`), else a silent logger and no metrics.
   metrics: observing,
   ...(observing ? { logger: infoLogger() } : {}),
+  ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
 });
-const { url } = await server.listen(0, '127.0.0.1');
+const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
 // One stop signal per load worker, as each concurrent agent would have its own (the executor makes
 // one per call; that cost belongs to the executor, measured in s7).
 const signals: AbortSignal[] = [];
@@ -45,8 +55,8 @@ async function waitFor(hosts: number, tools: number, timeoutMs: number, exact: b
 function makeCall(path: string, name: string, input: unknown, expect: string): Call {
   const expectedBytes = Buffer.byteLength(expect);
   if (path === 'execute') {
-    return async () => {
-      const result = await server.executor.execute({ name, input, agent: 'bench' });
+    return async (_, worker) => {
+      const result = await server.executor.execute({ name, input, agent: 'bench', signal: signalOf(worker) });
       if (result.outcome !== 'completed') return `${result.outcome}: ${result.reason}`;
       const c = result.capture;
       if (c.exitCode !== 0 || c.stdout.length !== expectedBytes) return `exit ${c.exitCode}: ${Buffer.from(c.stderr).toString()}`;
@@ -60,6 +70,8 @@ function makeCall(path: string, name: string, input: unknown, expect: string): C
     return undefined;
   };
 }
+
+let profiler: import('node:inspector/promises').Session | undefined;
 
 serve(async (command) => {
   switch (command.cmd) {
@@ -99,10 +111,39 @@ serve(async (command) => {
     }
     case 'rss':
       return { rssKiB: settledRssKiB() };
+    case 'count':
+      return { hosts: server.router.hosts().length, connections: server.hostEndpoint.sessionCount };
+    case 'mem': {
+      // After a full GC: where the memory is (V8 heap used, external, array buffers), in KiB.
+      const rssKiB = settledRssKiB();
+      const m = process.memoryUsage();
+      return { rssKiB, heapUsedKiB: m.heapUsed / 1024, heapTotalKiB: m.heapTotal / 1024, externalKiB: m.external / 1024, arrayBuffersKiB: m.arrayBuffers / 1024 };
+    }
+    case 'profile': {
+      // CPU profile of a phase (e.g. s6's connect storm): start, then stop and write `file`.
+      const { Session } = await import('node:inspector/promises');
+      profiler ??= new Session();
+      if (command.action === 'start') {
+        profiler.connect();
+        await profiler.post('Profiler.enable');
+        await profiler.post('Profiler.setSamplingInterval', { interval: 100 });
+        await profiler.post('Profiler.start');
+        return {};
+      }
+      const { profile } = await profiler.post('Profiler.stop');
+      const { writeFile } = await import('node:fs/promises');
+      await writeFile(String(command.file), JSON.stringify(profile));
+      profiler.disconnect();
+      return { file: command.file };
+    }
+    case 'heapSnapshot': {
+      const { writeHeapSnapshot } = await import('node:v8');
+      return { file: writeHeapSnapshot(String(command.file)) };
+    }
     case 'info':
       return processInfo();
     default:
       throw new Error(`unknown command ${command.cmd}`);
   }
 });
-send({ event: 'ready', url });
+send({ event: 'ready', url, mcpUrl });

@@ -2,7 +2,11 @@
  * The MCP door: MCP Streamable HTTP at `/mcp` on the server's http server, so agents call tools
  * through any MCP client. Stateful: an `initialize` POST opens a session (one SDK `Server` + one
  * `StreamableHTTPServerTransport`, session id a random UUID in `Mcp-Session-Id`); a DELETE, a
- * transport close or {@link McpDoor.close} ends it.
+ * transport close or {@link McpDoor.close} ends it. A POST of a session carrying one request that
+ * asks for no progress and no output (no `_meta.progressToken`, no `_meta["toolwire/stream"]`) is
+ * answered with one JSON body written when the answer is ready (`json-answer.ts`); other POSTs get
+ * the SDK transport's SSE stream (progress and output notifications go on it). Server notifications
+ * (`tools/list_changed`) use the GET stream.
  *
  * Every request must carry `Authorization: Bearer <caller token>`; otherwise HTTP 401 with a JSON-RPC
  * error (`-32000`, "Unauthorized: a caller bearer token is required …" and how `toolwire token add
@@ -30,12 +34,12 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import { unauthorized } from '../endpoint/http-front.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
+import { DoorTransport, plainPostHeaders, plainRequest, readPostBody } from './json-answer.js';
 import type { McpServerDeps } from './mcp-server.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
 
@@ -76,7 +80,9 @@ interface Session {
   /** The principal that opened the session (revoked when its token is removed or rotated). */
   principal: CallerPrincipal;
   server: Server;
-  transport: StreamableHTTPServerTransport;
+  transport: DoorTransport;
+  /** `Mcp-Protocol-Version` values the SDK accepts. */
+  protocolVersions: readonly string[];
   /** HTTP requests of this session still open (a GET notification stream stays open). */
   open: number;
   /** When a request of this session last started or ended, ms since the epoch. */
@@ -171,7 +177,8 @@ export class McpDoor {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
     }
-    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, res);
+    const authInfo = authInfoOf(principal, res);
+    (req as IncomingMessage & { auth?: unknown }).auth = authInfo;
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId);
@@ -180,7 +187,22 @@ export class McpDoor {
         return;
       }
       this.#track(session, res);
-      await session.transport.handleRequest(req, res);
+      if (req.method !== 'POST' || !plainPostHeaders(req, session.protocolVersions)) {
+        await session.transport.http.handleRequest(req, res);
+        return;
+      }
+      const body = await readPostBody(req, this.#options.maxRequestBodyBytes);
+      if (body === undefined) {
+        res.destroy(); // the client went away while sending
+        return;
+      }
+      if (!body.ok) {
+        replyError(res, body.status, body.code, body.message, body.status === 413 ? { connection: 'close' } : {});
+        return;
+      }
+      const request = plainRequest(body.value);
+      if (request !== undefined) session.transport.answerJson(request, req, res, authInfo);
+      else await session.transport.http.handleRequest(req, res, body.value);
       return;
     }
     if (req.method !== 'POST') {
@@ -205,23 +227,24 @@ export class McpDoor {
     const { executor, tools } = this.#deps;
     const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
     let session: Session | undefined;
-    const transport = new sdk.StreamableHTTPServerTransport({
+    const http = new sdk.StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        session = { caller: principal.name, principal, server, transport, open: 0, lastActive: Date.now() };
+        session = { caller: principal.name, principal, server, transport, protocolVersions: sdk.protocolVersions, open: 0, lastActive: Date.now() };
         this.#sessions.set(id, session);
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },
       onsessionclosed: (id) => this.#forget(id, server),
     });
+    const transport = new DoorTransport(http);
     server.onclose = () => {
       if (transport.sessionId !== undefined) this.#forget(transport.sessionId, server);
     };
     server.onerror = (error) => log.debug({ err: error, caller: principal.name }, 'MCP transport error');
     await server.connect(transport);
-    await transport.handleRequest(req, res);
+    await http.handleRequest(req, res);
     if (!session || this.#closed) await server.close();
   }
 

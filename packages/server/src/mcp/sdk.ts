@@ -13,12 +13,22 @@ export interface McpSdk {
   /** `mcp-server.ts` (the SDK `Server` with toolwire's handlers). */
   createMcpServer: typeof createMcpServer;
   StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
+  /** The protocol versions the SDK transport accepts in `Mcp-Protocol-Version`. */
+  protocolVersions: readonly string[];
 }
 
 /** Import the SDK modules (not cached here: see {@link sdkLoader}). */
 async function importMcpSdk(): Promise<McpSdk> {
-  const [server, transport] = await Promise.all([import('./mcp-server.js'), import('@modelcontextprotocol/sdk/server/streamableHttp.js')]);
-  return { createMcpServer: server.createMcpServer, StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport };
+  const [server, transport, types] = await Promise.all([
+    import('./mcp-server.js'),
+    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/types.js'),
+  ]);
+  return {
+    createMcpServer: server.createMcpServer,
+    StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
+    protocolVersions: types.SUPPORTED_PROTOCOL_VERSIONS,
+  };
 }
 
 /**

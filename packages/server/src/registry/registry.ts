@@ -5,6 +5,7 @@
 import { type AdvertisedMessage, MAX_NAME_LENGTH, QUALIFIER, type ToolSpec } from '@toolwire/protocol';
 import type { Naming } from '../options.js';
 import type { InjectedTool } from '../seam.js';
+import { internTool } from './intern.js';
 import { type PreparedAdvertise, prepareAdvertise } from './prepare.js';
 import { compileInputSchema } from './schema-cache.js';
 import { compileRefusal, type ExaminedOk, examineTool, type ToolCheck, type ToolLimits, toolSpecOf } from './validate-tool.js';
@@ -14,7 +15,7 @@ export interface RegisteredTool {
   /** `<host>__<tool>` (naming `qualified`) or the tool's own name (naming `bare`). */
   exposed: string;
   host: string;
-  /** The spec as the host advertised it; `spec.name` is the bare name sent in `call.tool`. */
+  /** The spec as the host advertised it, shared with hosts that advertised an equal one (`intern.ts`); `spec.name` is the bare name sent in `call.tool`. */
   spec: ToolSpec;
   /** `spec.inputSchema` as JSON text. */
   text: string;
@@ -155,7 +156,10 @@ export class ToolRegistry {
       const reason = this.nameRefusal(host, name, seen) ?? (accepted.length >= max ? tooManyReason(max) : undefined);
       seen.add(name);
       if (reason !== undefined) reject(name, reason);
-      else accepted.push({ exposed: exposedName(host, name, this.#options.naming), host, spec: check.tool, text: check.text });
+      else {
+        const { spec, text } = internTool(check.tool, check.text); // equal specs of many hosts: one object
+        accepted.push({ exposed: exposedName(host, name, this.#options.naming), host, spec, text });
+      }
     }
     const before = this.#byHost.get(host) ?? [];
     const changed = !sameTools(before, accepted);
