@@ -57,7 +57,7 @@ interface Deferred<T> {
  */
 export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #options: ResolvedHostOptions;
-  readonly #tools = new ToolSet();
+  readonly #tools: ToolSet;
   readonly #draining = new Set<Promise<void>>();
   /** What runs and waits, across connections: calls of a lost connection keep their places until their work is gone. */
   readonly #admission: Admission;
@@ -70,6 +70,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   constructor(options: ToolHostOptions) {
     super();
     this.#options = resolveHostOptions(options);
+    this.#tools = new ToolSet(this.#options.logger, () => this.#advertise());
     this.#admission = new Admission(this.#options.limits);
   }
 
