@@ -79,11 +79,14 @@ export class CallSession {
   #dead = false;
   readonly #refusals: Refusals;
   readonly #output: OutputChannel;
+  /** Protocol 1: MCP `content`/`structured` are dropped from results (their text is on stdout). */
+  readonly #plain: boolean;
 
   /**
    * @param send sends one encoded frame (its JSON text) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    * @param offer the server's `welcome.output` (protocol 2: it takes live output); `undefined`: every call's output travels in its result
+   * @param protocol the connection's protocol version: below 2, results carry no MCP `content`/`structured`
    */
   constructor(
     send: (frame: string) => boolean,
@@ -91,7 +94,9 @@ export class CallSession {
     lookup: (name: string) => SourceTool | undefined,
     settings: CallSettings,
     offer?: WelcomeOutput,
+    protocol = 2,
   ) {
+    this.#plain = protocol < 2;
     this.#send = send;
     this.#maxPayload = maxPayload;
     this.#lookup = lookup;
@@ -283,6 +288,10 @@ export class CallSession {
     if (this.#dead) {
       this.#settings.logger.debug({ id }, 'toolwire: result dropped, its connection is gone');
       return;
+    }
+    if (this.#plain && (capture.content !== undefined || capture.structured !== undefined)) {
+      const { content: _content, structured: _structured, ...plain } = capture;
+      capture = plain;
     }
     this.#answerFrame(id, encodeResultFrame(id, capture, this.#maxPayload, streamed));
   }

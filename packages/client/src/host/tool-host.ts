@@ -14,7 +14,7 @@ import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } fro
 import { SOFTWARE } from '../version.js';
 import { HostReplacedError, type ServerRefusedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
-import { ToolSet, type ToolSetChange } from './tool-set.js';
+import { ToolSet, type ToolSetChange, plainSpec } from './tool-set.js';
 
 /** Events of a {@link ToolHost} and their arguments. */
 export interface ToolHostEvents {
@@ -180,7 +180,11 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   }
 
   #advertise(): void {
-    this.#current?.socket.send({ type: 'advertise', tools: this.#tools.specs() });
+    const current = this.#current;
+    if (current === undefined) return;
+    const specs = this.#tools.specs();
+    // Tool metadata is protocol 2: a protocol 1 server would refuse the whole advertise for it.
+    current.socket.send({ type: 'advertise', tools: current.socket.protocol >= 2 ? specs : specs.map(plainSpec) });
   }
 
   #onWelcome(socket: HostSocket, welcome: WelcomeMessage): void {
@@ -203,6 +207,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         logger: o.logger,
       },
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
+      socket.protocol,
     );
     this.#current = { socket, session };
     o.logger.info({ host: welcome.host, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');

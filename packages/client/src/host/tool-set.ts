@@ -24,7 +24,23 @@ function checkFace(name: string, spec: InProcessToolSpec): void {
   if (spec.description !== undefined && typeof spec.description !== 'string') {
     throw new TypeError(`tool ${name}: description must be a string`);
   }
+  if (spec.title !== undefined && (typeof spec.title !== 'string' || spec.title.length > 256)) {
+    throw new TypeError(`tool ${name}: title must be a string of at most 256 characters`);
+  }
+  if (spec.annotations !== undefined) {
+    if (!isPlainObject(spec.annotations)) throw new TypeError(`tool ${name}: annotations must be an object of hints`);
+    for (const [key, value] of Object.entries(spec.annotations)) {
+      if (!HINTS.has(key) || typeof value !== 'boolean')
+        throw new TypeError(`tool ${name}: annotations.${key} is not one of ${[...HINTS].join(', ')} with a boolean value`);
+    }
+  }
+  if (spec.outputSchema !== undefined && (!isPlainObject(spec.outputSchema) || spec.outputSchema.type !== 'object')) {
+    throw new TypeError(`tool ${name}: outputSchema must be a JSON Schema object with type "object"`);
+  }
 }
+
+/** The tool annotation hints the wire carries. */
+export const HINTS: ReadonlySet<string> = new Set(['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint']);
 
 function checkCommand(name: string, spec: CommandSpec): void {
   const { command, cwd, env, envPassthrough, timeoutMs, maxConcurrency } = spec;
@@ -212,7 +228,10 @@ export class ToolSet {
     checkFace(name, spec);
     checkCommand(name, spec);
     const command: CommandSpec = { inputSchema: spec.inputSchema, command: [...spec.command] };
+    if (spec.title !== undefined) command.title = spec.title;
     if (spec.description !== undefined) command.description = spec.description;
+    if (spec.annotations !== undefined) command.annotations = { ...spec.annotations };
+    if (spec.outputSchema !== undefined) command.outputSchema = spec.outputSchema;
     if (spec.cwd !== undefined) command.cwd = spec.cwd;
     if (spec.env !== undefined) command.env = { ...spec.env };
     if (spec.envPassthrough !== undefined) command.envPassthrough = [...spec.envPassthrough];
@@ -224,8 +243,19 @@ export class ToolSet {
 
 function advertised(name: string, face: InProcessToolSpec): ToolSpec {
   const spec: ToolSpec = { name, inputSchema: face.inputSchema };
+  if (face.title !== undefined) spec.title = face.title;
   if (face.description !== undefined) spec.description = face.description;
+  if (face.annotations !== undefined) spec.annotations = { ...face.annotations };
+  if (face.outputSchema !== undefined) spec.outputSchema = face.outputSchema;
   return spec;
+}
+
+/** `spec` as a protocol 1 connection carries it: without `title`, `annotations` and `outputSchema`. */
+export function plainSpec(spec: ToolSpec): ToolSpec {
+  if (spec.title === undefined && spec.annotations === undefined && spec.outputSchema === undefined) return spec;
+  const plain: ToolSpec = { name: spec.name, inputSchema: spec.inputSchema };
+  if (spec.description !== undefined) plain.description = spec.description;
+  return plain;
 }
 
 /** Same advertised face and same command definition (compared as JSON: specs are plain data). */

@@ -3,8 +3,8 @@
  * key path in every error, `${VAR}` expanded in command, cwd and env values.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { NAME_PATTERN } from '@toolwire/protocol';
-import type { CommandToolSpec } from '../types.js';
+import { NAME_PATTERN, type ToolAnnotations } from '@toolwire/protocol';
+import type { CommandToolSpec, InProcessToolSpec } from '../types.js';
 import { ManifestError } from './errors.js';
 import { expandVars } from './expand.js';
 
@@ -19,8 +19,11 @@ export interface ParseManifestOptions {
 type Json = Record<string, unknown>;
 
 const BASIS_TOP = ['schema', 'tools'];
-const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency'];
-const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd'];
+/** Tool metadata keys (protocol 2): `output_schema` and `outputSchema` are one key. */
+const METADATA = ['title', 'annotations', 'output_schema', 'outputSchema'];
+const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency', ...METADATA];
+const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd', ...METADATA];
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function isObject(value: unknown): value is Json {
@@ -103,6 +106,7 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
     if (typeof entry.description !== 'string') throw new ManifestError(join(path, 'description'), 'must be a string');
     spec.description = entry.description;
   }
+  parseMetadata(entry, path, spec);
   if (entry.cwd !== undefined) {
     if (typeof entry.cwd !== 'string' || entry.cwd.length === 0) throw new ManifestError(join(path, 'cwd'), 'must be a non-empty string');
     const cwd = expandVars(entry.cwd, env, join(path, 'cwd'));
@@ -124,9 +128,30 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
   return spec;
 }
 
+/** `title` (≤ 256 characters), `annotations` (the four boolean hints), `output_schema`/`outputSchema` (an object schema). */
+export function parseMetadata(entry: Json, path: string, spec: InProcessToolSpec): void {
+  if (entry.title !== undefined) {
+    if (typeof entry.title !== 'string' || entry.title.length > 256) throw new ManifestError(join(path, 'title'), 'must be a string of at most 256 characters');
+    spec.title = entry.title;
+  }
+  if (entry.annotations !== undefined) {
+    const a = entry.annotations;
+    if (!isObject(a)) throw new ManifestError(join(path, 'annotations'), `must be an object of hints (${HINTS.join(', ')})`);
+    rejectUnknownKeys(a, HINTS, join(path, 'annotations'));
+    for (const [key, value] of Object.entries(a)) {
+      if (typeof value !== 'boolean') throw new ManifestError(join(join(path, 'annotations'), key), 'must be true or false');
+    }
+    spec.annotations = a as ToolAnnotations;
+  }
+  if (entry.output_schema !== undefined && entry.outputSchema !== undefined)
+    throw new ManifestError(join(path, 'outputSchema'), 'is given twice (output_schema and outputSchema)');
+  const output = entry.output_schema ?? entry.outputSchema;
+  if (output !== undefined) spec.outputSchema = parseInputSchema(output, join(path, entry.output_schema !== undefined ? 'output_schema' : 'outputSchema'));
+}
+
 function parseInputSchema(value: unknown, path: string): Record<string, unknown> {
   if (!isObject(value)) throw new ManifestError(path, 'must be a JSON Schema object');
-  if (value.type !== 'object') throw new ManifestError(join(path, 'type'), 'must be "object" (tool inputs are JSON objects)');
+  if (value.type !== 'object') throw new ManifestError(join(path, 'type'), 'must be "object" (tool inputs and structured results are JSON objects)');
   return value;
 }
 

@@ -1,8 +1,9 @@
 /**
  * How toolwire's tools and results look through the MCP door.
  *
- * `tools/list`: every tool the caller's grant admits, `{name, description?, inputSchema}` as the
- * host advertised it, plus {@link OUTPUT_SCHEMA}.
+ * `tools/list`: every tool the caller's grant admits, `{name, title?, description?, inputSchema,
+ * annotations?}` as the host advertised it, and its own `outputSchema` when it has one (a tool of an
+ * MCP server), else {@link OUTPUT_SCHEMA}.
  *
  * `tools/call` result (`CallToolResult`):
  * - completed: `content: [{type: 'text', text: <envelope>}]`, `isError: exitCode !== 0`,
@@ -10,6 +11,8 @@
  *   capture for programs (e.g. `toolwire call`), bounded only by the host's capture cap (default
  *   8 MiB per stream), as UTF-8 text, or base64 with `*Encoding: "base64"` when not valid UTF-8
  *   (protocol `toWire`). The model reads the text content: the envelope of the bounded projection;
+ * - completed by a tool of an MCP server (the capture carries `content` or `structured`): that
+ *   server's content blocks and `structuredContent`, unchanged (text envelope when it sent no blocks);
  * - declined by the grant gate: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {declined: true, reason}`;
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
@@ -45,8 +48,11 @@ export const OUTPUT_SCHEMA = {
 /** Map advertised tools to MCP tool definitions. */
 export function toMcpTools(tools: readonly InjectedTool[]): Tool[] {
   return tools.map((tool) => {
-    const out: Tool = { name: tool.name, inputSchema: tool.inputSchema as Tool['inputSchema'], outputSchema: OUTPUT_SCHEMA };
+    const outputSchema = (tool.outputSchema ?? OUTPUT_SCHEMA) as Tool['outputSchema'];
+    const out: Tool = { name: tool.name, inputSchema: tool.inputSchema as Tool['inputSchema'], outputSchema };
+    if (tool.title !== undefined) out.title = tool.title;
     if (tool.description !== undefined) out.description = tool.description;
+    if (tool.annotations !== undefined) out.annotations = { ...tool.annotations };
     return out;
   });
 }
@@ -59,6 +65,16 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
       isError: true,
       structuredContent: { [result.outcome]: true, reason: result.reason },
     };
+  }
+  const { content, structured: own } = result.capture;
+  if (content !== undefined || own !== undefined) {
+    // A tool of an MCP server: its own blocks and structured result, unchanged.
+    const out: CallToolResult = {
+      content: (content ?? [{ type: 'text', text: result.envelope.text }]) as CallToolResult['content'],
+      isError: result.envelope.isError,
+    };
+    if (own !== undefined) out.structuredContent = own;
+    return out;
   }
   const stdout = toWire(result.capture.stdout);
   const stderr = toWire(result.capture.stderr);
