@@ -290,7 +290,9 @@ export class CallSession {
       return;
     }
     if (this.#plain && (capture.content !== undefined || capture.structured !== undefined)) {
-      const { content: _content, structured: _structured, ...plain } = capture;
+      const plain: Capture = { ...capture };
+      delete plain.content;
+      delete plain.structured;
       capture = plain;
     }
     this.#answerFrame(id, encodeResultFrame(id, capture, this.#maxPayload, streamed));

@@ -77,7 +77,9 @@ export function encodeResultFrame(id: string, capture: Capture, maxPayload: numb
   if (Buffer.byteLength(base64) <= maxPayload) return base64;
   if (capture.content !== undefined || capture.structured !== undefined) {
     // The MCP blocks do not fit: the streams alone (their text is on stdout) may still.
-    const { content: _content, structured: _structured, ...plain } = capture;
+    const plain: Capture = { ...capture };
+    delete plain.content;
+    delete plain.structured;
     return encodeResultFrame(id, plain, maxPayload, streamed);
   }
   const reason =

@@ -4,13 +4,15 @@
  * `CallSession`.
  */
 import { EventEmitter } from 'node:events';
-import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
+import { type AdvertisedMessage, CloseCode, NAME_PATTERN, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
 import { Admission } from '../calls/admission.js';
 import { CallSession } from '../calls/call-session.js';
 import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
+import type { McpServerConfig } from '../sources/mcp/config.js';
+import { McpSource } from '../sources/mcp/mcp-source.js';
 import { SOFTWARE } from '../version.js';
 import { HostReplacedError, type ServerRefusedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
@@ -96,6 +98,27 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   }
 
   /**
+   * Serve the tools of an MCP server (DESIGN §7 "MCP servers"): it is started now (a stdio server
+   * as a child in its own process group, reaped with the host), initialized within
+   * `config.startupTimeoutMs`, and its tools (every page, up to `config.maxTools`, filtered by
+   * `include`/`exclude`) are advertised as `<name>_<tool>` (or `<prefix><tool>`). A name another
+   * tool of this host already has is refused with a logged warning. If the server dies its tools
+   * leave, its calls in flight end 69 with the reason, and it is restarted with backoff. Closed
+   * with the host.
+   * @throws TypeError on a bad name, or a name given before
+   */
+  mcpServer(name: string, config: McpServerConfig): this {
+    if (typeof name !== 'string' || !NAME_PATTERN.test(name)) throw new TypeError(`MCP server name must match [A-Za-z0-9_-]{1,64}, got ${JSON.stringify(name)}`);
+    if (this.#tools.sources().some((s) => s.label === `mcp:${name}`)) throw new TypeError(`MCP server ${JSON.stringify(name)} is already added`);
+    if (this.#closing) throw new Error('ToolHost is closed');
+    const o = this.#options;
+    const source = new McpSource({ name, config, root: o.root, cancelGraceMs: o.cancelGraceMs, logger: o.logger });
+    this.#tools.addSource(source);
+    void source.start();
+    return this;
+  }
+
+  /**
    * Unregister a tool (either kind). When it was registered and the host is connected, the tool set
    * is advertised again (the server drops the tool from its list). A call already running on it
    * finishes as it started.
@@ -176,6 +199,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     this.#retire(new CallAborted('unavailable', 'tool host closing'));
     await this.#supervisor?.stop();
     await Promise.all(this.#draining);
+    await Promise.all(this.#tools.sources().map((s) => s.close()));
     this.#started?.reject(new Error('ToolHost closed before the server answered advertise'));
   }
 

@@ -3,7 +3,7 @@
  * key path in every error, `${VAR}` expanded in command, cwd and env values.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { NAME_PATTERN, type ToolAnnotations } from '@toolwire/protocol';
+import { NAME_PATTERN } from '@toolwire/protocol';
 import type { CommandToolSpec, InProcessToolSpec } from '../types.js';
 import { ManifestError } from './errors.js';
 import { expandVars } from './expand.js';
@@ -18,7 +18,8 @@ export interface ParseManifestOptions {
 
 type Json = Record<string, unknown>;
 
-const BASIS_TOP = ['schema', 'tools'];
+/** `mcp_servers` (or `mcpServers`) is read by `loadMcpConfig`; the tool parser only lets it pass. */
+const BASIS_TOP = ['schema', 'tools', 'mcp_servers', 'mcpServers'];
 /** Tool metadata keys (protocol 2): `output_schema` and `outputSchema` are one key. */
 const METADATA = ['title', 'annotations', 'output_schema', 'outputSchema'];
 const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency', ...METADATA];
@@ -47,7 +48,9 @@ function rejectUnknownKeys(value: Json, allowed: readonly string[], path: string
  *
  * Accepted shapes:
  * - basis: `{"schema": 1, "tools": {"<name>": {"description"?, "input_schema", "command": [argv],
- *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?, "max_concurrency"?}}}`
+ *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?, "max_concurrency"?, "title"?, "annotations"?,
+ *   "output_schema"?}}, "mcp_servers"?: {...}}` (`tools` may be left out when `mcp_servers` is given;
+ *   the servers are read by `loadMcpConfig`)
  * - yog list: `[{"name", "description"?, "input_schema", "command": [argv], "cwd"?}]`
  *
  * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`
@@ -75,8 +78,9 @@ export function parseManifest(value: unknown, options: ParseManifestOptions): Co
   } else if (isObject(value)) {
     rejectUnknownKeys(value, BASIS_TOP, '');
     if (value.schema !== 1) throw new ManifestError('schema', `must be 1, got ${JSON.stringify(value.schema)}`);
-    if (!isObject(value.tools)) throw new ManifestError('tools', 'must be an object of tools by name');
-    for (const [name, entry] of Object.entries(value.tools)) {
+    const servers = value.mcp_servers !== undefined || value.mcpServers !== undefined;
+    if (!(value.tools === undefined && servers) && !isObject(value.tools)) throw new ManifestError('tools', 'must be an object of tools by name');
+    for (const [name, entry] of Object.entries(value.tools ?? {})) {
       const path = `tools.${name}`;
       if (!isObject(entry)) throw new ManifestError(path, 'must be an object {description, input_schema, command, ...}');
       rejectUnknownKeys(entry, BASIS_TOOL, path);
@@ -141,7 +145,7 @@ export function parseMetadata(entry: Json, path: string, spec: InProcessToolSpec
     for (const [key, value] of Object.entries(a)) {
       if (typeof value !== 'boolean') throw new ManifestError(join(join(path, 'annotations'), key), 'must be true or false');
     }
-    spec.annotations = a as ToolAnnotations;
+    spec.annotations = a;
   }
   if (entry.output_schema !== undefined && entry.outputSchema !== undefined)
     throw new ManifestError(join(path, 'outputSchema'), 'is given twice (output_schema and outputSchema)');

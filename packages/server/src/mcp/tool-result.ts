@@ -66,21 +66,18 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
       structuredContent: { [result.outcome]: true, reason: result.reason },
     };
   }
-  const { content, structured: own } = result.capture;
-  if (content !== undefined || own !== undefined) {
-    // A tool of an MCP server: its own blocks and structured result, unchanged.
-    const out: CallToolResult = {
-      content: (content ?? [{ type: 'text', text: result.envelope.text }]) as CallToolResult['content'],
-      isError: result.envelope.isError,
-    };
-    if (own !== undefined) out.structuredContent = own;
-    return out;
-  }
   const stdout = toWire(result.capture.stdout);
   const stderr = toWire(result.capture.stderr);
   const structured: Record<string, unknown> = { stdout: stdout.text, stderr: stderr.text, exitCode: result.capture.exitCode };
   if (stdout.encoding) structured.stdoutEncoding = stdout.encoding;
   if (stderr.encoding) structured.stderrEncoding = stderr.encoding;
+  const { content, structured: own } = result.capture;
+  if (content !== undefined || own !== undefined) {
+    // A tool of an MCP server: its own blocks and structured result, unchanged (the capture's
+    // structure when it sent none: the tool is then listed with OUTPUT_SCHEMA).
+    const blocks = content ?? [{ type: 'text', text: result.envelope.text }];
+    return { content: blocks as CallToolResult['content'], isError: result.envelope.isError, structuredContent: own ?? structured };
+  }
   return {
     content: [{ type: 'text', text: result.envelope.text }],
     isError: result.envelope.isError,
