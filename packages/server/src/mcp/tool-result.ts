@@ -12,7 +12,8 @@
  *   8 MiB per stream), as UTF-8 text, or base64 with `*Encoding: "base64"` when not valid UTF-8
  *   (protocol `toWire`). The model reads the text content: the envelope of the bounded projection;
  * - completed by a tool of an MCP server (the capture carries `content` or `structured`): that
- *   server's content blocks and `structuredContent`, unchanged (text envelope when it sent no blocks);
+ *   server's content blocks and `structuredContent`, unchanged (text envelope when it sent no blocks),
+ *   with the capture in `_meta["toolwire/capture"]` when `structuredContent` is the tool's own;
  * - declined by the grant gate: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {declined: true, reason}`;
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
@@ -27,6 +28,12 @@ const stream = (which: string) => ({
   type: 'string',
   description: `${which} of the capture, whole (host cap 8 MiB by default); UTF-8 text, or base64 when ${which}Encoding is "base64"`,
 });
+
+/**
+ * `_meta` key of a result whose `structuredContent` is a tool's own (a tool of an MCP server with an
+ * `outputSchema`): the capture `{stdout, stderr, exitCode, …}` that `structuredContent` holds otherwise.
+ */
+export const CAPTURE_META = 'toolwire/capture';
 
 /** The `outputSchema` every tool declares: one of the three `structuredContent` shapes above. */
 export const OUTPUT_SCHEMA = {
@@ -76,7 +83,9 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
     // A tool of an MCP server: its own blocks and structured result, unchanged (the capture's
     // structure when it sent none: the tool is then listed with OUTPUT_SCHEMA).
     const blocks = content ?? [{ type: 'text', text: result.envelope.text }];
-    return { content: blocks as CallToolResult['content'], isError: result.envelope.isError, structuredContent: own ?? structured };
+    const out: CallToolResult = { content: blocks as CallToolResult['content'], isError: result.envelope.isError, structuredContent: own ?? structured };
+    if (own !== undefined) out._meta = { [CAPTURE_META]: structured }; // programs (toolwire call) still get the capture
+    return out;
   }
   return {
     content: [{ type: 'text', text: result.envelope.text }],
