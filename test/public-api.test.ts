@@ -40,6 +40,7 @@ describe('public API: the names each package root exports', () => {
       'ExitCode',
       'FailureKind',
       'HeadTailBuffer',
+      'MAX_CONTENT_BLOCKS',
       'MAX_NAME_LENGTH',
       'NAME_PATTERN',
       'PROTOCOL_VERSION',
@@ -75,6 +76,7 @@ describe('public API: the names each package root exports', () => {
       'Capture',
       'CloseCode',
       'CloseCodeValue',
+      'ContentBlock',
       'Corkable',
       'CreditMessage',
       'Decoded',
@@ -86,6 +88,7 @@ describe('public API: the names each package root exports', () => {
       'HeadTailBuffer',
       'HelloMessage',
       'HostMessage',
+      'MAX_CONTENT_BLOCKS',
       'MAX_NAME_LENGTH',
       'NAME_PATTERN',
       'OutputMessage',
@@ -100,6 +103,7 @@ describe('public API: the names each package root exports', () => {
       'SUBPROTOCOLS',
       'ServerMessage',
       'TickCoalescer',
+      'ToolAnnotations',
       'ToolSpec',
       'WelcomeLimits',
       'WelcomeMessage',
@@ -197,11 +201,13 @@ describe('public API: the names each package root exports', () => {
       'HostReplacedError',
       'MAX_MANIFEST_BYTES',
       'ManifestError',
+      'McpDefaults',
       'ServerRefusedError',
       'TokenRefusedError',
       'ToolHost',
       'checkExecutable',
       'loadManifest',
+      'loadMcpConfig',
     ]);
     expect(exportedNames('client')).toEqual([
       'AbortFailure',
@@ -217,6 +223,8 @@ describe('public API: the names each package root exports', () => {
       'Logger',
       'MAX_MANIFEST_BYTES',
       'ManifestError',
+      'McpDefaults',
+      'McpServerConfig',
       'RefusalKind',
       'ServerRefusedError',
       'TokenRefusedError',
@@ -228,6 +236,7 @@ describe('public API: the names each package root exports', () => {
       'ToolSetChange',
       'checkExecutable',
       'loadManifest',
+      'loadMcpConfig',
     ]);
   });
 
