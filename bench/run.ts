@@ -17,6 +17,7 @@ import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startTool
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
 import { liveScenario } from './live.js';
+import { mcpScenario } from './mcp-source.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -142,6 +143,7 @@ try {
       );
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
     }
+    if (wanted('mcp')) log(`run ${run} mcp: ${JSON.stringify(await mcpScenario(quick ? 1 : 3, quick ? 500 : 2000))}`); // `--only mcp` (issue 14)
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);
       const c = record.cli;

@@ -49,7 +49,9 @@ describe('toolwire host --mcp-config with @modelcontextprotocol/server-filesyste
     expect(listing.capture.exitCode).toBe(0);
     expect(text(listing.capture.stdout)).toContain('[FILE] hello.txt');
 
-    const read = await finish(spawnTs([cliPath, 'call', 'alpha__fs_read_text_file', JSON.stringify({ path: join(dir, 'hello.txt') }), '--server', started.mcpUrl, '--token', CALLER_TOKEN]));
+    const read = await finish(
+      spawnTs([cliPath, 'call', 'alpha__fs_read_text_file', JSON.stringify({ path: join(dir, 'hello.txt') }), '--server', started.mcpUrl, '--token', CALLER_TOKEN]),
+    );
     expect(read.code).toBe(0);
     expect(read.stdout).toContain('hello from the server side');
 
