@@ -24,7 +24,7 @@ import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../e
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
-import { reloadOnHangup, runnableTools } from './host-reload.js';
+import { ignoreHangup, reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
        toolwire host --mcp-config FILE [options]
@@ -248,7 +248,8 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   const stop = waitForSignal(io.signals);
   // SIGHUP re-reads the manifest's tools; MCP servers stay as started (each re-lists its own tools on list_changed).
   const manifest = values.manifest;
-  const stopReloading = manifest !== undefined ? reloadOnHangup(io.signals, host, { manifest, env: withoutCredentials(io.env, token), root }, logger) : () => {};
+  const stopReloading =
+    manifest !== undefined ? reloadOnHangup(io.signals, host, { manifest, env: withoutCredentials(io.env, token), root }, logger) : ignoreHangup(io.signals, logger);
   // Replaced (close 4000) or refused for good (HTTP 401, 403, another 4xx, TLS): the ToolHost stops
   // reconnecting (and logs why at level error); so does the command.
   const stopped = new Promise<{ error: HostReplacedError | ServerRefusedError }>((resolve) => host.once('stopped', (error) => resolve({ error })));
