@@ -20,6 +20,7 @@ import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
 import { liveReport, liveScenario } from './live.js';
 import { doorScenario, idsScenario } from './door.js';
+import { mcpScenario } from './mcp-source.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -156,6 +157,7 @@ try {
     }
     if (wanted('door')) record.door = await doorScenario(plan.door, (line) => log(`run ${run} ${line}`));
     if (wanted('ids')) record.ids = await idsScenario(plan.ids, (line) => log(`run ${run} ${line}`));
+    if (wanted('mcp')) log(`run ${run} mcp: ${JSON.stringify(await mcpScenario(quick ? 1 : 3, quick ? 500 : 2000))}`); // `--only mcp` (issue 14)
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);
       const c = record.cli;

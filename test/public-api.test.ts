@@ -42,6 +42,7 @@ describe('public API: the names each package root exports', () => {
       'ExitCode',
       'FailureKind',
       'HeadTailBuffer',
+      'MAX_CONTENT_BLOCKS',
       'MAX_NAME_LENGTH',
       'MAX_OUTPUT_FRAME_SEQ',
       'MAX_TRACESTATE_LENGTH',
@@ -88,6 +89,7 @@ describe('public API: the names each package root exports', () => {
       'Capture',
       'CloseCode',
       'CloseCodeValue',
+      'ContentBlock',
       'Corkable',
       'CreditMessage',
       'Decoded',
@@ -99,6 +101,7 @@ describe('public API: the names each package root exports', () => {
       'HeadTailBuffer',
       'HelloMessage',
       'HostMessage',
+      'MAX_CONTENT_BLOCKS',
       'MAX_NAME_LENGTH',
       'MAX_OUTPUT_FRAME_SEQ',
       'MAX_TRACESTATE_LENGTH',
@@ -118,6 +121,7 @@ describe('public API: the names each package root exports', () => {
       'ServerMessage',
       'TRACEPARENT_PATTERN',
       'TickCoalescer',
+      'ToolAnnotations',
       'ToolSpec',
       'Traceparent',
       'WelcomeLimits',
@@ -228,11 +232,13 @@ describe('public API: the names each package root exports', () => {
       'HostReplacedError',
       'MAX_MANIFEST_BYTES',
       'ManifestError',
+      'McpDefaults',
       'ServerRefusedError',
       'TokenRefusedError',
       'ToolHost',
       'checkExecutable',
       'loadManifest',
+      'loadMcpConfig',
     ]);
     expect(exportedNames('client')).toEqual([
       'AbortFailure',
@@ -248,6 +254,8 @@ describe('public API: the names each package root exports', () => {
       'Logger',
       'MAX_MANIFEST_BYTES',
       'ManifestError',
+      'McpDefaults',
+      'McpServerConfig',
       'RefusalKind',
       'ServerRefusedError',
       'TokenRefusedError',
@@ -259,6 +267,7 @@ describe('public API: the names each package root exports', () => {
       'ToolSetChange',
       'checkExecutable',
       'loadManifest',
+      'loadMcpConfig',
     ]);
   });
 

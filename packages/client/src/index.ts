@@ -1,6 +1,6 @@
 /**
  * `@toolwire/client` — the tool host: connect to a toolwire server, advertise tools, run calls
- * (in-process handlers and manifest subprocess tools) with cancel and deadline handling. This index
+ * (in-process handlers, manifest subprocess tools and MCP servers) with cancel and deadline handling. This index
  * is the public API; everything else in `src/` is internal.
  *
  * @packageDocumentation
@@ -13,5 +13,7 @@ export { HostReplacedError, ServerRefusedError, TokenRefusedError, type RefusalK
 export { CallAborted, type AbortFailure } from './calls/abort.js';
 export { loadManifest, MAX_MANIFEST_BYTES } from './manifest/load.js';
 export { ManifestError } from './manifest/errors.js';
+export { type McpServerConfig, McpDefaults } from './sources/mcp/config.js';
+export { loadMcpConfig } from './sources/mcp/load.js';
 export { checkExecutable, type CheckExecutableOptions } from './manifest/executable.js';
 export { type Capture, ExitCode, type ExitCodeValue } from '@toolwire/protocol';

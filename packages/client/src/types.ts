@@ -2,7 +2,7 @@
  * Public types of the tool host (DESIGN §7): what a tool handler receives, what a subprocess tool
  * is, and the logging surface.
  */
-import type { Capture } from '@toolwire/protocol';
+import type { Capture, ToolAnnotations } from '@toolwire/protocol';
 import type { Logger as PinoLogger } from 'pino';
 
 /** The logging surface toolwire uses (a pino logger fits). */
@@ -67,16 +67,19 @@ export type ToolHandler = (input: unknown, ctx: ToolContext) => Promise<Capture 
 
 /** The advertised face of an in-process tool. */
 export interface InProcessToolSpec {
+  /** A human-readable name, at most 256 characters (sent on protocol 2 connections). */
+  title?: string;
   description?: string;
   /** A JSON Schema with `type: "object"`; the server validates call inputs against it. */
   inputSchema: Record<string, unknown>;
+  /** Behaviour hints (MCP tool annotations; sent on protocol 2 connections). */
+  annotations?: ToolAnnotations;
+  /** A JSON Schema with `type: "object"` of the tool's structured result (sent on protocol 2 connections). */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** A subprocess tool as {@link ToolHost.command} takes it (what a manifest entry becomes, minus its name). */
-export interface CommandSpec {
-  description?: string;
-  /** A JSON Schema with `type: "object"`. */
-  inputSchema: Record<string, unknown>;
+export interface CommandSpec extends InProcessToolSpec {
   /** argv, run directly (no shell): `command[0]` is looked up on `PATH`. Non-empty. */
   command: string[];
   /** Working directory; default: the host's `root`. Absolute, or relative to the host process's cwd. */

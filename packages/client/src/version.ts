@@ -6,3 +6,6 @@ const pkg = createRequire(import.meta.url)('../package.json') as { name: string;
 
 /** E.g. `@toolwire/client 0.1.0`. */
 export const SOFTWARE = `${pkg.name} ${pkg.version}`;
+
+/** This package's version, e.g. `0.1.0` (the MCP client's `clientInfo.version`). */
+export const SOFTWARE_VERSION = pkg.version;

@@ -4,6 +4,7 @@
  */
 import { type Failure, FailureKind } from './codes.js';
 import { utf8 } from './bytes.js';
+import type { ContentBlock } from './messages.js';
 
 /**
  * The outcome of one invocation: `{stdout, stderr, exitCode}` as bytes, plus an optional
@@ -15,6 +16,10 @@ export interface Capture {
   /** 0 success; the tool's own code; or one of `ExitCode` for synthetic captures. */
   exitCode: number;
   failure?: Failure;
+  /** A tool served from an MCP server: its content blocks, unchanged (the MCP door returns them). */
+  content?: ContentBlock[];
+  /** A tool served from an MCP server: its `structuredContent`, unchanged. */
+  structured?: Record<string, unknown>;
 }
 
 /** Partial output to keep in a synthetic capture. */

@@ -9,6 +9,8 @@ export { Defaults, MAX_NAME_LENGTH, NAME_PATTERN, QUALIFIER } from './limits.js'
 export { PROTOCOL_VERSION, PROTOCOL_VERSIONS, SUBPROTOCOL, SUBPROTOCOLS, subprotocolOf, versionOfSubprotocol } from './version.js';
 export type {
   ToolSpec,
+  ToolAnnotations,
+  ContentBlock,
   HelloMessage,
   AdvertiseMessage,
   ResultMessage,
@@ -24,7 +26,7 @@ export type {
   WelcomeOutput,
   ServerMessage,
 } from './messages.js';
-export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema } from './schemas.js';
+export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema, MAX_CONTENT_BLOCKS } from './schemas.js';
 export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, encodeMessage, checkToolSpec, formatAjvErrors } from './codec.js';
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer } from './coalesce.js';

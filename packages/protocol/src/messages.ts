@@ -4,13 +4,44 @@
  */
 import type { Failure } from './codes.js';
 
-/** One tool as a host advertises it. `inputSchema` must be a JSON Schema of `type: "object"`. */
+/**
+ * Hints about a tool's behaviour (the MCP `ToolAnnotations` hints): untrusted, for display and
+ * policy, never a guarantee.
+ */
+export interface ToolAnnotations {
+  /** The tool does not change its environment. */
+  readOnlyHint?: boolean;
+  /** The tool may make destructive updates (meaningful when not read-only). */
+  destructiveHint?: boolean;
+  /** Calling it again with the same input has no further effect. */
+  idempotentHint?: boolean;
+  /** The tool reaches an open world (the internet) rather than a closed domain. */
+  openWorldHint?: boolean;
+}
+
+/**
+ * One tool as a host advertises it. `inputSchema` must be a JSON Schema of `type: "object"`.
+ * `title`, `annotations` and `outputSchema` (protocol 2, optional) describe it further; a protocol 1
+ * connection never carries them.
+ */
 export interface ToolSpec {
   /** `[A-Za-z0-9_-]{1,64}`. */
   name: string;
+  /** A human-readable name, at most 256 characters. */
+  title?: string;
   description?: string;
   inputSchema: Record<string, unknown>;
+  /** Behaviour hints (MCP tool annotations). */
+  annotations?: ToolAnnotations;
+  /** A JSON Schema of `type: "object"` that the call's `structured` result conforms to (MCP `outputSchema`). */
+  outputSchema?: Record<string, unknown>;
 }
+
+/**
+ * One MCP content block as an MCP server returned it (`text`, `image`, `audio`, `resource_link`,
+ * `resource`, …): passed through toolwire unchanged (protocol 2, `result.content`).
+ */
+export type ContentBlock = { type: string } & Record<string, unknown>;
 
 // ---- host → server -------------------------------------------------------------------------
 
@@ -56,6 +87,13 @@ export interface ResultMessage {
    * when the call sent no `output`.
    */
   streamed?: { stdout: number; stderr: number; chunks: number };
+  /**
+   * Protocol 2: the MCP content blocks of a tool served from an MCP server, unchanged (at most 1024
+   * blocks; the frame's `maxPayload` bounds their size). The MCP door returns them to the agent.
+   */
+  content?: ContentBlock[];
+  /** Protocol 2: the MCP `structuredContent` of such a tool, unchanged (a JSON object). */
+  structured?: Record<string, unknown>;
 }
 
 /**

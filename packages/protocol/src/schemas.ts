@@ -38,13 +38,28 @@ function withBase64Checks<S extends object>(schema: S) {
   return { ...schema, dependencies: { stdoutEncoding: base64('stdout'), stderrEncoding: base64('stderr') } } as const;
 }
 
+/** Largest number of MCP content blocks one `result` carries (protocol 2 `content`). */
+export const MAX_CONTENT_BLOCKS = 1024;
+
 /** Shape of one advertised tool. Checked per tool by the server so one bad tool rejects only itself. */
 export const toolSpecSchema = {
   type: 'object',
   properties: {
     name: { type: 'string' },
+    title: shortText,
     description: { type: 'string' },
     inputSchema: { type: 'object' },
+    annotations: {
+      type: 'object',
+      properties: {
+        readOnlyHint: { type: 'boolean' },
+        destructiveHint: { type: 'boolean' },
+        idempotentHint: { type: 'boolean' },
+        openWorldHint: { type: 'boolean' },
+      },
+      additionalProperties: false,
+    },
+    outputSchema: { type: 'object' },
   },
   required: ['name', 'inputSchema'],
   additionalProperties: false,
@@ -73,6 +88,12 @@ export const hostMessageSchemas = {
           required: ['stdout', 'stderr', 'chunks'],
           additionalProperties: false,
         },
+        content: {
+          type: 'array',
+          maxItems: MAX_CONTENT_BLOCKS,
+          items: { type: 'object', properties: { type: { type: 'string', minLength: 1, maxLength: 64 } }, required: ['type'] },
+        },
+        structured: { type: 'object' },
       },
       ['id', 'stdout', 'stderr', 'exitCode'],
     ),

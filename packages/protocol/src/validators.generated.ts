@@ -6,7 +6,8 @@ import ucs2lengthModule from 'ajv/dist/runtime/ucs2length.js';
 const ucs2length = typeof ucs2lengthModule === 'function' ? ucs2lengthModule : ucs2lengthModule.default;
 "use strict";
 export const toolSpec = validate10;
-const schema11 = {"type":"object","properties":{"name":{"type":"string"},"description":{"type":"string"},"inputSchema":{"type":"object"}},"required":["name","inputSchema"],"additionalProperties":false};
+const schema11 = {"type":"object","properties":{"name":{"type":"string"},"title":{"type":"string","maxLength":256},"description":{"type":"string"},"inputSchema":{"type":"object"},"annotations":{"type":"object","properties":{"readOnlyHint":{"type":"boolean"},"destructiveHint":{"type":"boolean"},"idempotentHint":{"type":"boolean"},"openWorldHint":{"type":"boolean"}},"additionalProperties":false},"outputSchema":{"type":"object"}},"required":["name","inputSchema"],"additionalProperties":false};
+const func2 = ucs2length;
 
 function validate10(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -33,7 +34,7 @@ vErrors.push(err1);
 errors++;
 }
 for(const key0 in data){
-if(!(((key0 === "name") || (key0 === "description")) || (key0 === "inputSchema"))){
+if(!((((((key0 === "name") || (key0 === "title")) || (key0 === "description")) || (key0 === "inputSchema")) || (key0 === "annotations")) || (key0 === "outputSchema"))){
 const err2 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err2];
@@ -56,9 +57,11 @@ vErrors.push(err3);
 errors++;
 }
 }
-if(data.description !== undefined){
-if(typeof data.description !== "string"){
-const err4 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(data.title !== undefined){
+let data1 = data.title;
+if(typeof data1 === "string"){
+if(func2(data1) > 256){
+const err4 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/maxLength",keyword:"maxLength",params:{limit: 256},message:"must NOT have more than 256 characters"};
 if(vErrors === null){
 vErrors = [err4];
 }
@@ -68,10 +71,8 @@ vErrors.push(err4);
 errors++;
 }
 }
-if(data.inputSchema !== undefined){
-let data2 = data.inputSchema;
-if(!(data2 && typeof data2 == "object" && !Array.isArray(data2))){
-const err5 = {instancePath:instancePath+"/inputSchema",schemaPath:"#/properties/inputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"};
+else {
+const err5 = {instancePath:instancePath+"/title",schemaPath:"#/properties/title/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err5];
 }
@@ -81,14 +82,127 @@ vErrors.push(err5);
 errors++;
 }
 }
-}
-else {
-const err6 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.description !== undefined){
+if(typeof data.description !== "string"){
+const err6 = {instancePath:instancePath+"/description",schemaPath:"#/properties/description/type",keyword:"type",params:{type: "string"},message:"must be string"};
 if(vErrors === null){
 vErrors = [err6];
 }
 else {
 vErrors.push(err6);
+}
+errors++;
+}
+}
+if(data.inputSchema !== undefined){
+let data3 = data.inputSchema;
+if(!(data3 && typeof data3 == "object" && !Array.isArray(data3))){
+const err7 = {instancePath:instancePath+"/inputSchema",schemaPath:"#/properties/inputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err7];
+}
+else {
+vErrors.push(err7);
+}
+errors++;
+}
+}
+if(data.annotations !== undefined){
+let data4 = data.annotations;
+if(data4 && typeof data4 == "object" && !Array.isArray(data4)){
+for(const key1 in data4){
+if(!((((key1 === "readOnlyHint") || (key1 === "destructiveHint")) || (key1 === "idempotentHint")) || (key1 === "openWorldHint"))){
+const err8 = {instancePath:instancePath+"/annotations",schemaPath:"#/properties/annotations/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key1},message:"must NOT have additional properties"};
+if(vErrors === null){
+vErrors = [err8];
+}
+else {
+vErrors.push(err8);
+}
+errors++;
+}
+}
+if(data4.readOnlyHint !== undefined){
+if(typeof data4.readOnlyHint !== "boolean"){
+const err9 = {instancePath:instancePath+"/annotations/readOnlyHint",schemaPath:"#/properties/annotations/properties/readOnlyHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err9];
+}
+else {
+vErrors.push(err9);
+}
+errors++;
+}
+}
+if(data4.destructiveHint !== undefined){
+if(typeof data4.destructiveHint !== "boolean"){
+const err10 = {instancePath:instancePath+"/annotations/destructiveHint",schemaPath:"#/properties/annotations/properties/destructiveHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err10];
+}
+else {
+vErrors.push(err10);
+}
+errors++;
+}
+}
+if(data4.idempotentHint !== undefined){
+if(typeof data4.idempotentHint !== "boolean"){
+const err11 = {instancePath:instancePath+"/annotations/idempotentHint",schemaPath:"#/properties/annotations/properties/idempotentHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err11];
+}
+else {
+vErrors.push(err11);
+}
+errors++;
+}
+}
+if(data4.openWorldHint !== undefined){
+if(typeof data4.openWorldHint !== "boolean"){
+const err12 = {instancePath:instancePath+"/annotations/openWorldHint",schemaPath:"#/properties/annotations/properties/openWorldHint/type",keyword:"type",params:{type: "boolean"},message:"must be boolean"};
+if(vErrors === null){
+vErrors = [err12];
+}
+else {
+vErrors.push(err12);
+}
+errors++;
+}
+}
+}
+else {
+const err13 = {instancePath:instancePath+"/annotations",schemaPath:"#/properties/annotations/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err13];
+}
+else {
+vErrors.push(err13);
+}
+errors++;
+}
+}
+if(data.outputSchema !== undefined){
+let data9 = data.outputSchema;
+if(!(data9 && typeof data9 == "object" && !Array.isArray(data9))){
+const err14 = {instancePath:instancePath+"/outputSchema",schemaPath:"#/properties/outputSchema/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err14];
+}
+else {
+vErrors.push(err14);
+}
+errors++;
+}
+}
+}
+else {
+const err15 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err15];
+}
+else {
+vErrors.push(err15);
 }
 errors++;
 }
@@ -98,7 +212,6 @@ return errors === 0;
 
 export const host_hello = validate11;
 const schema12 = {"type":"object","properties":{"type":{"const":"hello"},"protocol":{"type":"integer"},"software":{"type":"string","maxLength":256},"name":{"type":"string","maxLength":256}},"required":["type","protocol"],"additionalProperties":false};
-const func2 = ucs2length;
 
 function validate11(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
 let vErrors = null;
@@ -305,8 +418,8 @@ return errors === 0;
 }
 
 export const host_result = validate13;
-const schema14 = {"type":"object","properties":{"type":{"const":"result"},"id":{"type":"string","minLength":1,"maxLength":128},"stdout":{"type":"string"},"stderr":{"type":"string"},"stdoutEncoding":{"const":"base64"},"stderrEncoding":{"const":"base64"},"exitCode":{"type":"integer","minimum":0,"maximum":255},"failure":{"enum":["invalid_input","unavailable","host_error","overloaded","protocol","deadline","cannot_execute","not_found","cancelled"]},"streamed":{"type":"object","properties":{"stdout":{"type":"integer","minimum":0,"maximum":9007199254740991},"stderr":{"type":"integer","minimum":0,"maximum":9007199254740991},"chunks":{"type":"integer","minimum":0,"maximum":9007199254740991}},"required":["stdout","stderr","chunks"],"additionalProperties":false}},"required":["type","id","stdout","stderr","exitCode"],"additionalProperties":false,"dependencies":{"stdoutEncoding":{"properties":{"stdout":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}},"stderrEncoding":{"properties":{"stderr":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
-const func4 = Object.prototype.hasOwnProperty;
+const schema14 = {"type":"object","properties":{"type":{"const":"result"},"id":{"type":"string","minLength":1,"maxLength":128},"stdout":{"type":"string"},"stderr":{"type":"string"},"stdoutEncoding":{"const":"base64"},"stderrEncoding":{"const":"base64"},"exitCode":{"type":"integer","minimum":0,"maximum":255},"failure":{"enum":["invalid_input","unavailable","host_error","overloaded","protocol","deadline","cannot_execute","not_found","cancelled"]},"streamed":{"type":"object","properties":{"stdout":{"type":"integer","minimum":0,"maximum":9007199254740991},"stderr":{"type":"integer","minimum":0,"maximum":9007199254740991},"chunks":{"type":"integer","minimum":0,"maximum":9007199254740991}},"required":["stdout","stderr","chunks"],"additionalProperties":false},"content":{"type":"array","maxItems":1024,"items":{"type":"object","properties":{"type":{"type":"string","minLength":1,"maxLength":64}},"required":["type"]}},"structured":{"type":"object"}},"required":["type","id","stdout","stderr","exitCode"],"additionalProperties":false,"dependencies":{"stdoutEncoding":{"properties":{"stdout":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}},"stderrEncoding":{"properties":{"stderr":{"type":"string","pattern":"^[A-Za-z0-9+/]*={0,2}$"}}}}};
+const func5 = Object.prototype.hasOwnProperty;
 const pattern0 = new RegExp("^[A-Za-z0-9+/]*={0,2}$", "u");
 
 function validate13(data, {instancePath="", parentData, parentDataProperty, rootData=data}={}){
@@ -364,7 +477,7 @@ vErrors.push(err4);
 errors++;
 }
 for(const key0 in data){
-if(!(func4.call(schema14.properties, key0))){
+if(!(func5.call(schema14.properties, key0))){
 const err5 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err5];
@@ -738,14 +851,113 @@ vErrors.push(err35);
 errors++;
 }
 }
-}
-else {
-const err36 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(data.content !== undefined){
+let data14 = data.content;
+if(Array.isArray(data14)){
+if(data14.length > 1024){
+const err36 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/maxItems",keyword:"maxItems",params:{limit: 1024},message:"must NOT have more than 1024 items"};
 if(vErrors === null){
 vErrors = [err36];
 }
 else {
 vErrors.push(err36);
+}
+errors++;
+}
+const len0 = data14.length;
+for(let i0=0; i0<len0; i0++){
+let data15 = data14[i0];
+if(data15 && typeof data15 == "object" && !Array.isArray(data15)){
+if(data15.type === undefined){
+const err37 = {instancePath:instancePath+"/content/" + i0,schemaPath:"#/properties/content/items/required",keyword:"required",params:{missingProperty: "type"},message:"must have required property '"+"type"+"'"};
+if(vErrors === null){
+vErrors = [err37];
+}
+else {
+vErrors.push(err37);
+}
+errors++;
+}
+if(data15.type !== undefined){
+let data16 = data15.type;
+if(typeof data16 === "string"){
+if(func2(data16) > 64){
+const err38 = {instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/properties/content/items/properties/type/maxLength",keyword:"maxLength",params:{limit: 64},message:"must NOT have more than 64 characters"};
+if(vErrors === null){
+vErrors = [err38];
+}
+else {
+vErrors.push(err38);
+}
+errors++;
+}
+if(func2(data16) < 1){
+const err39 = {instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/properties/content/items/properties/type/minLength",keyword:"minLength",params:{limit: 1},message:"must NOT have fewer than 1 characters"};
+if(vErrors === null){
+vErrors = [err39];
+}
+else {
+vErrors.push(err39);
+}
+errors++;
+}
+}
+else {
+const err40 = {instancePath:instancePath+"/content/" + i0+"/type",schemaPath:"#/properties/content/items/properties/type/type",keyword:"type",params:{type: "string"},message:"must be string"};
+if(vErrors === null){
+vErrors = [err40];
+}
+else {
+vErrors.push(err40);
+}
+errors++;
+}
+}
+}
+else {
+const err41 = {instancePath:instancePath+"/content/" + i0,schemaPath:"#/properties/content/items/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err41];
+}
+else {
+vErrors.push(err41);
+}
+errors++;
+}
+}
+}
+else {
+const err42 = {instancePath:instancePath+"/content",schemaPath:"#/properties/content/type",keyword:"type",params:{type: "array"},message:"must be array"};
+if(vErrors === null){
+vErrors = [err42];
+}
+else {
+vErrors.push(err42);
+}
+errors++;
+}
+}
+if(data.structured !== undefined){
+let data17 = data.structured;
+if(!(data17 && typeof data17 == "object" && !Array.isArray(data17))){
+const err43 = {instancePath:instancePath+"/structured",schemaPath:"#/properties/structured/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err43];
+}
+else {
+vErrors.push(err43);
+}
+errors++;
+}
+}
+}
+else {
+const err44 = {instancePath,schemaPath:"#/type",keyword:"type",params:{type: "object"},message:"must be object"};
+if(vErrors === null){
+vErrors = [err44];
+}
+else {
+vErrors.push(err44);
 }
 errors++;
 }

@@ -7,7 +7,9 @@
  *
  * - 1 — hello, advertise, result; welcome, advertised, call, cancel.
  * - 2 — adds live output: `output` and `progress` (host → server), `credit` (server → host), `welcome.output`,
- *   `result.streamed` (DESIGN §5, "Live output"); `call.callId`, `call.traceparent`, `call.tracestate` (issue 16).
+ *   `result.streamed` (DESIGN §5, "Live output"); `call.callId`, `call.traceparent`, `call.tracestate` (issue 16);
+ *   and tool metadata: `title`, `annotations`, `outputSchema` per advertised tool, `result.content` and
+ *   `result.structured` (tools of MCP servers).
  */
 
 /** The newest wire protocol version this code speaks. */

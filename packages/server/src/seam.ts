@@ -3,7 +3,7 @@
  * obligations). One object holds both halves — what the agent is told exists, and who answers —
  * so they cannot disagree.
  */
-import type { Capture } from '@toolwire/protocol';
+import type { Capture, ToolAnnotations } from '@toolwire/protocol';
 
 /** One tool definition put in front of the agent (seed: `InjectedTool`). */
 export interface InjectedTool {
@@ -12,6 +12,12 @@ export interface InjectedTool {
   /** Sent verbatim as the tool's input schema. */
   inputSchema: Record<string, unknown>;
   description?: string;
+  /** A human-readable name, as the host advertised it (protocol 2). */
+  title?: string;
+  /** Behaviour hints, as the host advertised them (protocol 2; untrusted). */
+  annotations?: ToolAnnotations;
+  /** The schema of the tool's own structured result (a tool of an MCP server), as advertised. */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** One invocation handed to a router (seed: `RoutedCall`). */

@@ -76,7 +76,9 @@ const NO_SUCH_TOOL = /^toolwire: no such tool /m;
  * status and whether the server said "no such tool".
  */
 async function printResult(result: Record<string, unknown>, io: CliIO, live: LivePrinter | undefined): Promise<{ code: number; noSuchTool: boolean }> {
-  const sc = result.structuredContent as WireCapture | undefined;
+  // A tool of an MCP server with its own structured result: the capture is in `_meta["toolwire/capture"]`.
+  const meta = result._meta as Record<string, unknown> | undefined;
+  const sc = (meta?.['toolwire/capture'] ?? result.structuredContent) as WireCapture | undefined;
   if (typeof sc === 'object' && sc !== null && Number.isInteger(sc.exitCode)) {
     const stderr = bytesOf(sc.stderr, sc.stderrEncoding);
     if (live !== undefined && live.chunks > 0 && !live.complete(result)) {

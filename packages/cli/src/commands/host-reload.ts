@@ -53,3 +53,10 @@ export function reloadOnHangup(signals: SignalSource, host: ToolHost, source: Re
   signals.on('SIGHUP', onHup);
   return () => signals.off('SIGHUP', onHup);
 }
+
+/** Without a manifest (`--mcp-config` alone) a SIGHUP reloads nothing: it is logged, not fatal. Returns the remover. */
+export function ignoreHangup(signals: SignalSource, logger: Logger): () => void {
+  const onHup = (): void => logger.info({}, 'toolwire: SIGHUP ignored: no --manifest to reload (MCP servers re-list their tools themselves)');
+  signals.on('SIGHUP', onHup);
+  return () => signals.off('SIGHUP', onHup);
+}

@@ -17,6 +17,8 @@ import {
   ToolHost,
   type ToolHostOptions,
   loadManifest,
+  loadMcpConfig,
+  type McpServerConfig,
 } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
@@ -25,9 +27,10 @@ import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { ConfigError, parseListen } from './serve-config.js';
 import { type MetricsListener, listenMetrics } from './metrics-listen.js';
-import { reloadOnHangup, runnableTools } from './host-reload.js';
+import { ignoreHangup, reloadOnHangup, runnableTools } from './host-reload.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
+       toolwire host --mcp-config FILE [options]
 
 Run a tool host: connect to the server, advertise the manifest's tools, run calls, reconnect with
 backoff when the connection is lost (network failures and HTTP 5xx; HTTP 429 after its
@@ -37,7 +40,12 @@ is logged and the old set stays). A tool whose program is not found is not adver
 names it).
 
 options:
-  --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form)
+  --manifest FILE  tools to advertise ({"schema":1,"tools":{...}} or the list form); its
+                   "mcp_servers" are served too
+  --mcp-config FILE
+                   MCP servers to serve: a .mcp.json or claude_desktop_config.json, read
+                   unchanged ({"mcpServers": {"fs": {"command": "npx", "args": [...]}}});
+                   each server's tools are advertised as <server>_<tool>
   --server URL     server WebSocket URL, e.g. ws://127.0.0.1:7700 (ws:// is assumed
                    without a scheme; default: $TOOLWIRE_SERVER, then the local credentials file)
   --token T        host token; visible to ps, prefer --token-file
@@ -89,6 +97,7 @@ const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
 const flags = {
   manifest: { type: 'string' },
+  'mcp-config': { type: 'string' },
   server: { type: 'string' },
   token: { type: 'string' },
   'token-file': { type: 'string' },
@@ -137,6 +146,7 @@ function withoutCredentials(env: NodeJS.ProcessEnv, token: string | undefined): 
 export async function hostCommand(argv: string[], io: CliIO = processIO(), deps: HostCommandDeps = {}): Promise<number> {
   let values: {
     manifest?: string;
+    'mcp-config'?: string;
     server?: string;
     token?: string;
     'token-file'?: string;
@@ -166,7 +176,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stdout, hostUsage);
     return ExitCode.OK;
   }
-  if (values.manifest === undefined) return usageError('--manifest FILE is required');
+  if (values.manifest === undefined && values['mcp-config'] === undefined) return usageError('--manifest FILE or --mcp-config FILE is required');
   const level = values['log-level'] ?? (io.env.TOOLWIRE_LOG_LEVEL || 'info');
   if (!LEVELS.includes(level)) {
     const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
@@ -208,11 +218,22 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, missingEndpointMessage('token', io.env, 'host'));
     return ExitCode.USAGE;
   }
-  let tools: CommandToolSpec[];
+  let tools: CommandToolSpec[] = [];
   let ca: Buffer | undefined;
+  const servers = new Map<string, McpServerConfig>();
   try {
     // `${TOOLWIRE_TOKEN}` in a manifest expands as unset: a tool's argv or env never carries the host's credentials.
-    tools = await loadManifest(values.manifest, withoutCredentials(io.env, token));
+    const env = withoutCredentials(io.env, token);
+    if (values.manifest !== undefined) {
+      tools = await loadManifest(values.manifest, env);
+      for (const [name, config] of await loadMcpConfig(values.manifest, env, true)) servers.set(name, config);
+    }
+    if (values['mcp-config'] !== undefined) {
+      for (const [name, config] of await loadMcpConfig(values['mcp-config'], env)) {
+        if (servers.has(name)) throw new ManifestError(`mcpServers.${name}`, 'names a server the manifest already has', values['mcp-config']);
+        servers.set(name, config);
+      }
+    }
     if (values.ca !== undefined) ca = await readFile(values.ca);
   } catch (error) {
     const manifest = error instanceof ManifestError;
@@ -237,6 +258,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       logger,
     });
     for (const tool of tools) host.command(tool.name, tool);
+    for (const [name, config] of servers) host.mcpServer(name, config);
   } catch (error) {
     // The library names its own option (`ToolHostOptions.server …`); the user gave a flag.
     let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
@@ -254,10 +276,13 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
       return ExitCode.UNAVAILABLE;
     }
   }
-  if (tools.length === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
+  if (tools.length === 0 && servers.size === 0) logger.warn({ manifest: values.manifest }, 'toolwire: the manifest has no tools');
   host.on('advertised', (m) => logger.info({ accepted: m.accepted.map((a) => a.as), rejected: m.rejected.length }, 'toolwire: advertised'));
   const stop = waitForSignal(io.signals);
-  const stopReloading = reloadOnHangup(io.signals, host, { manifest: values.manifest, env: withoutCredentials(io.env, token), root }, logger);
+  // SIGHUP re-reads the manifest's tools; MCP servers stay as started (each re-lists its own tools on list_changed).
+  const manifest = values.manifest;
+  const stopReloading =
+    manifest !== undefined ? reloadOnHangup(io.signals, host, { manifest, env: withoutCredentials(io.env, token), root }, logger) : ignoreHangup(io.signals, logger);
   // Replaced (close 4000) or refused for good (HTTP 401, 403, another 4xx, TLS): the ToolHost stops
   // reconnecting (and logs why at level error); so does the command.
   const stopped = new Promise<{ error: HostReplacedError | ServerRefusedError }>((resolve) => host.once('stopped', (error) => resolve({ error })));

@@ -16,12 +16,16 @@ import { argvProblem, misuse } from '../usage.js';
 export interface Tool {
   name: string;
   description?: string;
+  title?: string;
+  annotations?: Record<string, unknown>;
   [key: string]: unknown;
 }
 
 export const toolsUsage = `usage: toolwire tools [options]
 
-List the tools the server offers (MCP tools/list), one per line: name, two spaces, description.
+List the tools the server offers (MCP tools/list), one per line: name, two spaces, description;
+a tool with a title or behaviour hints shows them first: name  Title [read-only, destructive,
+idempotent, open-world]  description.
 With no tools, prints "no tools (no tool host is connected)" on stderr (and [] with --json).
 
 options:
@@ -37,10 +41,22 @@ within --connect-timeout, 70 unexpected failure of this command, 75 refused for 
 too many failed authentications from this address; the server's reason is printed), 77 token refused.
 `;
 
-/** One line of the text listing: `name  description` (first line of the description only). */
-export function toolLine(tool: Pick<Tool, 'name' | 'description'>): string {
+const HINT_WORDS = [
+  ['readOnlyHint', 'read-only'],
+  ['destructiveHint', 'destructive'],
+  ['idempotentHint', 'idempotent'],
+  ['openWorldHint', 'open-world'],
+] as const;
+
+/**
+ * One line of the text listing: `name  description` (first line of the description only), with the
+ * title and the hints that are true first when the tool has them: `name  Title [read-only]  description`.
+ */
+export function toolLine(tool: Pick<Tool, 'name' | 'description' | 'title' | 'annotations'>): string {
   const description = (tool.description ?? '').split('\n')[0]!.trim();
-  return description ? `${tool.name}  ${description}\n` : `${tool.name}\n`;
+  const hints = HINT_WORDS.filter(([key]) => tool.annotations?.[key] === true).map(([, word]) => word);
+  const face = [typeof tool.title === 'string' ? tool.title.split('\n')[0]!.trim() : '', hints.length > 0 ? `[${hints.join(', ')}]` : ''].filter((s) => s).join(' ');
+  return [tool.name, face, description].filter((s) => s).join('  ') + '\n';
 }
 
 const flags = {

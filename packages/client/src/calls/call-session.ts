@@ -7,22 +7,19 @@
  * more is sent on that connection; calls are never replayed elsewhere.
  */
 import { type CallMessage, type CancelMessage, type Capture, type CreditMessage, type WelcomeOutput, failureCapture } from '@toolwire/protocol';
-import { runCommandTool } from '../subprocess/run-command.js';
+import type { RunSettings, RunStart, SourceTool } from '../sources/source.js';
 import type { EnvPolicy } from '../subprocess/tool-env.js';
-import type { CommandSpec, Logger, ToolHandler } from '../types.js';
+import type { Logger } from '../types.js';
 import { CallAbort, type CallAborted, armDeadline, cancelAbort, withAbort } from './abort.js';
 import type { Admission, Waiter } from './admission.js';
 import { Refusals } from './overload.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
-import { awaitHandler, handlerOutputToCapture, startHandler } from './in-process.js';
+import { handlerOutputToCapture } from './in-process.js';
 import { OutputChannel } from './output-channel.js';
 import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 import { CallContext } from './tool-context.js';
 import { HostCall } from './call-trace.js';
 import type { HostMetrics } from '../host/host-metrics.js';
-
-/** A registered tool as the call layer runs it. */
-export type RunnableTool = { kind: 'handler'; name: string; handler: ToolHandler } | { kind: 'command'; name: string; command: CommandSpec };
 
 /** Host-wide settings a session runs calls with. Times in ms, sizes in bytes. */
 export interface CallSettings {
@@ -77,32 +74,40 @@ function hostFailed(error: unknown): Capture {
  */
 export class CallSession {
   readonly #send: (frame: string | Uint8Array) => boolean;
-  readonly #lookup: (name: string) => RunnableTool | undefined;
+  readonly #lookup: (name: string) => SourceTool | undefined;
   readonly #settings: CallSettings;
+  readonly #run: RunSettings;
   readonly #maxPayload: number;
   readonly #capBytes: number;
   readonly #calls = new Map<string, InFlight>();
   #dead = false;
   readonly #refusals: Refusals;
   readonly #output: OutputChannel;
+  /** Protocol 1: MCP `content`/`structured` are dropped from results (their text is on stdout). */
+  readonly #plain: boolean;
 
   /**
    * @param send sends one encoded frame (JSON text, or a binary `output` frame) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    * @param offer the server's `welcome.output` (protocol 2: it takes live output); `undefined`: every call's output travels in its result
+   * @param protocol the connection's protocol version: below 2, results carry no MCP `content`/`structured`
    */
   constructor(
     send: (frame: string | Uint8Array) => boolean,
     maxPayload: number,
-    lookup: (name: string) => RunnableTool | undefined,
+    lookup: (name: string) => SourceTool | undefined,
     settings: CallSettings,
     offer?: WelcomeOutput,
+    protocol = 2,
   ) {
+    this.#plain = protocol < 2;
     this.#send = send;
     this.#maxPayload = maxPayload;
     this.#lookup = lookup;
     this.#settings = settings;
     this.#capBytes = captureCapBytes(maxPayload, settings.maxCaptureBytes);
+    const { root, cancelGraceMs, drainMs, spawnHelper, env } = settings;
+    this.#run = { root, cancelGraceMs, drainMs, capBytes: this.#capBytes, spawnHelper, env };
     this.#refusals = new Refusals(settings.admission, settings.logger);
     // Nothing of a call goes out once the connection is given up (its calls are being aborted).
     this.#output = new OutputChannel((frame) => !this.#dead && send(frame), offer, maxPayload, this.#capBytes, settings.logger);
@@ -131,7 +136,7 @@ export class CallSession {
       new HostCall(call).ended(this.#settings.logger, 127, this.#settings.metrics, false);
       return;
     }
-    const limit = (tool.kind === 'command' ? tool.command.maxConcurrency : undefined) ?? Number.POSITIVE_INFINITY;
+    const limit = tool.maxConcurrency ?? Number.POSITIVE_INFINITY;
     const admitted = this.#settings.admission.admit(tool.name, limit, bytes);
     if (admitted === 'run') this.#start(call, tool, { limit, bytes }, undefined);
     else if (admitted === 'queue') this.#wait(call, tool, { limit, bytes });
@@ -146,35 +151,30 @@ export class CallSession {
    * Run an admitted call (counted as running until it is answered). `waited`: it was queued, and
    * its abort, deadline timer and entry already exist.
    */
-  #start(call: CallMessage, tool: RunnableTool, slot: Slot, waited: Waited | undefined): void {
-    const own = tool.kind === 'command' ? tool.command.timeoutMs : undefined;
-    const fullMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
+  #start(call: CallMessage, tool: SourceTool, slot: Slot, waited: Waited | undefined): void {
+    const fullMs = Math.min(call.deadlineMs, tool.timeoutMs ?? Number.POSITIVE_INFINITY);
     // A call that waited gets what is left of its deadline (at least 1 ms: its timer has not fired yet).
     const deadlineMs = waited ? Math.max(1, Math.ceil(waited.deadlineAt - performance.now())) : fullMs;
     const abort = waited?.abort ?? new CallAbort();
     const observed = new HostCall(call);
     const ctx = new CallContext(observed.id, call.agent, call.workspace, deadlineMs, abort, this.#output, observed);
-    let pending: unknown;
-    if (tool.kind === 'handler') {
-      // Not in `#calls` while the handler runs synchronously: nothing (no cancel, no end of the
-      // session) can reach the call before it returns, and a synchronous answer then needs no entry.
-      const started = startHandler(tool.handler, call.input, ctx, abort, ctx);
-      if (!('pending' in started)) {
-        if (waited) {
-          clearTimeout(waited.timer);
-          this.#calls.delete(call.id);
-        }
-        observed.ended(this.#settings.logger, this.#answerAtOnce(call.id, started, abort, ctx), this.#settings.metrics);
-        this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
-        return;
+    // Not in `#calls` while the source starts the call: nothing (no cancel, no end of the session)
+    // can reach the call before it returns, and an answer known at once then needs no entry.
+    const started = this.#begin(tool, call.input, ctx, abort);
+    if (!('work' in started)) {
+      if (waited) {
+        clearTimeout(waited.timer);
+        this.#calls.delete(call.id);
       }
-      pending = started.pending;
+      observed.ended(this.#settings.logger, this.#answerAtOnce(call.id, started, abort, ctx), this.#settings.metrics);
+      this.#settings.admission.finish(tool.name, slot.limit, slot.bytes);
+      return;
     }
     const id = call.id; // the closures below hold the id, not the call and its input
     const entry: InFlight = waited?.entry ?? { abort, done: SETTLED };
     this.#calls.set(id, entry);
     const timer = waited?.timer ?? armDeadline(abort, fullMs);
-    entry.done = this.#run(tool, call.input, ctx, abort, pending)
+    entry.done = this.#settle(started.work, ctx, abort)
       .then((capture) => {
         clearTimeout(timer);
         this.#calls.delete(id);
@@ -189,7 +189,7 @@ export class CallSession {
    * A handler that returned at once: answered within this frame, with no deadline timer (none
    * could have fired while it ran) and no promise hops — the same capture the async path builds.
    */
-  #answerAtOnce(id: string, started: { text: string } | { capture: Capture }, abort: CallAbort, ctx: CallContext): number {
+  #answerAtOnce(id: string, started: Exclude<RunStart, { work: unknown }>, abort: CallAbort, ctx: CallContext): number {
     try {
       const output = ctx.output; // the handler wrote (or reported progress) before it returned
       if ('text' in started && output === undefined) {
@@ -221,9 +221,8 @@ export class CallSession {
    * the end of the connection while it waits answers it with the abort's capture (124, 130; none
    * on a lost connection) and its tool is never started.
    */
-  #wait(call: CallMessage, tool: RunnableTool, slot: Slot): void {
-    const own = tool.kind === 'command' ? tool.command.timeoutMs : undefined;
-    const fullMs = Math.min(call.deadlineMs, own ?? Number.POSITIVE_INFINITY);
+  #wait(call: CallMessage, tool: SourceTool, slot: Slot): void {
+    const fullMs = Math.min(call.deadlineMs, tool.timeoutMs ?? Number.POSITIVE_INFINITY);
     const abort = new CallAbort();
     let leave!: () => void;
     const entry: InFlight = { abort, done: new Promise<void>((resolve) => (leave = resolve)) };
@@ -286,34 +285,17 @@ export class CallSession {
     while (this.#calls.size > 0) await Promise.all([...this.#calls.values()].map((e) => e.done));
   }
 
-  /**
-   * Start the work and resolve with its capture; never rejects. `pending`: what a handler tool's
-   * handler returned (a thenable; see `startHandler`). Not async: a subprocess tool's `input` is
-   * needed only until it is encoded and handed to the tool, and an async frame would keep it.
-   */
-  #run(tool: RunnableTool, input: unknown, ctx: CallContext, abort: CallAbort, pending: unknown): Promise<Capture> {
-    const { cancelGraceMs, drainMs, root, spawnHelper, env } = this.#settings;
-    const capBytes = this.#capBytes;
-    let work: Promise<Capture>;
+  /** Hand the call to its tool's source; a throw (a source's bug) is answered 70. */
+  #begin(tool: SourceTool, input: unknown, ctx: CallContext, abort: CallAbort): RunStart {
     try {
-      work =
-        tool.kind === 'command'
-          ? runCommandTool(tool.command, input, ctx, {
-              root,
-              cancelGraceMs,
-              drainMs,
-              maxCaptureBytes: capBytes,
-              spawnHelper,
-              env,
-              startBy: Date.now() + ctx.deadlineMs,
-              output: ctx.openOutput(),
-            })
-          : awaitHandler(pending, cancelGraceMs + drainMs, abort, ctx).then((capture) =>
-              ctx.output === undefined ? capCapture(capture, capBytes) : ctx.output.close(capture),
-            );
+      return tool.source.run(tool, input, { ctx, abort, settings: this.#run });
     } catch (error) {
-      work = Promise.resolve(hostFailed(error));
+      return { capture: hostFailed(error) };
     }
+  }
+
+  /** The work's capture, with the abort's outcome (130/124) when the call was aborted; never rejects. */
+  #settle(work: Promise<Capture>, ctx: CallContext, abort: CallAbort): Promise<Capture> {
     return work.then(
       (capture) => withAbort(capture, abort, ctx.output),
       (error: unknown) => withAbort(ctx.fail('host_error', hostFailedReason(error)), abort, ctx.output),
@@ -325,6 +307,12 @@ export class CallSession {
     if (this.#dead) {
       this.#settings.logger.debug({ id }, 'toolwire: result dropped, its connection is gone');
       return;
+    }
+    if (this.#plain && (capture.content !== undefined || capture.structured !== undefined)) {
+      const plain: Capture = { ...capture };
+      delete plain.content;
+      delete plain.structured;
+      capture = plain;
     }
     this.#answerFrame(id, encodeResultFrame(id, capture, this.#maxPayload, streamed));
   }

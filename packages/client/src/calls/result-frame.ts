@@ -37,6 +37,8 @@ function build(id: string, capture: Capture, forceBase64: boolean, streamed: Str
   }
   if (capture.failure) message.failure = capture.failure;
   if (streamed !== undefined) message.streamed = streamed;
+  if (capture.content !== undefined) message.content = capture.content;
+  if (capture.structured !== undefined) message.structured = capture.structured;
   return message;
 }
 
@@ -73,6 +75,13 @@ export function encodeResultFrame(id: string, capture: Capture, maxPayload: numb
   if (Buffer.byteLength(text) <= maxPayload) return text;
   const base64 = encodeMessage(build(id, capture, true, streamed));
   if (Buffer.byteLength(base64) <= maxPayload) return base64;
+  if (capture.content !== undefined || capture.structured !== undefined) {
+    // The MCP blocks do not fit: the streams alone (their text is on stdout) may still.
+    const plain: Capture = { ...capture };
+    delete plain.content;
+    delete plain.structured;
+    return encodeResultFrame(id, plain, maxPayload, streamed);
+  }
   const reason =
     `result of ${capture.stdout.length} stdout + ${capture.stderr.length} stderr bytes ` + `does not fit the server's maxPayload of ${maxPayload} bytes`;
   return encodeMessage(build(id, failureCapture('host_error', reason), false, streamed));

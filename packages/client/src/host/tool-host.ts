@@ -5,17 +5,19 @@
  */
 import { HostMetrics } from './host-metrics.js';
 import { EventEmitter } from 'node:events';
-import { type AdvertisedMessage, CloseCode, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
+import { type AdvertisedMessage, CloseCode, NAME_PATTERN, PROTOCOL_VERSION, type HelloMessage, type WelcomeMessage, closeCodeName } from '@toolwire/protocol';
 import { CallAborted } from '../calls/abort.js';
 import { Admission } from '../calls/admission.js';
 import { CallSession } from '../calls/call-session.js';
 import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
+import type { McpServerConfig } from '../sources/mcp/config.js';
+import { McpSource } from '../sources/mcp/mcp-source.js';
 import { SOFTWARE } from '../version.js';
 import { HostReplacedError, type ServerRefusedError } from './errors.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
-import { ToolSet, type ToolSetChange } from './tool-set.js';
+import { ToolSet, type ToolSetChange, plainSpec } from './tool-set.js';
 
 /** Events of a {@link ToolHost} and their arguments. */
 export interface ToolHostEvents {
@@ -58,7 +60,7 @@ interface Deferred<T> {
  */
 export class ToolHost extends EventEmitter<ToolHostEvents> {
   readonly #options: ResolvedHostOptions;
-  readonly #tools = new ToolSet();
+  readonly #tools: ToolSet;
   readonly #draining = new Set<Promise<void>>();
   /** What runs and waits, across connections: calls of a lost connection keep their places until their work is gone. */
   readonly #admission: Admission;
@@ -74,6 +76,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   constructor(options: ToolHostOptions) {
     super();
     this.#options = resolveHostOptions(options);
+    this.#tools = new ToolSet(this.#options.logger, () => this.#advertise());
     this.#admission = new Admission(this.#options.limits);
     this.#metrics = this.#options.metrics
       ? new HostMetrics({ inFlight: () => this.#current?.session.size ?? 0, connected: () => this.#current !== undefined, toolsAdvertised: () => this.#accepted })
@@ -103,6 +106,27 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   command(name: string, spec: CommandSpec): this {
     this.#tools.addCommand(name, spec);
     this.#advertise();
+    return this;
+  }
+
+  /**
+   * Serve the tools of an MCP server (DESIGN §7 "MCP servers"): it is started now (a stdio server
+   * as a child in its own process group, reaped with the host), initialized within
+   * `config.startupTimeoutMs`, and its tools (every page, up to `config.maxTools`, filtered by
+   * `include`/`exclude`) are advertised as `<name>_<tool>` (or `<prefix><tool>`). A name another
+   * tool of this host already has is refused with a logged warning. If the server dies its tools
+   * leave, its calls in flight end 69 with the reason, and it is restarted with backoff. Closed
+   * with the host.
+   * @throws TypeError on a bad name, or a name given before
+   */
+  mcpServer(name: string, config: McpServerConfig): this {
+    if (typeof name !== 'string' || !NAME_PATTERN.test(name)) throw new TypeError(`MCP server name must match [A-Za-z0-9_-]{1,64}, got ${JSON.stringify(name)}`);
+    if (this.#tools.sources().some((s) => s.label === `mcp:${name}`)) throw new TypeError(`MCP server ${JSON.stringify(name)} is already added`);
+    if (this.#closing) throw new Error('ToolHost is closed');
+    const o = this.#options;
+    const source = new McpSource({ name, config, root: o.root, cancelGraceMs: o.cancelGraceMs, logger: o.logger });
+    this.#tools.addSource(source);
+    void source.start();
     return this;
   }
 
@@ -187,11 +211,16 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     this.#retire(new CallAborted('unavailable', 'tool host closing'));
     await this.#supervisor?.stop();
     await Promise.all(this.#draining);
+    await Promise.all(this.#tools.sources().map((s) => s.close()));
     this.#started?.reject(new Error('ToolHost closed before the server answered advertise'));
   }
 
   #advertise(): void {
-    this.#current?.socket.send({ type: 'advertise', tools: this.#tools.specs() });
+    const current = this.#current;
+    if (current === undefined) return;
+    const specs = this.#tools.specs();
+    // Tool metadata is protocol 2: a protocol 1 server would refuse the whole advertise for it.
+    current.socket.send({ type: 'advertise', tools: current.socket.protocol >= 2 ? specs : specs.map(plainSpec) });
   }
 
   #onWelcome(socket: HostSocket, welcome: WelcomeMessage): void {
@@ -215,6 +244,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         metrics: this.#metrics,
       },
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
+      socket.protocol,
     );
     this.#current = { socket, session };
     o.logger.info({ host: welcome.host, remote: remoteOf(o.server), protocol: welcome.protocol, heartbeatMs: welcome.heartbeatMs }, 'toolwire: connected');

@@ -4,7 +4,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { NAME_PATTERN } from '@toolwire/protocol';
-import type { CommandToolSpec } from '../types.js';
+import type { CommandToolSpec, InProcessToolSpec } from '../types.js';
 import { ManifestError } from './errors.js';
 import { expandVars } from './expand.js';
 
@@ -18,9 +18,13 @@ export interface ParseManifestOptions {
 
 type Json = Record<string, unknown>;
 
-const BASIS_TOP = ['schema', 'tools'];
-const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency'];
-const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd'];
+/** `mcp_servers` (or `mcpServers`) is read by `loadMcpConfig`; the tool parser only lets it pass. */
+const BASIS_TOP = ['schema', 'tools', 'mcp_servers', 'mcpServers'];
+/** Tool metadata keys (protocol 2): `output_schema` and `outputSchema` are one key. */
+const METADATA = ['title', 'annotations', 'output_schema', 'outputSchema'];
+const BASIS_TOOL = ['description', 'input_schema', 'command', 'cwd', 'env', 'env_passthrough', 'timeout_ms', 'max_concurrency', ...METADATA];
+const LIST_TOOL = ['name', 'description', 'input_schema', 'command', 'cwd', ...METADATA];
+const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'];
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 function isObject(value: unknown): value is Json {
@@ -44,7 +48,9 @@ function rejectUnknownKeys(value: Json, allowed: readonly string[], path: string
  *
  * Accepted shapes:
  * - basis: `{"schema": 1, "tools": {"<name>": {"description"?, "input_schema", "command": [argv],
- *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?, "max_concurrency"?}}}`
+ *   "cwd"?, "env"?, "env_passthrough"?, "timeout_ms"?, "max_concurrency"?, "title"?, "annotations"?,
+ *   "output_schema"?}}, "mcp_servers"?: {...}}` (`tools` may be left out when `mcp_servers` is given;
+ *   the servers are read by `loadMcpConfig`)
  * - yog list: `[{"name", "description"?, "input_schema", "command": [argv], "cwd"?}]`
  *
  * Names are `[A-Za-z0-9_-]{1,64}` and unique; `input_schema` is a JSON object with `type: "object"`
@@ -72,8 +78,9 @@ export function parseManifest(value: unknown, options: ParseManifestOptions): Co
   } else if (isObject(value)) {
     rejectUnknownKeys(value, BASIS_TOP, '');
     if (value.schema !== 1) throw new ManifestError('schema', `must be 1, got ${JSON.stringify(value.schema)}`);
-    if (!isObject(value.tools)) throw new ManifestError('tools', 'must be an object of tools by name');
-    for (const [name, entry] of Object.entries(value.tools)) {
+    const servers = value.mcp_servers !== undefined || value.mcpServers !== undefined;
+    if (!(value.tools === undefined && servers) && !isObject(value.tools)) throw new ManifestError('tools', 'must be an object of tools by name');
+    for (const [name, entry] of Object.entries(value.tools ?? {})) {
       const path = `tools.${name}`;
       if (!isObject(entry)) throw new ManifestError(path, 'must be an object {description, input_schema, command, ...}');
       rejectUnknownKeys(entry, BASIS_TOOL, path);
@@ -103,6 +110,7 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
     if (typeof entry.description !== 'string') throw new ManifestError(join(path, 'description'), 'must be a string');
     spec.description = entry.description;
   }
+  parseMetadata(entry, path, spec);
   if (entry.cwd !== undefined) {
     if (typeof entry.cwd !== 'string' || entry.cwd.length === 0) throw new ManifestError(join(path, 'cwd'), 'must be a non-empty string');
     const cwd = expandVars(entry.cwd, env, join(path, 'cwd'));
@@ -124,9 +132,30 @@ function parseTool(name: string, entry: Json, path: string, baseDir: string, env
   return spec;
 }
 
+/** `title` (≤ 256 characters), `annotations` (the four boolean hints), `output_schema`/`outputSchema` (an object schema). */
+export function parseMetadata(entry: Json, path: string, spec: InProcessToolSpec): void {
+  if (entry.title !== undefined) {
+    if (typeof entry.title !== 'string' || entry.title.length > 256) throw new ManifestError(join(path, 'title'), 'must be a string of at most 256 characters');
+    spec.title = entry.title;
+  }
+  if (entry.annotations !== undefined) {
+    const a = entry.annotations;
+    if (!isObject(a)) throw new ManifestError(join(path, 'annotations'), `must be an object of hints (${HINTS.join(', ')})`);
+    rejectUnknownKeys(a, HINTS, join(path, 'annotations'));
+    for (const [key, value] of Object.entries(a)) {
+      if (typeof value !== 'boolean') throw new ManifestError(join(join(path, 'annotations'), key), 'must be true or false');
+    }
+    spec.annotations = a;
+  }
+  if (entry.output_schema !== undefined && entry.outputSchema !== undefined)
+    throw new ManifestError(join(path, 'outputSchema'), 'is given twice (output_schema and outputSchema)');
+  const output = entry.output_schema ?? entry.outputSchema;
+  if (output !== undefined) spec.outputSchema = parseInputSchema(output, join(path, entry.output_schema !== undefined ? 'output_schema' : 'outputSchema'));
+}
+
 function parseInputSchema(value: unknown, path: string): Record<string, unknown> {
   if (!isObject(value)) throw new ManifestError(path, 'must be a JSON Schema object');
-  if (value.type !== 'object') throw new ManifestError(join(path, 'type'), 'must be "object" (tool inputs are JSON objects)');
+  if (value.type !== 'object') throw new ManifestError(join(path, 'type'), 'must be "object" (tool inputs and structured results are JSON objects)');
   return value;
 }
 

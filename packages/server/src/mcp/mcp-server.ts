@@ -97,7 +97,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
     }
     try {
       const result = toCallToolResult(await pending);
-      if (live !== undefined && meta?.[STREAM_META] === true) result._meta = { [OUTPUT_META]: { chunks: live.chunks } };
+      if (live !== undefined && meta?.[STREAM_META] === true) result._meta = { ...result._meta, [OUTPUT_META]: { chunks: live.chunks } };
       return result;
     } finally {
       live?.close();

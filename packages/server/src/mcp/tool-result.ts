@@ -1,8 +1,9 @@
 /**
  * How toolwire's tools and results look through the MCP door.
  *
- * `tools/list`: every tool the caller's grant admits, `{name, description?, inputSchema}` as the
- * host advertised it, plus {@link OUTPUT_SCHEMA}.
+ * `tools/list`: every tool the caller's grant admits, `{name, title?, description?, inputSchema,
+ * annotations?}` as the host advertised it, and its own `outputSchema` when it has one (a tool of an
+ * MCP server), else {@link OUTPUT_SCHEMA}.
  *
  * `tools/call` result (`CallToolResult`):
  * - completed: `content: [{type: 'text', text: <envelope>}]`, `isError: exitCode !== 0`,
@@ -10,6 +11,9 @@
  *   capture for programs (e.g. `toolwire call`), bounded only by the host's capture cap (default
  *   8 MiB per stream), as UTF-8 text, or base64 with `*Encoding: "base64"` when not valid UTF-8
  *   (protocol `toWire`). The model reads the text content: the envelope of the bounded projection;
+ * - completed by a tool of an MCP server (the capture carries `content` or `structured`): that
+ *   server's content blocks and `structuredContent`, unchanged (text envelope when it sent no blocks),
+ *   with the capture in `_meta["toolwire/capture"]` when `structuredContent` is the tool's own;
  * - declined by the grant gate: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {declined: true, reason}`;
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
@@ -24,6 +28,12 @@ const stream = (which: string) => ({
   type: 'string',
   description: `${which} of the capture, whole (host cap 8 MiB by default); UTF-8 text, or base64 when ${which}Encoding is "base64"`,
 });
+
+/**
+ * `_meta` key of a result whose `structuredContent` is a tool's own (a tool of an MCP server with an
+ * `outputSchema`): the capture `{stdout, stderr, exitCode, …}` that `structuredContent` holds otherwise.
+ */
+export const CAPTURE_META = 'toolwire/capture';
 
 /** The `outputSchema` every tool declares: one of the three `structuredContent` shapes above. */
 export const OUTPUT_SCHEMA = {
@@ -45,8 +55,11 @@ export const OUTPUT_SCHEMA = {
 /** Map advertised tools to MCP tool definitions. */
 export function toMcpTools(tools: readonly InjectedTool[]): Tool[] {
   return tools.map((tool) => {
-    const out: Tool = { name: tool.name, inputSchema: tool.inputSchema as Tool['inputSchema'], outputSchema: OUTPUT_SCHEMA };
+    const outputSchema = (tool.outputSchema ?? OUTPUT_SCHEMA) as Tool['outputSchema'];
+    const out: Tool = { name: tool.name, inputSchema: tool.inputSchema as Tool['inputSchema'], outputSchema };
+    if (tool.title !== undefined) out.title = tool.title;
     if (tool.description !== undefined) out.description = tool.description;
+    if (tool.annotations !== undefined) out.annotations = { ...tool.annotations };
     return out;
   });
 }
@@ -65,6 +78,15 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
   const structured: Record<string, unknown> = { stdout: stdout.text, stderr: stderr.text, exitCode: result.capture.exitCode };
   if (stdout.encoding) structured.stdoutEncoding = stdout.encoding;
   if (stderr.encoding) structured.stderrEncoding = stderr.encoding;
+  const { content, structured: own } = result.capture;
+  if (content !== undefined || own !== undefined) {
+    // A tool of an MCP server: its own blocks and structured result, unchanged (the capture's
+    // structure when it sent none: the tool is then listed with OUTPUT_SCHEMA).
+    const blocks = content ?? [{ type: 'text', text: result.envelope.text }];
+    const out: CallToolResult = { content: blocks as CallToolResult['content'], isError: result.envelope.isError, structuredContent: own ?? structured };
+    if (own !== undefined) out._meta = { [CAPTURE_META]: structured }; // programs (toolwire call) still get the capture
+    return out;
+  }
   return {
     content: [{ type: 'text', text: result.envelope.text }],
     isError: result.envelope.isError,

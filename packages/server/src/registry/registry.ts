@@ -71,10 +71,19 @@ export function exposedName(host: string, tool: string, naming: Naming): string 
   return naming === 'qualified' ? `${host}${QUALIFIER}${tool}` : tool;
 }
 
-/** Same exposed names, descriptions and schema texts, in the same order (no big string is built). */
+/** Same exposed names, descriptions, schema texts and metadata, in the same order (no big string is built). */
 function sameTools(a: readonly RegisteredTool[], b: readonly RegisteredTool[]): boolean {
   if (a.length !== b.length) return false;
-  return a.every((t, i) => t.exposed === b[i]!.exposed && t.spec.description === b[i]!.spec.description && t.text === b[i]!.text);
+  return a.every(
+    (t, i) => t.exposed === b[i]!.exposed && t.spec.description === b[i]!.spec.description && t.text === b[i]!.text && sameMetadata(t.spec, b[i]!.spec),
+  );
+}
+
+/** Same `title`, `annotations` and `outputSchema` (each bounded by the advertise checks). */
+function sameMetadata(a: RegisteredTool['spec'], b: RegisteredTool['spec']): boolean {
+  if (a.title !== b.title) return false;
+  if (a.annotations === undefined && b.annotations === undefined && a.outputSchema === undefined && b.outputSchema === undefined) return true;
+  return JSON.stringify([a.annotations, a.outputSchema]) === JSON.stringify([b.annotations, b.outputSchema]);
 }
 
 /**
@@ -210,6 +219,9 @@ export class ToolRegistry {
         for (const t of tools) {
           const injected: InjectedTool = { name: t.exposed, inputSchema: t.spec.inputSchema };
           if (t.spec.description !== undefined) injected.description = t.spec.description;
+          if (t.spec.title !== undefined) injected.title = t.spec.title;
+          if (t.spec.annotations !== undefined) injected.annotations = t.spec.annotations;
+          if (t.spec.outputSchema !== undefined) injected.outputSchema = t.spec.outputSchema;
           out.push(Object.freeze(injected));
         }
       }

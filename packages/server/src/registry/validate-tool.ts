@@ -4,7 +4,7 @@
  * {@link examineTool} does the cheap checks (no ajv: it also runs in the offload worker); compiling
  * the schema is the second step (`schema-cache.ts`, `schema-compiler.ts`).
  */
-import { checkToolSpec, NAME_PATTERN, type ToolSpec } from '@toolwire/protocol';
+import { checkToolSpec, NAME_PATTERN, type ToolAnnotations, type ToolSpec } from '@toolwire/protocol';
 
 /** Limits applied to one advertised tool. Sizes in bytes. */
 export interface ToolLimits {
@@ -29,6 +29,10 @@ export interface ExaminedOk {
   description?: string;
   text: string;
   schema?: Record<string, unknown>;
+  /** Tool metadata (protocol 2), checked: `title` ≤ 256 characters, `outputSchema` within the inputSchema limits. */
+  title?: string;
+  annotations?: ToolAnnotations;
+  outputSchema?: Record<string, unknown>;
 }
 
 /** A refused tool: the name to report and why. */
@@ -77,7 +81,7 @@ export function jsonDepth(value: unknown, limit: number): number {
 /**
  * The cheap checks of one advertised tool, in order: shape (protocol `checkToolSpec`), name
  * `[A-Za-z0-9_-]{1,64}`, description length, `inputSchema.type === "object"`, schema depth, schema
- * JSON size. The first failure is the reason. `keepSchema`: return the schema object too.
+ * JSON size, then the same three for an `outputSchema`. The first failure is the reason. `keepSchema`: return the schema object too.
  */
 export function examineTool(value: unknown, limits: ToolLimits, keepSchema = true): ExaminedTool {
   const name = reportedName(value);
@@ -97,16 +101,29 @@ export function examineTool(value: unknown, limits: ToolLimits, keepSchema = tru
   const text = JSON.stringify(schema);
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > limits.maxSchemaBytes) return refuse(`inputSchema is ${bytes} bytes, over the limit of ${limits.maxSchemaBytes}`);
+  const output = tool.outputSchema;
+  if (output !== undefined) {
+    if (output.type !== 'object') return refuse('outputSchema must be an object schema ("type": "object")');
+    if (jsonDepth(output, limits.maxSchemaDepth) > limits.maxSchemaDepth) return refuse(`outputSchema is nested deeper than ${limits.maxSchemaDepth} levels`);
+    const outBytes = Buffer.byteLength(JSON.stringify(output), 'utf8');
+    if (outBytes > limits.maxSchemaBytes) return refuse(`outputSchema is ${outBytes} bytes, over the limit of ${limits.maxSchemaBytes}`);
+  }
   const examined: ExaminedOk = { ok: true, name: tool.name, text };
   if (tool.description !== undefined) examined.description = tool.description;
   if (keepSchema) examined.schema = schema;
+  if (tool.title !== undefined) examined.title = tool.title;
+  if (tool.annotations !== undefined) examined.annotations = tool.annotations;
+  if (output !== undefined) examined.outputSchema = output;
   return examined;
 }
 
 /** The `ToolSpec` of an examined tool, given its parsed schema. */
 export function toolSpecOf(examined: ExaminedOk, schema: Record<string, unknown>): ToolSpec {
   const spec: ToolSpec = { name: examined.name, inputSchema: schema };
+  if (examined.title !== undefined) spec.title = examined.title;
   if (examined.description !== undefined) spec.description = examined.description;
+  if (examined.annotations !== undefined) spec.annotations = examined.annotations;
+  if (examined.outputSchema !== undefined) spec.outputSchema = examined.outputSchema;
   return spec;
 }
 

@@ -238,6 +238,8 @@ export class PendingCalls {
     } else {
       const capture: Capture = { stdout, stderr, exitCode: result.exitCode };
       if (result.failure !== undefined) capture.failure = result.failure;
+      if (result.content !== undefined) capture.content = result.content;
+      if (result.structured !== undefined) capture.structured = result.structured;
       entry.settle(capture);
     }
     return true;

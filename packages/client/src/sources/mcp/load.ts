@@ -1,0 +1,42 @@
+/** Reading MCP server configuration from a file (DESIGN §7 "MCP servers"). */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { ManifestError } from '../../manifest/errors.js';
+import { MAX_MANIFEST_BYTES } from '../../manifest/load.js';
+import { type McpServerConfig, parseMcpServers } from './config.js';
+
+/**
+ * Read the MCP servers of a JSON file: its `mcpServers` object (`.mcp.json`,
+ * `claude_desktop_config.json`, read unchanged — other top-level keys are ignored) or its
+ * `mcp_servers` object (a toolwire manifest). See {@link parseMcpServers} for an entry's shape.
+ * `${TOOLWIRE_MANIFEST_DIR}` expands to the file's absolute directory; relative `cwd`s resolve there.
+ *
+ * @param optional a file without either key gives no servers (otherwise: an error)
+ * @returns servers by name, in document order (disabled ones left out)
+ * @throws ManifestError (unreadable, not JSON, larger than 4 MiB, or invalid) with a message starting `manifest <path>: `
+ */
+export async function loadMcpConfig(path: string, env: NodeJS.ProcessEnv = process.env, optional = false): Promise<Map<string, McpServerConfig>> {
+  const file = resolve(path);
+  let value: unknown;
+  try {
+    const bytes = await readFile(file);
+    if (bytes.length > MAX_MANIFEST_BYTES) throw new Error(`larger than ${MAX_MANIFEST_BYTES} bytes`);
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new ManifestError('', `cannot read an MCP config: ${(error as Error).message}`, path);
+  }
+  const doc = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+  const key = doc.mcpServers !== undefined ? 'mcpServers' : doc.mcp_servers !== undefined ? 'mcp_servers' : undefined;
+  if (doc.mcpServers !== undefined && doc.mcp_servers !== undefined) throw new ManifestError('mcp_servers', 'is given twice (mcpServers and mcp_servers)', path);
+  if (key === undefined) {
+    if (optional) return new Map();
+    throw new ManifestError('', 'has no "mcpServers" (or "mcp_servers") object', path);
+  }
+  try {
+    const baseDir = dirname(file);
+    return parseMcpServers(doc[key], key, baseDir, { ...env, TOOLWIRE_MANIFEST_DIR: baseDir });
+  } catch (error) {
+    if (error instanceof ManifestError) throw new ManifestError(error.keyPath, error.problem, path);
+    throw error;
+  }
+}

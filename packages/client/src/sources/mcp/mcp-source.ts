@@ -1,0 +1,262 @@
+/**
+ * An MCP server as a {@link ToolSource} (DESIGN §7 "MCP servers"). The host starts the server (a
+ * stdio child in its own process group, reaped with the host; or a Streamable HTTP endpoint),
+ * initializes it with the MCP client SDK within `startupTimeoutMs`, lists its tools (every page,
+ * up to `maxTools`) and serves them; the server stays up across calls. `notifications/tools/
+ * list_changed` lists them again. When the server dies or its connection closes, its tools leave
+ * at once (the host re-advertises), the calls in flight on it settle 69 with the reason ("MCP
+ * server fs exited with code 1"), and it is started again with full-jitter backoff; its tools
+ * return when it is back. A call's input goes to `tools/call` unchanged, with the call's deadline
+ * as the request timeout; a stop or deadline sends `notifications/cancelled` and the call ends
+ * 130/124 at once, whether or not the server answers. Progress notifications become the call's
+ * progress.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { CallToolResultSchema, ListToolsResultSchema, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { type Capture, failureCapture } from '@toolwire/protocol';
+import { capCapture } from '../../calls/capture-cap.js';
+import { Backoff } from '../../connection/backoff.js';
+import { withoutCredentials } from '../../subprocess/tool-env.js';
+import type { Logger } from '../../types.js';
+import { SOFTWARE_VERSION } from '../../version.js';
+import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
+import { McpDefaults, type McpServerConfig } from './config.js';
+import { StdioServerTransport } from './stdio-transport.js';
+import { captureOf, faceOf } from './tool-map.js';
+
+/** A tool of an MCP server: its advertised face and its name on the server. */
+export interface McpTool extends SourceTool {
+  /** The tool's name on the MCP server. */
+  readonly remote: string;
+  readonly hasOutputSchema: boolean;
+}
+
+/** What an {@link McpSource} needs from its host. Times in ms. */
+export interface McpSourceOptions {
+  /** The server's name (`[A-Za-z0-9_-]{1,64}`): tools are named `<name>_<tool>` unless `config.prefix` says otherwise. */
+  name: string;
+  config: McpServerConfig;
+  /** Working directory of a stdio server without a `cwd`. */
+  root: string;
+  /** SIGTERM → SIGKILL grace when the server is stopped. */
+  cancelGraceMs: number;
+  logger: Logger;
+  /** Restart backoff; default 250 → 30000 ms, full jitter. */
+  restart?: { baseMs: number; maxMs: number };
+}
+
+interface Live {
+  client: Client;
+  transport: Transport;
+  /** Calls in flight on this connection: each settles with the reason when it dies. */
+  calls: Set<(reason: string) => void>;
+  down: boolean;
+}
+
+/** One MCP server's tools. {@link start} once; {@link close} ends it. */
+export class McpSource implements ToolSource {
+  readonly label: string;
+  readonly #o: McpSourceOptions;
+  readonly #backoff: Backoff;
+  #tools: McpTool[] = [];
+  #live: Live | undefined;
+  #listener: (() => void) | undefined;
+  #restart: NodeJS.Timeout | undefined;
+  #closed = false;
+  #first: Promise<void> | undefined;
+
+  constructor(options: McpSourceOptions) {
+    this.#o = options;
+    this.label = `mcp:${options.name}`;
+    this.#backoff = new Backoff(options.restart ?? { baseMs: McpDefaults.restartBaseMs, maxMs: McpDefaults.restartMaxMs });
+  }
+
+  /** Start the server. Resolves after the first attempt, whether it came up or not (a failure is logged and retried). */
+  start(): Promise<void> {
+    this.#first ??= this.#connect();
+    return this.#first;
+  }
+
+  tools(): readonly SourceTool[] {
+    return this.#tools;
+  }
+
+  onChange(listener: () => void): void {
+    this.#listener = listener;
+  }
+
+  run(tool: SourceTool, input: unknown, { ctx, abort, settings }: SourceCall): RunStart {
+    const live = this.#live;
+    const name = this.#o.name;
+    if (live === undefined || live.down) return { capture: failureCapture('unavailable', `MCP server ${name} is not running`) };
+    const t = tool as McpTool;
+    const work = new Promise<Capture>((resolve) => {
+      const gone = (reason: string): void => resolve(failureCapture('unavailable', reason));
+      live.calls.add(gone);
+      live.client
+        .request({ method: 'tools/call', params: { name: t.remote, arguments: input as Record<string, unknown> } }, CallToolResultSchema, {
+          signal: abort.signal, // a stop or deadline sends notifications/cancelled and rejects at once
+          timeout: ctx.deadlineMs + settings.cancelGraceMs, // never the SDK's 60 s default; the call's own deadline fires first
+          onprogress: (p) => ctx.progress(p.message ?? (p.total !== undefined ? `${p.progress}/${p.total}` : String(p.progress))),
+        })
+        .then(
+          (result) => resolve(captureOf(result, t.hasOutputSchema)),
+          (error: unknown) => {
+            if (abort.aborted)
+              resolve(failureCapture('cancelled', 'cancelled')); // the call layer gives it the abort's outcome
+            else if (live.down) resolve(failureCapture('unavailable', this.#downReason(live)));
+            else resolve(failureCapture('host_error', `MCP server ${name} failed the call: ${error instanceof Error ? error.message : String(error)}`));
+          },
+        )
+        .finally(() => live.calls.delete(gone));
+    }).then((capture) => (ctx.output === undefined ? capCapture(capture, settings.capBytes) : ctx.output.close(capture)));
+    return { work };
+  }
+
+  /** Stop the server for good; calls in flight settle 69. Resolves when its process is gone. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearTimeout(this.#restart);
+    const live = this.#live;
+    this.#live = undefined;
+    if (live !== undefined) {
+      this.#down(live, `MCP server ${this.#o.name} stopped (tool host closing)`);
+      await live.client.close().catch(() => {});
+      await live.transport.close().catch(() => {});
+    }
+  }
+
+  async #connect(): Promise<void> {
+    if (this.#closed) return;
+    const o = this.#o;
+    const c = o.config;
+    const transport: Transport =
+      c.url !== undefined
+        ? new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers ?? {} } })
+        : new StdioServerTransport({
+            command: c.command!,
+            args: c.args ?? [],
+            cwd: c.cwd ?? o.root,
+            env: { ...withoutCredentials(process.env), ...c.env },
+            maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
+            killGraceMs: o.cancelGraceMs,
+          });
+    const client = new Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
+    const live: Live = { client, transport, calls: new Set(), down: false };
+    client.onclose = () => this.#died(live);
+    client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
+    const timeout = c.startupTimeoutMs ?? McpDefaults.startupTimeoutMs;
+    this.#live = live;
+    try {
+      await client.connect(transport, { timeout });
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
+      await this.#list(live, timeout, true);
+    } catch (error) {
+      if (live.down || this.#closed) return;
+      o.logger.error(
+        { server: o.name, err: error instanceof Error ? error.message : String(error) },
+        `toolwire: MCP server ${o.name} did not start: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      await this.#stop(live);
+      return;
+    }
+    this.#backoff.reset();
+    o.logger.info({ server: o.name, tools: this.#tools.length }, `toolwire: MCP server ${o.name} is up`);
+  }
+
+  /** List every page of tools (at most `maxTools`) and serve them. */
+  async #list(live: Live, timeout: number, first = false): Promise<void> {
+    const o = this.#o;
+    const max = o.config.maxTools ?? McpDefaults.maxTools;
+    const listed: Tool[] = [];
+    let cursor: string | undefined;
+    let more = 0;
+    try {
+      do {
+        const page = await live.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, { timeout });
+        for (const tool of page.tools) {
+          if (listed.length < max) listed.push(tool);
+          else more++;
+        }
+        cursor = listed.length < max ? page.nextCursor : undefined;
+        if (listed.length >= max && page.nextCursor !== undefined) more++;
+      } while (cursor !== undefined && !live.down);
+    } catch (error) {
+      if (first) throw error;
+      o.logger.warn({ server: o.name, err: String(error) }, `toolwire: MCP server ${o.name}: tools/list failed, its tools stay as they were`);
+      return;
+    }
+    if (live.down || this.#live !== live) return;
+    if (more > 0)
+      o.logger.warn({ server: o.name, maxTools: max }, `toolwire: MCP server ${o.name} lists more than ${max} tools; the rest are not served (max_tools)`);
+    this.#tools = this.#select(listed);
+    this.#listener?.();
+  }
+
+  #select(listed: readonly Tool[]): McpTool[] {
+    const { name, config, logger } = this.#o;
+    const prefix = config.prefix ?? `${name}_`;
+    const include = config.include === undefined ? undefined : new Set(config.include);
+    const exclude = new Set(config.exclude ?? []);
+    const tools: McpTool[] = [];
+    const seen = new Set<string>();
+    for (const tool of listed) {
+      if (typeof tool.name !== 'string' || (include !== undefined && !include.has(tool.name)) || exclude.has(tool.name) || seen.has(tool.name)) continue;
+      seen.add(tool.name);
+      const face = faceOf(`${prefix}${tool.name}`, tool);
+      if (typeof face === 'string') {
+        logger.warn(
+          { server: name, tool: tool.name.slice(0, 80) },
+          `toolwire: MCP server ${name}: tool ${JSON.stringify(tool.name.slice(0, 80))} not served: ${face}`,
+        );
+        continue;
+      }
+      tools.push({ name: face.name, spec: face, source: this, remote: tool.name, hasOutputSchema: face.outputSchema !== undefined });
+    }
+    return tools;
+  }
+
+  /** The connection closed (the server exited, or its HTTP session ended). */
+  #died(live: Live): void {
+    if (live.down) return;
+    const reason = this.#downReason(live);
+    this.#down(live, reason);
+    if (this.#closed || this.#live !== live) return;
+    this.#live = undefined;
+    const delay = this.#backoff.next();
+    this.#o.logger.warn({ server: this.#o.name, restartInMs: delay }, `toolwire: ${reason}; restarting in ${delay} ms`);
+    this.#restart = setTimeout(() => void this.#connect(), delay);
+  }
+
+  /** Its tools leave, its calls settle 69 with `reason`. */
+  #down(live: Live, reason: string): void {
+    live.down = true;
+    for (const settle of live.calls) settle(reason);
+    live.calls.clear();
+    if (this.#tools.length > 0) {
+      this.#tools = [];
+      this.#listener?.();
+    }
+  }
+
+  /** Close a connection that failed to start, then retry (its onclose schedules the restart). */
+  async #stop(live: Live): Promise<void> {
+    await live.client.close().catch(() => {});
+    await live.transport.close().catch(() => {});
+    this.#died(live);
+  }
+
+  #downReason(live: Live): string {
+    const name = this.#o.name;
+    if (!(live.transport instanceof StdioServerTransport)) return `MCP server ${name} closed its connection`;
+    const exit = live.transport.exit;
+    if (exit === undefined) return `MCP server ${name} closed its connection`;
+    const how =
+      exit.error !== undefined ? `could not start: ${exit.error.message}` : exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+    const tail = exit.stderr.trim().split('\n').pop();
+    return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
+  }
+}

@@ -1,0 +1,177 @@
+/**
+ * The MCP SDK `Transport` of a stdio MCP server as a tool host runs it (DESIGN §7 "MCP servers"):
+ * the server is spawned directly (no shell) `detached`, so it leads its own process group, and is
+ * registered with the host's orphan reaper (`subprocess/reaper.ts`) like a subprocess tool — when
+ * the host dies, even by SIGKILL, the reaper kills the group, and (Linux) every process that still
+ * carries its `TOOLWIRE_CALL_ID`, so no server or `npx` grandchild survives. Messages are JSON
+ * lines; a line longer than `maxMessageBytes` ends the server (it is killed, the source restarts
+ * it). A line that is not a JSON-RPC message is reported to `onerror` and skipped. The last
+ * stderr lines are kept (bounded) for the reason of a death.
+ */
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { killGroup } from '../../subprocess/process-group.js';
+import { forgetGroup, toolStarting } from '../../subprocess/reaper.js';
+
+/** Bytes of the server's stderr kept (its tail) for the reason of a death. */
+const STDERR_TAIL_BYTES = 2048;
+
+/** How long stdout is still read after the server exited, ms. */
+const DRAIN_MS = 200;
+
+/** What to run. */
+export interface StdioLaunch {
+  command: string;
+  args: string[];
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** Largest message line, bytes. */
+  maxMessageBytes: number;
+  /** SIGTERM → SIGKILL grace when closed, ms. */
+  killGraceMs: number;
+}
+
+/** How the server process ended: exit code or signal, or why it never started. */
+export interface StdioExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  error?: Error;
+  /** The last bytes it wrote to stderr (UTF-8, at most 2 KiB). */
+  stderr: string;
+}
+
+/** A stdio MCP server process as an SDK transport. */
+export class StdioServerTransport implements Transport {
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: ((message: JSONRPCMessage) => void) | undefined;
+  readonly #launch: StdioLaunch;
+  #child: ChildProcessWithoutNullStreams | undefined;
+  #pid: number | undefined;
+  #exit: StdioExit | undefined;
+  #stderr = '';
+  #closed = false;
+  #killTimer: NodeJS.Timeout | undefined;
+
+  constructor(launch: StdioLaunch) {
+    this.#launch = launch;
+  }
+
+  /** The server's process group (its pid), once started. */
+  get pid(): number | undefined {
+    return this.#pid;
+  }
+
+  /** How it ended, once it did. */
+  get exit(): StdioExit | undefined {
+    return this.#exit;
+  }
+
+  start(): Promise<void> {
+    const l = this.#launch;
+    const id = `mcp-${randomBytes(9).toString('base64url')}`;
+    const started = toolStarting(id); // the reaper learns of the server before it runs
+    return new Promise<void>((resolve, reject) => {
+      let child: ChildProcessWithoutNullStreams;
+      try {
+        child = spawn(l.command, l.args, { cwd: l.cwd, env: { ...l.env, TOOLWIRE_CALL_ID: id }, shell: false, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      } catch (error) {
+        started(undefined);
+        reject(error instanceof Error ? error : new Error(String(error)));
+        return;
+      }
+      this.#child = child;
+      child.on('error', (error) => {
+        if (child.pid !== undefined) return; // a failed kill changes nothing
+        started(undefined);
+        this.#ended({ code: null, signal: null, error, stderr: '' });
+        reject(error);
+      });
+      if (child.pid === undefined) return; // 'error' follows
+      this.#pid = child.pid;
+      started(child.pid);
+      const buffer = new ReadBuffer({ maxBufferSize: l.maxMessageBytes });
+      child.stdout.on('data', (chunk: Buffer) => this.#read(buffer, chunk));
+      child.stderr.on('data', (chunk: Buffer) => {
+        this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
+      });
+      for (const s of [child.stdin, child.stdout, child.stderr]) s.on('error', () => {}); // EPIPE, a destroyed pipe
+      child.on('exit', (code, signal) => {
+        // What it wrote last may still be in the pipe: read stdout to its end (bounded: a grandchild may hold it).
+        const end = (): void => this.#ended({ code, signal, stderr: this.#stderr });
+        if (child.stdout.readableEnded) return end();
+        const timer = setTimeout(end, DRAIN_MS);
+        child.stdout.once('end', () => {
+          clearTimeout(timer);
+          end();
+        });
+      });
+      resolve();
+    });
+  }
+
+  #read(buffer: ReadBuffer, chunk: Buffer): void {
+    if (this.#exit !== undefined) return;
+    try {
+      buffer.append(chunk);
+    } catch {
+      this.onerror?.(new Error(`sent a message longer than ${this.#launch.maxMessageBytes} bytes`));
+      this.#kill('SIGKILL');
+      return;
+    }
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = buffer.readMessage();
+      } catch (error) {
+        this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
+        continue;
+      }
+      if (message === null) return;
+      this.onmessage?.(message);
+    }
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.#child?.stdin;
+    if (stdin === undefined || this.#exit !== undefined || stdin.destroyed) return Promise.reject(new Error('the MCP server is not running'));
+    return new Promise<void>((resolve) => {
+      // Resolve at once when the pipe takes it; else when it drained (backpressure on a slow reader).
+      if (stdin.write(serializeMessage(message))) resolve();
+      else stdin.once('drain', resolve);
+    });
+  }
+
+  /** Stop the server: SIGTERM to its group, SIGKILL after the grace; resolves when it exited. */
+  close(): Promise<void> {
+    if (this.#exit !== undefined || this.#child === undefined) {
+      this.#ended(this.#exit ?? { code: null, signal: null, stderr: this.#stderr });
+      return Promise.resolve();
+    }
+    const child = this.#child;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.stdin.end();
+    this.#kill('SIGTERM');
+    this.#killTimer = setTimeout(() => this.#kill('SIGKILL'), this.#launch.killGraceMs);
+    this.#killTimer.unref();
+    return exited;
+  }
+
+  #kill(signal: NodeJS.Signals): void {
+    killGroup(this.#pid, signal);
+  }
+
+  #ended(exit: StdioExit): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#exit = exit;
+    clearTimeout(this.#killTimer);
+    killGroup(this.#pid, 'SIGKILL'); // what is left of its group (grandchildren)
+    forgetGroup(this.#pid);
+    for (const s of [this.#child?.stdin, this.#child?.stdout, this.#child?.stderr]) s?.destroy();
+    this.onclose?.();
+  }
+}
