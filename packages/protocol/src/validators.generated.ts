@@ -2080,7 +2080,7 @@ vErrors.push(err6);
 errors++;
 }
 for(const key0 in data){
-if(!(func4.call(schema19.properties, key0))){
+if(!(func5.call(schema19.properties, key0))){
 const err7 = {instancePath,schemaPath:"#/additionalProperties",keyword:"additionalProperties",params:{additionalProperty: key0},message:"must NOT have additional properties"};
 if(vErrors === null){
 vErrors = [err7];
