@@ -77,6 +77,11 @@ export interface ExecuteRequest {
   signal?: AbortSignal;
   /** The call's live output as it arrives (see `RoutedCall.onOutput`: order, backpressure, throws). */
   onOutput?: OutputListener;
+  /**
+   * Why the input cannot reach the tool unchanged, found by the caller's transport (e.g. the MCP door
+   * finds a `__proto__` key): the call completes with 65 and this reason, recorded, nothing routed.
+   */
+  inputError?: string;
 }
 
 /** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
@@ -189,7 +194,7 @@ export class Executor {
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
-      const invalid = this.#validate(name, input);
+      const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
       if (record) await this.#write('input.json', () => record.writeInput(agent, id, name, input), agent, id);
       let capture: Capture;
