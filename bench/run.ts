@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
-import { liveScenario } from './live.js';
+import { liveReport, liveScenario } from './live.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -133,13 +133,8 @@ try {
     }
     if (wanted('live')) {
       // Not in the default set (about a minute): `--only live`.
-      const l = await liveScenario(quick ? 1 : 3, quick ? 32 * 1024 * 1024 : 200 * 1024 * 1024);
-      const mib = (kib: number) => (kib / 1024).toFixed(0);
-      log(
-        `run ${run} live: ${l.bytes / 1024 / 1024} MiB streamed host → server ${l.toolwireMiBps.toFixed(0)} MiB/s, spawn floor ${l.floorMiBps.toFixed(0)} MiB/s, ` +
-          `ratio ${l.ratio.toFixed(2)} × floor (pairs ${l.pairs.map((p) => (p.floorMs / p.toolwireMs).toFixed(2)).join(' ')}); ` +
-          `peak RSS server ${mib(l.serverPeakRssKiB)} MiB (idle ${mib(l.serverIdleRssKiB)}), host ${mib(l.hostPeakRssKiB)} MiB (idle ${mib(l.hostIdleRssKiB)}), spawn helper ${mib(l.helperPeakRssKiB)} MiB`,
-      );
+      const l = await liveScenario(quick);
+      log(liveReport(run, l));
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
     }
     if (wanted('cli')) {

@@ -136,11 +136,12 @@ export class HeadTailBuffer {
 
   /** The kept bytes; when anything was dropped, head + marker line (labelled `label`) + tail. */
   bytes(label: string): Uint8Array {
+    if (this.#total === this.#headLen + this.#tailLen && this.#total <= this.#head + this.#tail) {
+      // Nothing dropped: one copy of every chunk, not head and tail first (a kept capture can be large).
+      return Buffer.concat([...this.#headChunks, ...this.#tailChunks], this.#total);
+    }
     const head = Buffer.concat(this.#headChunks);
     let tail = Buffer.concat(this.#tailChunks);
-    if (this.#headLen + tail.length <= this.#head + this.#tail && this.#total === this.#headLen + tail.length) {
-      return Buffer.concat([head, tail]);
-    }
     if (tail.length > this.#tail) tail = tail.subarray(tail.length - this.#tail);
     const lines = this.#lines + (this.#last !== NEWLINE ? 1 : 0);
     return joinHeadTail(head, tail, label, this.#total, lines);

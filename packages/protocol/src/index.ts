@@ -29,3 +29,4 @@ export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, e
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer } from './coalesce.js';
 export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';
+export { type OutputFrame, OUTPUT_FRAME_KIND, MAX_OUTPUT_FRAME_SEQ, encodeOutputFrame, decodeOutputFrame, outputFrameHeaderBytes } from './output-frame.js';

@@ -43,6 +43,13 @@ export interface RoutedCall {
    * or a rejection is logged and never affects the call.
    */
   onOutput?: OutputListener;
+  /**
+   * Progress (DESIGN §5): called when the call's tool says how far it got without writing output
+   * (an in-process tool's `ctx.progress(message)`, protocol 2), with its message (one line, at most
+   * 256 characters) or `undefined`. Never after the call settled; a throw is logged and never affects
+   * the call. A host that does not stream never calls it.
+   */
+  onProgress?: ProgressListener;
 }
 
 /** One piece of a running call's output (see {@link RoutedCall.onOutput}). */
@@ -56,6 +63,9 @@ export interface OutputChunk {
 
 /** A consumer of live output: see {@link RoutedCall.onOutput}. */
 export type OutputListener = (chunk: OutputChunk) => void | Promise<void>;
+
+/** A consumer of a call's progress messages: see {@link RoutedCall.onProgress}. */
+export type ProgressListener = (message: string | undefined) => void;
 
 /**
  * What a router produced (seed: `RoutedCapture`): stdout, stderr, exit code — plus an optional

@@ -71,6 +71,25 @@ describe('notifications/progress (MCP progress)', () => {
     expect(progress.at(-1)!.progress).toBeLessThanOrEqual(8 * 'line N\n'.length);
   });
 
+  it("passes a host's progress message on as the progress message (an in-process tool's ctx.progress), until newer output", async () => {
+    const info = await startServer();
+    const host = await streamingHost(info, async (call) => {
+      host.send({ type: 'progress', id: call.id, message: 'compiling 3/7' });
+      await tick(100); // the tool's own pace: output within the 250 ms gap after the message
+      await call.write('stdout', 'line a\n');
+      await tick(500); // past the gap: the next output is notified at once
+      await call.write('stdout', 'line b\n');
+      await tick(100);
+      call.end(0);
+    });
+    const client = await sdkClient(info);
+    const progress: Progress[] = [];
+    const result = await client.callTool({ name: 'alpha__slow', arguments: {} }, undefined, { onprogress: (p) => void progress.push(p) });
+    expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: 'line a\nline b\n' });
+    expect(progress.map((p) => p.message)).toEqual(['compiling 3/7', 'line b']);
+    expect(progress[1]!.progress).toBeGreaterThan(progress[0]!.progress);
+  });
+
   it('keeps a silent 30 s tool alive: SDK client, 10 s request timeout, resetTimeoutOnProgress → the call completes', { timeout: 60_000 }, async () => {
     const info = await startServer(); // progressIntervalMs: the default, 5000
     const host = new ToolHost({ server: info.url, token: HOST_TOKEN, reconnect: false });

@@ -3,9 +3,9 @@
  * 127.0.0.1:0 with the host endpoint, a raw protocol-2 tool host (`streaming-host.ts`) and
  * `router.route()` with an `onOutput` consumer, as the executor calls it.
  */
-import { headTail } from '@toolwire/protocol';
+import { encodeOutputFrame, headTail } from '@toolwire/protocol';
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import type { OutputChunk, RoutedCall } from '../src/seam.js';
 import { ALPHA_TOKEN, type Harness, SLOW, recordingLogger, routedCall, startEndpoint, teardown, text, waitFor } from './endpoint.harness.js';
@@ -15,10 +15,15 @@ const hosts: StreamingHost[] = [];
 afterEach(async () => {
   for (const host of hosts.splice(0)) host.ws.terminate();
   await teardown();
+  frameKind = 'binary';
 });
 
+/** Chunks travel as binary `output` frames (the tool host's) and as JSON `output` messages; both are checked alike. */
+const FRAMES = ['binary', 'json'] as const;
+let frameKind: (typeof FRAMES)[number] = 'binary';
+
 async function connect(h: Harness, options: Partial<StreamingHostOptions> = {}): Promise<StreamingHost> {
-  const host = await StreamingHost.connect(h.url, { token: ALPHA_TOKEN, tools: [SLOW], ...options });
+  const host = await StreamingHost.connect(h.url, { token: ALPHA_TOKEN, tools: [SLOW], frames: frameKind, ...options });
   hosts.push(host);
   return host;
 }
@@ -67,7 +72,8 @@ describe('negotiation', () => {
   });
 });
 
-describe('chunks and capture', () => {
+describe.each(FRAMES)('chunks and capture (%s frames)', (frames) => {
+  beforeEach(() => void (frameKind = frames));
   it('hands chunks to the consumer in order and builds the capture from the chunks and the result remainder', async () => {
     const h = await startEndpoint();
     const host = await connect(h);
@@ -210,7 +216,8 @@ describe('flow control', () => {
   });
 });
 
-describe('faults', () => {
+describe.each(FRAMES)('faults (%s frames)', (frames) => {
+  beforeEach(() => void (frameKind = frames));
   it('fails the call 76 for a chunk with the wrong seq (out of order), session kept', async () => {
     const h = await startEndpoint();
     const host = await connect(h);
@@ -306,7 +313,8 @@ describe('faults', () => {
   });
 });
 
-describe('stop, deadline and disconnect mid-stream', () => {
+describe.each(FRAMES)('stop, deadline and disconnect mid-stream (%s frames)', (frames) => {
+  beforeEach(() => void (frameKind = frames));
   it('a stop whose host never answers settles 130 at the grace with the streamed part, and the consumer gets the reason line last', async () => {
     const h = await startEndpoint({ cancelGraceMs: 100 });
     const host = await connect(h);
@@ -345,5 +353,73 @@ describe('stop, deadline and disconnect mid-stream', () => {
     const capture = (await pending)!;
     expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
     expect(text(capture.stdout)).toBe('before the crash\n');
+  });
+});
+
+describe('binary output frames', () => {
+  it('a binary frame with an unknown stream or no bytes fails the call it names 76; one naming no call is counted; the session is kept', async () => {
+    const { logger, entries } = recordingLogger();
+    const h = await startEndpoint({ logger });
+    const host = await connect(h);
+    const frame = (id: string, stream: number, data: string): Buffer => {
+      const f = encodeOutputFrame(id, 'stdout', 0, [Buffer.from(data || 'x')], Math.max(1, data.length));
+      f[1] = stream;
+      return data === '' ? f.subarray(0, f.length - 1) : f;
+    };
+    const first = await start(h, host);
+    host.sendBinary(frame(first.wire.id, 3, 'x'));
+    expect(text((await first.pending)!.stderr)).toMatch(/wrong-shape frame: binary output frame: unknown stream 3/);
+    const second = await start(h, host);
+    host.sendBinary(frame(second.wire.id, 1, ''));
+    expect(text((await second.pending)!.stderr)).toMatch(/binary output frame: empty chunk/);
+    host.sendBinary(Buffer.from([0x02, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0x61, 0x62]));
+    await waitFor(() => entries.some((e) => /unknown kind 2/.test(JSON.stringify(e.obj))), 'the unknown kind logged');
+    expect(host.ws.readyState).toBe(WebSocket.OPEN);
+    const third = await start(h, host);
+    await third.wire.write('stdout', 'still fine\n');
+    third.wire.end(0);
+    expect(text((await third.pending)!.stdout)).toBe('still fine\n');
+  });
+
+  it('a binary frame on a protocol-1 session closes it 1003, as before (its calls settle 76)', async () => {
+    const h = await startEndpoint();
+    const host = await connect(h, { v1: true });
+    const { pending, wire } = await start(h, host);
+    const closed = new Promise<number>((resolve) => host.ws.once('close', (code) => resolve(code)));
+    host.sendBinary(encodeOutputFrame(wire.id, 'stdout', 0, [Buffer.from('x')], 1));
+    expect(await closed).toBe(1003);
+    expect((await pending)!.exitCode).toBe(76);
+  });
+});
+
+describe('progress', () => {
+  it('passes a progress message to the call (RoutedCall.onProgress), drops one for an unknown call, survives a throwing consumer, and faults it on a v1 session', async () => {
+    const { logger, entries } = recordingLogger();
+    const h = await startEndpoint({ logger });
+    const host = await connect(h);
+    const notes: (string | undefined)[] = [];
+    const { pending, wire } = await start(h, host, { onProgress: (m) => void notes.push(m) });
+    host.send({ type: 'progress', id: wire.id, message: 'step 1' });
+    host.send({ type: 'progress', id: wire.id });
+    host.send({ type: 'progress', id: 'no-such-call', message: 'who?' });
+    await waitFor(() => notes.length === 2, 'both progress messages');
+    expect(notes).toEqual(['step 1', undefined]);
+    await waitFor(() => entries.some((e) => e.msg === 'progress for an unknown or settled call dropped'), 'the unknown one logged');
+    wire.end(0, { stdout: 'ok' });
+    expect(text((await pending)!.stdout)).toBe('ok');
+    const throwing = await start(h, host, {
+      onProgress: () => {
+        throw new Error('consumer bug');
+      },
+    });
+    host.send({ type: 'progress', id: throwing.wire.id, message: 'a' });
+    host.send({ type: 'progress', id: throwing.wire.id, message: 'b' });
+    throwing.wire.end(0, { stdout: 'still ok' });
+    expect(text((await throwing.pending)!.stdout)).toBe('still ok');
+    expect(entries.filter((e) => e.msg === 'progress consumer threw; the call goes on')).toHaveLength(1);
+    const v1 = await connect(h, { v1: true });
+    const old = await start(h, v1);
+    v1.send({ type: 'progress', id: old.wire.id, message: 'x' });
+    expect(text((await old.pending)!.stderr)).toMatch(/progress on a protocol 1 connection/);
   });
 });

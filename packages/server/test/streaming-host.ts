@@ -6,7 +6,7 @@
  * `streamed` and whatever bytes were not streamed. Frames can also be sent by hand (`send`).
  */
 import { once } from 'node:events';
-import { type CallMessage, type ServerMessage, type ToolSpec, type WelcomeMessage, toWire } from '@toolwire/protocol';
+import { type CallMessage, type ServerMessage, type ToolSpec, type WelcomeMessage, encodeOutputFrame, toWire } from '@toolwire/protocol';
 import { WebSocket } from 'ws';
 
 /** One call as the script sees it. */
@@ -58,10 +58,13 @@ export class StreamingCall {
     }
   }
 
-  /** Send one `output` frame with the next seq, ignoring the window. */
+  /** Send one `output` frame (binary, or JSON with `frames: 'json'`) with the next seq, ignoring the window. */
   sendChunk(stream: 'stdout' | 'stderr', chunk: Uint8Array, seq = this.seq): void {
-    const wire = toWire(chunk);
-    this.#host.send({ type: 'output', id: this.id, stream, seq, data: wire.text, ...(wire.encoding && { encoding: wire.encoding }) });
+    if (this.#host.frames === 'binary') this.#host.sendBinary(encodeOutputFrame(this.id, stream, seq, [chunk], chunk.length));
+    else {
+      const wire = toWire(chunk);
+      this.#host.send({ type: 'output', id: this.id, stream, seq, data: wire.text, ...(wire.encoding && { encoding: wire.encoding }) });
+    }
     this.seq = seq + 1;
     this.streamed[stream] += chunk.length;
   }
@@ -101,6 +104,8 @@ export interface StreamingHostOptions {
   onCall?: (call: StreamingCall) => void | Promise<void>;
   /** Offer only protocol 1 (an older host). Default false (offers v2 and v1). */
   v1?: boolean;
+  /** How chunks travel: binary `output` frames (default, as the tool host sends them) or JSON `output` messages. */
+  frames?: 'binary' | 'json';
 }
 
 /** A raw protocol-2 tool host on `url`. */
@@ -108,7 +113,7 @@ export class StreamingHost {
   readonly ws: WebSocket;
   readonly calls = new Map<string, StreamingCall>();
   /** Every frame received, in order. */
-  readonly frames: ServerMessage[] = [];
+  readonly received: ServerMessage[] = [];
   welcome!: WelcomeMessage;
   readonly #options: StreamingHostOptions;
 
@@ -126,7 +131,7 @@ export class StreamingHost {
     const done = new Promise<void>((resolve) => (advertised = resolve));
     ws.on('message', (data: Buffer) => {
       const message = JSON.parse(data.toString('utf8')) as ServerMessage;
-      host.frames.push(message);
+      host.received.push(message);
       if (message.type === 'welcome') {
         host.welcome = message;
         host.send({ type: 'advertise', tools: options.tools });
@@ -137,6 +142,16 @@ export class StreamingHost {
     host.send({ type: 'hello', protocol: ws.protocol === 'toolwire.v2' ? 2 : 1, software: 'streaming-host (test)' });
     await done;
     return host;
+  }
+
+  /** How this host's chunks travel. */
+  get frames(): 'binary' | 'json' {
+    return this.#options.frames ?? 'binary';
+  }
+
+  /** Send one binary frame. */
+  sendBinary(frame: Uint8Array): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(frame);
   }
 
   /** Send one frame as JSON. */

@@ -72,7 +72,7 @@ function hostFailed(error: unknown): Capture {
  * answered at most once; results of a session whose connection is gone are dropped.
  */
 export class CallSession {
-  readonly #send: (frame: string) => boolean;
+  readonly #send: (frame: string | Uint8Array) => boolean;
   readonly #lookup: (name: string) => RunnableTool | undefined;
   readonly #settings: CallSettings;
   readonly #maxPayload: number;
@@ -83,12 +83,12 @@ export class CallSession {
   readonly #output: OutputChannel;
 
   /**
-   * @param send sends one encoded frame (its JSON text) on this session's connection; returns false when it is gone
+   * @param send sends one encoded frame (JSON text, or a binary `output` frame) on this session's connection; returns false when it is gone
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    * @param offer the server's `welcome.output` (protocol 2: it takes live output); `undefined`: every call's output travels in its result
    */
   constructor(
-    send: (frame: string) => boolean,
+    send: (frame: string | Uint8Array) => boolean,
     maxPayload: number,
     lookup: (name: string) => RunnableTool | undefined,
     settings: CallSettings,

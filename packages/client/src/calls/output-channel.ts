@@ -16,34 +16,32 @@ import { type OutputLink, StreamingOutput } from './streaming-output.js';
  */
 export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
 
-/** Bytes of an `output` frame kept free of data (type, id, stream, seq, encoding). */
+/** Bytes of an `output` frame kept free of data (its header: kind, stream, seq, call id of at most 512 bytes). */
 const FRAME_RESERVE_BYTES = 1024;
 
 /** The calls' outputs of one connection. */
 export class OutputChannel implements OutputLink {
-  readonly #send: (frame: string) => boolean;
+  readonly #send: (frame: string | Uint8Array) => boolean;
   readonly #offer: WelcomeOutput | undefined;
   readonly #capBytes: number;
   readonly #logger: Logger;
   readonly #streams = new Map<string, StreamingOutput>();
   readonly chunkBytes: number;
-  readonly maxPayload: number;
   readonly maxWindowBytes = MAX_WINDOW_BYTES;
 
   /**
-   * @param send sends one encoded frame on the connection; false when it is gone
+   * @param send sends one encoded frame (JSON text or binary) on the connection; false when it is gone
    * @param offer the server's `welcome.output`; `undefined`: no live output (every call buffered)
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    * @param capBytes the per-stream capture cap, bytes (`captureCapBytes`)
    */
-  constructor(send: (frame: string) => boolean, offer: WelcomeOutput | undefined, maxPayload: number, capBytes: number, logger: Logger) {
+  constructor(send: (frame: string | Uint8Array) => boolean, offer: WelcomeOutput | undefined, maxPayload: number, capBytes: number, logger: Logger) {
     this.#send = send;
     this.#offer = offer;
     this.#capBytes = capBytes;
     this.#logger = logger;
-    this.maxPayload = maxPayload;
-    // A chunk's frame fits `maxPayload` even as base64 (4 bytes per 3).
-    const fit = Math.floor((Math.max(0, maxPayload - FRAME_RESERVE_BYTES) * 3) / 4);
+    // A chunk's binary frame (header + bytes) fits `maxPayload`.
+    const fit = maxPayload - FRAME_RESERVE_BYTES;
     this.chunkBytes = Math.max(1, Math.min(offer?.maxChunkBytes ?? 1, fit));
   }
 
@@ -70,7 +68,7 @@ export class OutputChannel implements OutputLink {
     output.credit(message.bytes);
   }
 
-  send(frame: string): boolean {
+  send(frame: string | Uint8Array): boolean {
     return this.#send(frame);
   }
 

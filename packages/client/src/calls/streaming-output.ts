@@ -15,18 +15,15 @@
  *   `result`; nothing waits for credit any more. {@link StreamingOutput.take} does the same and
  *   closes. What the result carries is never sent twice.
  */
-import type { OutputMessage } from '@toolwire/protocol';
-import { encodeMessage, type HeadTailBuffer, toWire } from '@toolwire/protocol';
+import { encodeMessage, encodeOutputFrame, type HeadTailBuffer } from '@toolwire/protocol';
 import { BaseOutput, type OutputStreamName, type ReadGate, type StreamedCounts, WRITABLE } from './output-sink.js';
 
 /** What a streaming call needs from its connection (one per connection: `output-channel.ts`). */
 export interface OutputLink {
-  /** Sends one encoded frame; false when the connection is gone. */
-  send(frame: string): boolean;
+  /** Sends one encoded frame (JSON text, or a binary `output` frame); false when the connection is gone. */
+  send(frame: string | Uint8Array): boolean;
   /** Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`). */
   readonly chunkBytes: number;
-  /** The server's `maxPayload`, bytes. */
-  readonly maxPayload: number;
   /** Most window a call holds at once, bytes (see `MAX_WINDOW_BYTES`). */
   readonly maxWindowBytes: number;
   /** The call no longer takes credit. */
@@ -180,15 +177,16 @@ export class StreamingOutput extends BaseOutput {
       }
       this.#pendingBytes -= n;
       this.#window -= n;
-      this.#sendChunk(stream, parts.length === 1 ? parts[0]! : Buffer.concat(parts, n));
+      this.#sendChunk(stream, parts, n);
     }
     if (this.#waiting !== undefined && this.#pendingBytes <= this.#window) this.#release();
   };
 
-  #sendChunk(stream: OutputStreamName, bytes: Uint8Array): void {
-    if (stream === 'stdout') this.#sentStdout += bytes.length;
-    else this.#sentStderr += bytes.length;
-    this.#link.send(outputFrame(this.#id, stream, this.#seq++, bytes, this.#link.maxPayload));
+  /** One chunk of `bytes` (the `parts` in order) as a binary `output` frame: the parts are copied once, into the frame. */
+  #sendChunk(stream: OutputStreamName, parts: Uint8Array[], bytes: number): void {
+    if (stream === 'stdout') this.#sentStdout += bytes;
+    else this.#sentStderr += bytes;
+    this.#link.send(encodeOutputFrame(this.#id, stream, this.#seq++, parts, bytes));
   }
 
   /** Move what waits into the remainder (the call ends: no more chunks for it). */
@@ -217,19 +215,6 @@ export class StreamingOutput extends BaseOutput {
     this.#progressAt = performance.now();
     this.#link.send(encodeMessage({ type: 'progress', id: this.#id, ...next }));
   };
-}
-
-/**
- * The `output` frame of one chunk: the bytes as UTF-8 text when valid, else base64; text whose JSON
- * escaping would overflow `maxPayload` (control characters: 6 bytes each) goes as base64 instead.
- */
-export function outputFrame(id: string, stream: OutputStreamName, seq: number, bytes: Uint8Array, maxPayload: number): string {
-  const wire = toWire(bytes);
-  const message: OutputMessage = { type: 'output', id, stream, seq, data: wire.text };
-  if (wire.encoding !== undefined) message.encoding = wire.encoding;
-  const frame = encodeMessage(message);
-  if (wire.encoding !== undefined || frame.length * 3 <= maxPayload || Buffer.byteLength(frame) <= maxPayload) return frame;
-  return encodeMessage({ ...message, data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('base64'), encoding: 'base64' });
 }
 
 /** Most characters of a `progress` message (the schema's limit). */

@@ -198,8 +198,11 @@ export class HostSocket {
     return true;
   }
 
-  /** Send one already encoded message (its JSON text) as a text frame; `false` (nothing sent) when the socket is not open. */
-  sendFrame(frame: string): boolean {
+  /**
+   * Send one already encoded message: its JSON text as a text frame, or a binary `output` frame
+   * (protocol 2); `false` (nothing sent) when the socket is not open.
+   */
+  sendFrame(frame: string | Uint8Array): boolean {
     if (!this.isOpen) return false;
     this.#coalescer?.hold(frame.length);
     this.#ws.send(frame, this.#onSent);

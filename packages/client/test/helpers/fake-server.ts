@@ -16,7 +16,9 @@ import {
   type ServerMessage,
   type WelcomeMessage,
   type WelcomeOutput,
+  decodeOutputFrame,
   fromWire,
+  toWire,
 } from '@toolwire/protocol';
 import { WebSocket, WebSocketServer } from 'ws';
 
@@ -67,8 +69,8 @@ export class FakeConnection {
   ) {
     ws.on('error', () => {});
     this.closed = once(ws, 'close').then(([code, reason]) => ({ code: code as number, reason: String(reason) }));
-    ws.on('message', (data: Buffer) => {
-      const message = JSON.parse(String(data)) as HostMessage;
+    ws.on('message', (data: Buffer, isBinary: boolean) => {
+      const message = isBinary ? binaryOutput(data, this.violations) : (JSON.parse(String(data)) as HostMessage);
       this.frames.push(message);
       if (message.type === 'output') this.#onOutput(message);
       else if (message.type === 'result') this.#onResult(message);
@@ -265,4 +267,21 @@ export class FakeServer {
       }
     })();
   }
+}
+
+/**
+ * A binary `output` frame (protocol 2) as the JSON `output` message it stands for (`data` as UTF-8
+ * text or base64, as `toWire` gives it), so tests compare chunks one way whichever frame carried them.
+ */
+function binaryOutput(data: Buffer, violations: string[]): OutputMessage {
+  const decoded = decodeOutputFrame(data);
+  if (!decoded.ok) {
+    violations.push(`bad binary frame: ${decoded.error.reason}`);
+    return { type: 'output', id: decoded.error.id ?? '?', stream: 'stdout', seq: -1, data: '' };
+  }
+  const { id, stream, seq, bytes } = decoded.message;
+  const wire = toWire(bytes);
+  const message: OutputMessage = { type: 'output', id, stream, seq, data: wire.text };
+  if (wire.encoding !== undefined) message.encoding = wire.encoding;
+  return message;
 }

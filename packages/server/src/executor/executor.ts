@@ -18,7 +18,7 @@ import { type Capture, failureCapture } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
 import { checkInput, compileInputSchema } from '../registry/schema-cache.js';
-import type { InjectedTool, OutputListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { InjectedTool, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
 import { type Envelope, envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
@@ -77,6 +77,8 @@ export interface ExecuteRequest {
   signal?: AbortSignal;
   /** The call's live output as it arrives (see `RoutedCall.onOutput`: order, backpressure, throws). */
   onOutput?: OutputListener;
+  /** The call's progress messages as they arrive (see `RoutedCall.onProgress`). */
+  onProgress?: ProgressListener;
   /**
    * Why the input cannot reach the tool unchanged, found by the caller's transport (e.g. the MCP door
    * finds a `__proto__` key): the call completes with 65 and this reason, recorded, nothing routed.
@@ -206,6 +208,7 @@ export class Executor {
         const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
+        if (req.onProgress !== undefined) call.onProgress = req.onProgress;
         capture = await this.#route(call);
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
@@ -291,6 +294,7 @@ function checkRequest(req: ExecuteRequest): void {
     throw new TypeError('execute: grant must be an array of tool names');
   }
   if (req.onOutput !== undefined && typeof req.onOutput !== 'function') throw new TypeError('execute: onOutput must be a function');
+  if (req.onProgress !== undefined && typeof req.onProgress !== 'function') throw new TypeError('execute: onProgress must be a function');
   if (req.deadlineMs !== undefined && (!Number.isInteger(req.deadlineMs) || req.deadlineMs <= 0)) {
     throw new RangeError(`execute: deadlineMs must be a positive integer (ms), got ${req.deadlineMs}`);
   }

@@ -6,8 +6,8 @@
  *   every `progressIntervalMs` (default 5000) even when the tool is silent, and on output at most
  *   every {@link PROGRESS_MIN_GAP_MS}. `progress` is the bytes of output so far (stdout + stderr),
  *   raised to one more than the last notification's when nothing arrived meanwhile (MCP asks that it
- *   grow with each notification); `message` is the last non-empty line of output, at most
- *   {@link MESSAGE_CHARS} characters. Clients that reset their request timeout on progress (the
+ *   grow with each notification); `message` is the tool's own progress message (`ctx.progress`, until
+ *   newer output arrives), else the last non-empty line of output, at most {@link MESSAGE_CHARS} characters. Clients that reset their request timeout on progress (the
  *   SDK's `resetTimeoutOnProgress`) keep waiting for a long call.
  * - **Output** (a toolwire extension) — when `_meta["toolwire/stream"]` is `true`, each chunk is
  *   sent as `notifications/toolwire/output` `{stream, seq, data, encoding?}` (`data` UTF-8 text, or
@@ -62,10 +62,15 @@ export function lastLine(recent: Uint8Array): string | undefined {
   for (let i = lines.length - 1; i >= 0; i--) {
     const line = lines[i]!.replace(/\r$/, '').trim();
     if (line.length === 0) continue;
-    const chars = [...line];
-    return chars.length > MESSAGE_CHARS ? `${chars.slice(0, MESSAGE_CHARS - 1).join('')}…` : line;
+    return cut(line);
   }
   return undefined;
+}
+
+/** `text` at most {@link MESSAGE_CHARS} characters (longer: cut, with `…`). */
+function cut(text: string): string {
+  const chars = [...text];
+  return chars.length > MESSAGE_CHARS ? `${chars.slice(0, MESSAGE_CHARS - 1).join('')}…` : text;
 }
 
 /** One `tools/call`'s progress and output notifications. Made by {@link liveOutput}. */
@@ -76,6 +81,10 @@ export class LiveOutput {
   #progress = -1;
   #lastSentAt = 0;
   #recent: Buffer = Buffer.alloc(0);
+  /** The tool's last progress message (`ctx.progress`), until newer output arrives. */
+  #note: string | undefined;
+  /** Sends a progress message that came within the gap after the last notification. */
+  #noteTimer: NodeJS.Timeout | undefined;
   #chunks = 0;
   #closed = false;
 
@@ -97,9 +106,8 @@ export class LiveOutput {
     if (this.#closed) return;
     this.#bytes += chunk.bytes.length;
     this.#remember(chunk.bytes);
-    if (this.#timer !== undefined && performance.now() - this.#lastSentAt >= Math.min(PROGRESS_MIN_GAP_MS, this.#o.progressIntervalMs)) {
-      this.#sendProgress();
-    }
+    if (this.#noteTimer === undefined) this.#note = undefined; // a note not sent yet goes first
+    this.#progressSoon();
     if (!this.#o.stream) return;
     this.#chunks++;
     const wire = toWire(chunk.bytes);
@@ -111,11 +119,39 @@ export class LiveOutput {
     );
   };
 
+  /**
+   * The call's progress consumer (`ExecuteRequest.onProgress`): the tool's message (an in-process
+   * tool's `ctx.progress`) becomes the progress `message` until newer output arrives, sent as soon as
+   * the gap between notifications allows; without a message, it counts as progress alone.
+   */
+  readonly onProgress = (message: string | undefined): void => {
+    if (this.#closed) return;
+    if (message !== undefined && message.trim().length > 0) this.#note = cut(message.trim());
+    if (this.#timer === undefined) return;
+    const wait = this.#lastSentAt + Math.min(PROGRESS_MIN_GAP_MS, this.#o.progressIntervalMs) - performance.now();
+    if (wait <= 0) this.#sendProgress();
+    else this.#noteTimer ??= setTimeout(this.#sendNote, wait); // sent at the end of the gap, even if output comes first
+  };
+
+  readonly #sendNote = (): void => {
+    this.#noteTimer = undefined;
+    this.#sendProgress();
+  };
+
   /** The call settled: no more notifications; the timer is cleared. Idempotent. */
   close(): void {
     this.#closed = true;
     clearInterval(this.#timer);
     this.#timer = undefined;
+    clearTimeout(this.#noteTimer);
+    this.#noteTimer = undefined;
+  }
+
+  /** Send progress now when the last notification is at least {@link PROGRESS_MIN_GAP_MS} old (the interval timer sends the rest). */
+  #progressSoon(): void {
+    if (this.#timer !== undefined && performance.now() - this.#lastSentAt >= Math.min(PROGRESS_MIN_GAP_MS, this.#o.progressIntervalMs)) {
+      this.#sendProgress();
+    }
   }
 
   #remember(bytes: Uint8Array): void {
@@ -126,10 +162,12 @@ export class LiveOutput {
 
   #sendProgress(): void {
     if (this.#closed || this.#o.progressToken === undefined) return;
+    clearTimeout(this.#noteTimer);
+    this.#noteTimer = undefined;
     this.#progress = Math.max(this.#bytes, this.#progress + 1);
     this.#lastSentAt = performance.now();
     const params: Record<string, unknown> = { progressToken: this.#o.progressToken, progress: this.#progress };
-    const message = this.#recent.length > 0 ? lastLine(this.#recent) : undefined;
+    const message = this.#note ?? (this.#recent.length > 0 ? lastLine(this.#recent) : undefined);
     if (message !== undefined) params.message = message;
     this.#o.send({ method: 'notifications/progress', params }).catch((error: unknown) => {
       this.#o.logger.debug({ err: error }, 'MCP door: progress notification not sent');

@@ -117,7 +117,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
         ...(workspace !== undefined && { workspace }),
         ...(deadlineMs !== undefined && { deadlineMs }),
         signal: stop.signal,
-        ...(live !== undefined && { onOutput: live.listener }),
+        ...(live !== undefined && { onOutput: live.listener, onProgress: live.onProgress }),
         ...(inputError !== undefined && { inputError }),
       });
     } catch (error) {

@@ -6,11 +6,12 @@
 import {
   CloseCode,
   type Decoded,
+  decodeOutputFrame,
   encodeMessage,
   failureCapture,
+  fromWire,
   type HelloMessage,
-  type OutputMessage,
-  type ResultMessage,
+  type OutputFrame,
   type ServerMessage,
   TickCoalescer,
   versionOfSubprotocol,
@@ -40,6 +41,14 @@ type State = 'hello' | 'open' | 'closed';
 /** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
 function assertNever(value: never): never {
   throw new TypeError(`unhandled message ${JSON.stringify(value)}`);
+}
+
+/** A binary frame of a protocol-2 session: an `output` chunk (its bytes a view of `data`). */
+function binaryFrame(data: Buffer): Decoded<HostFrame> {
+  const decoded = decodeOutputFrame(data);
+  if (!decoded.ok) return decoded;
+  const frame: OutputFrame = decoded.message;
+  return { ok: true, message: { type: 'chunk', id: frame.id, stream: frame.stream, seq: frame.seq, bytes: frame.bytes } };
 }
 
 /**
@@ -85,7 +94,7 @@ export class HostSession implements HostLink {
     this.#log = new LogLimiter(options.logger, options);
     const flow = new Flow(ws, () => this.#heartbeat.pong());
     this.#inbox = new FrameInbox({
-      decode: (data, isBinary) => options.decoder.decode(data, isBinary),
+      decode: (data, isBinary) => (isBinary && this.protocol >= 2 ? binaryFrame(data) : options.decoder.decode(data, isBinary)),
       deliver: (frame) => this.#guard(this.#onFrame, frame),
       overflow: () => this.#guard(() => this.#violation(CloseCode.POLICY_VIOLATION, `more than ${MAX_WAITING_FRAMES} frames waiting`)),
       flow,
@@ -204,11 +213,15 @@ export class HostSession implements HostLink {
       case 'advertise':
         return this.#advertising.push(message.prepared);
       case 'result':
-      case 'output':
-        return this.#onCallFrame(message);
+        return this.#onCallFrame(message, this.#pending.resolve(message));
+      case 'chunk':
+        return this.#onCallFrame(message, this.#pending.output(message));
+      case 'output': {
+        const { id, stream, seq } = message;
+        return this.#onCallFrame(message, this.#pending.output({ id, stream, seq, bytes: fromWire(message.data, message.encoding) }));
+      }
       case 'progress':
-        // Progress is not passed on yet (live output, v2): dropped, like other news of a call nobody streams.
-        return;
+        return this.#onCallFrame(message, this.#pending.progress(message));
       default:
         return assertNever(message);
     }
@@ -249,12 +262,13 @@ export class HostSession implements HostLink {
   }
 
   /**
-   * A call's `result` or live-output chunk (DESIGN §5): for an unknown or settled call it is dropped
-   * and logged; one that breaks the output protocol fails its call 76.
+   * What became of a call's `result`, live-output chunk or progress (DESIGN §5): `taken` false — an
+   * unknown or settled call: dropped and logged; a string — it broke the output protocol: the call
+   * fails 76.
    */
-  #onCallFrame(message: ResultMessage | OutputMessage): void {
-    const taken = message.type === 'result' ? this.#pending.resolve(message) : this.#pending.output(message);
-    if (taken === false) this.#log.warn({ host: this.#host, id: message.id }, `${message.type} for an unknown or settled call dropped`);
+  #onCallFrame(message: { type: string; id: string }, taken: boolean | string): void {
+    if (taken === false)
+      this.#log.warn({ host: this.#host, id: message.id }, `${message.type === 'chunk' ? 'output' : message.type} for an unknown or settled call dropped`);
     else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`);
   }
 

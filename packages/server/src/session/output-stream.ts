@@ -13,7 +13,7 @@
  * A fault is returned as a reason (the session then settles the call 76); nothing here throws for
  * anything a host sends, and the consumer is never called after {@link OutputStream.end}.
  */
-import { type Capture, encodeMessage, fromWire, HeadTailBuffer, type OutputMessage, type ResultMessage } from '@toolwire/protocol';
+import { type Capture, encodeMessage, HeadTailBuffer, type OutputFrame, type ResultMessage } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import type { OutputListener } from '../seam.js';
 
@@ -138,10 +138,10 @@ export class OutputStream {
     this.#stderr = new Kept(settings.capBytes);
   }
 
-  /** Take one `output` chunk; `undefined` when taken, else why it breaks the protocol. */
-  take(message: OutputMessage): string | undefined {
+  /** Take one `output` chunk (binary or JSON frame, decoded); `undefined` when taken, else why it breaks the protocol. */
+  take(message: OutputFrame): string | undefined {
     if (message.seq !== this.#seq) return `output seq ${message.seq} out of order (expected ${this.#seq})`;
-    const bytes = fromWire(message.data, message.encoding);
+    const bytes = message.bytes;
     if (bytes.length > this.#maxChunk) return `output chunk of ${bytes.length} bytes (maxChunkBytes ${this.#maxChunk})`;
     const sent = this.#stdoutBytes + this.#stderrBytes + bytes.length;
     if (sent > this.#granted) return `output past the window: ${sent} bytes sent, ${this.#granted} granted`;

@@ -5,10 +5,20 @@
  * settles first wins: the host's result, the deadline, the stop grace, a wrong-shape frame naming
  * it, or the session ending.
  */
-import { type Capture, encodeMessage, type Failure, failureCapture, FailureKind, fromWire, type OutputMessage, type ResultMessage } from '@toolwire/protocol';
+import {
+  type Capture,
+  encodeMessage,
+  type Failure,
+  failureCapture,
+  FailureKind,
+  fromWire,
+  type OutputFrame,
+  type ProgressMessage,
+  type ResultMessage,
+} from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
 import type { Logger } from '../options.js';
-import type { OutputListener, RoutedCall } from '../seam.js';
+import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { OutputStream, type OutputSettings } from './output-stream.js';
 import { type Stoppable, unwatchStop, watchStop } from './stop-watch.js';
@@ -28,12 +38,16 @@ class Entry implements Expiring, Stoppable {
   timer: NodeJS.Timeout | undefined = undefined;
   /** When the deadline passes (`performance.now()` ms), kept by the session's {@link Deadlines}. */
   expiresAt = 0;
+  /** Its progress consumer threw once (logged once). */
+  progressFailed = false;
   /** Live output since the first `output` chunk (protocol 2). */
   output: OutputStream | undefined = undefined;
   readonly id: string;
   readonly deadlineMs: number;
   /** The call's consumer of live output (`RoutedCall.onOutput`). */
   readonly listener: OutputListener | undefined;
+  /** The call's consumer of progress messages (`RoutedCall.onProgress`). */
+  readonly progressListener: ProgressListener | undefined;
   readonly #owner: PendingCalls;
   readonly #signal: AbortSignal;
   #resolve: ((capture: Capture) => void) | undefined;
@@ -42,6 +56,7 @@ class Entry implements Expiring, Stoppable {
     this.id = id;
     this.deadlineMs = deadlineMs;
     this.listener = call.onOutput;
+    this.progressListener = call.onProgress;
     this.#owner = owner;
     this.#signal = call.signal;
     this.#resolve = resolve;
@@ -230,12 +245,33 @@ export class PendingCalls {
    * protocol — out of order, too big, past the window, or on a protocol 1 session (the caller then
    * fails the call 76 with {@link fail}).
    */
-  output(message: OutputMessage): boolean | string {
+  output(message: OutputFrame): boolean | string {
     const entry = this.#calls.get(message.id);
     if (entry === undefined) return false;
     if (this.#output === undefined) return 'output on a protocol 1 connection (the server offered no output window)';
     entry.output ??= new OutputStream(entry.id, this.#output, entry.listener, this.#sendText, this.#logger!);
     return entry.output.take(message) ?? true;
+  }
+
+  /**
+   * Pass a `progress` message (protocol 2) to its call's consumer. True when the call is pending here
+   * (passed on, or no consumer); false when not (the caller drops and logs it); on a protocol 1
+   * session, why it breaks the protocol. A consumer that throws is logged; the call goes on.
+   */
+  progress(message: ProgressMessage): boolean | string {
+    const entry = this.#calls.get(message.id);
+    if (entry === undefined) return false;
+    if (this.#output === undefined) return 'progress on a protocol 1 connection';
+    const listener = entry.progressListener;
+    if (listener === undefined) return true;
+    try {
+      listener(message.message);
+    } catch (error) {
+      // Logged once per call: a consumer that throws on every message must not flood the log.
+      if (!entry.progressFailed) this.#logger!.warn({ id: entry.id, err: error }, 'progress consumer threw; the call goes on');
+      entry.progressFailed = true;
+    }
+    return true;
   }
 
   /**

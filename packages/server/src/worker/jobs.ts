@@ -2,7 +2,7 @@
  * The messages between the event loop and the offload worker (`offload-worker.ts`). A reply carries
  * the `id` of its job.
  */
-import type { AdvertiseMessage, Decoded, HostMessage } from '@toolwire/protocol';
+import type { AdvertiseMessage, Decoded, HostMessage, OutputFrame } from '@toolwire/protocol';
 import type { PrepareLimits, PreparedAdvertise } from '../registry/prepare.js';
 
 /**
@@ -18,8 +18,13 @@ export interface AdvertiseFrame {
   prepared: PreparedAdvertise;
 }
 
+/** A binary `output` frame (protocol 2), decoded; its bytes are a view of the frame. */
+export interface ChunkFrame extends OutputFrame {
+  type: 'chunk';
+}
+
 /** A decoded host frame as the session handles it. */
-export type HostFrame = Exclude<HostMessage, AdvertiseMessage> | AdvertiseFrame;
+export type HostFrame = Exclude<HostMessage, AdvertiseMessage> | AdvertiseFrame | ChunkFrame;
 
 /** Decode one frame (its bytes moved to the worker). */
 export interface DecodeJob {
