@@ -111,3 +111,15 @@ describe('--help lists the exit codes the commands use', () => {
     for (const code of ['0 after', '64', '65', '69']) expect(hostUsage).toContain(code);
   });
 });
+
+describe('toolwire tools and call end their MCP session (issue 15)', () => {
+  it('leave no session open on a real server: each run DELETEs the session it opened, also when the call fails', async () => {
+    const { port } = await start();
+    const server_ = `http://127.0.0.1:${port}`;
+    for (let i = 0; i < 6; i++) {
+      expect(await toolsCommand(['--server', server_, '--token', CALLER], io())).toBe(0);
+      expect(await callCommand(['alpha__missing', '{}', '--server', server_, '--token', CALLER], io())).toBe(127);
+    }
+    expect(server!.mcp.sessionCount).toBe(0);
+  });
+});

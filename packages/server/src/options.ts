@@ -157,6 +157,10 @@ export interface ToolwireServerOptions {
   fallback?: Fallback;
   /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
   mcpMaxSessions?: number;
+  /** Open MCP sessions of one caller at most; default 64; at the limit that caller's least recently active idle session is evicted, if none is idle → HTTP 503. */
+  mcpMaxSessionsPerCaller?: number;
+  /** An MCP session with no POST or DELETE open for this long expires (a GET stream does not keep it), ms; default 900000 (15 min). */
+  mcpSessionIdleMs?: number;
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
   mcpMaxRequestBodyBytes?: number;
   /**
@@ -268,6 +272,9 @@ export const ServerDefaults = Object.freeze({
   maxHeaderBytes: 16 * 1024,
   maxHeadersCount: 100,
   mcpMaxSessions: 1024,
+  mcpMaxSessionsPerCaller: 64,
+  /** 15 min. */
+  mcpSessionIdleMs: 15 * 60_000,
   /** 4 MiB. */
   mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
   progressIntervalMs: 5_000,
@@ -363,6 +370,8 @@ const positive = [
   'authBlockMs',
   'authMaxTrackedAddresses',
   'mcpMaxSessions',
+  'mcpMaxSessionsPerCaller',
+  'mcpSessionIdleMs',
   'mcpMaxRequestBodyBytes',
   'maxPreAuthConnections',
   'maxPreAuthPerAddress',
@@ -517,6 +526,8 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     },
     mcp: {
       maxSessions: o.mcpMaxSessions,
+      maxSessionsPerCaller: o.mcpMaxSessionsPerCaller,
+      sessionIdleMs: o.mcpSessionIdleMs,
       progressIntervalMs: o.progressIntervalMs,
       maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,
       allowedOrigins,

@@ -19,7 +19,8 @@
  * `writeCredentials` (default false: write the local credentials file for the first host and first
  * caller), `recordDir`, `tlsCert` and `tlsKey` (PEM files, both or neither; `--tls-cert`/`--tls-key`
  * win) — paths relative to the config file's directory — and every limit of `ServerOptions`
- * (DESIGN §8, README "Security") plus `mcpMaxSessions` and `mcpMaxRequestBodyBytes`. Unknown keys
+ * (DESIGN §8, README "Security") plus `mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpSessionIdleMs` and
+ * `mcpMaxRequestBodyBytes`. Unknown keys
  * are rejected. The file is at most 1 MiB.
  */
 import { readFile, stat } from 'node:fs/promises';
@@ -93,6 +94,8 @@ const configSchema = {
     projectionHeadBytes: zeroOk,
     projectionTailBytes: zeroOk,
     mcpMaxSessions: count,
+    mcpMaxSessionsPerCaller: count,
+    mcpSessionIdleMs: count,
     mcpMaxRequestBodyBytes: count,
     maxDescriptionChars: count,
     maxConnections: count,

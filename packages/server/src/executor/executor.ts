@@ -94,6 +94,11 @@ export interface ExecuteRequest {
   traceparent?: string;
   /** W3C `tracestate` going with `traceparent` (printable ASCII, at most 512 characters). */
   tracestate?: string;
+  /**
+   * Why the input cannot reach the tool unchanged, found by the caller's transport (e.g. the MCP door
+   * finds a `__proto__` key): the call completes with 65 and this reason, recorded, nothing routed.
+   */
+  inputError?: string;
 }
 
 /** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
@@ -216,7 +221,7 @@ export class Executor {
         }
       }
       live = this.#board?.begin(id, agent, name);
-      const invalid = this.#validate(name, input);
+      const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
       if (record) await this.#write('input.json', () => record.writeInput(agent, id, name, input), agent, id);
       if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');

@@ -4,8 +4,8 @@
  * `mcp-server.ts` so that importing `@toolwire/server` does not load the SDK (it is loaded by the
  * door at the first MCP session, `sdk.ts`). Type-only SDK imports here cost nothing at run time.
  */
-import type { ServerResponse } from 'node:http';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { AuthInfo } from '@modelcontextprotocol/server';
 import type { InjectedTool } from '../seam.js';
 
 /** `_meta` key of a call's deadline, ms. */
@@ -28,10 +28,23 @@ export interface ToolSource {
   off(event: 'toolsChanged', listener: () => void): unknown;
 }
 
+/** What the door knows of one HTTP request, for the handlers of the messages it carries. */
+export interface RequestState {
+  /**
+   * The HTTP response the answers stream on: live output waits for it to drain, and a call whose
+   * response closes before it was finished is stopped (the client went away).
+   */
+  response?: ServerResponse;
+  /** `tools/call` request id → why its arguments cannot reach the tool unchanged (the call completes 65). */
+  inputErrors?: ReadonlyMap<string | number, string>;
+  /** The HTTP request's headers (its W3C `traceparent` / `tracestate`). */
+  headers?: IncomingHttpHeaders;
+}
+
 /**
- * Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it,
- * and the HTTP response its answer streams on (`extra.response`: live output waits for it to drain).
+ * Wrap a principal as the SDK's `AuthInfo` so each request's handler sees the caller who sent it
+ * (`extra.principal`) and what the door knows of the HTTP request (`extra.request`).
  */
-export function authInfoOf(principal: CallerPrincipal, response?: ServerResponse): AuthInfo {
-  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal, response } };
+export function authInfoOf(principal: CallerPrincipal, request: RequestState = {}): AuthInfo {
+  return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal, request } };
 }

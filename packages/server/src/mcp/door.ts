@@ -1,12 +1,14 @@
 /**
  * The MCP door: MCP Streamable HTTP at `/mcp` on the server's http server, so agents call tools
- * through any MCP client. Stateful: an `initialize` POST opens a session (one SDK `Server` + one
- * `StreamableHTTPServerTransport`, session id a random UUID in `Mcp-Session-Id`); a DELETE, a
- * transport close or {@link McpDoor.close} ends it. A POST of a session carrying one request that
- * asks for no progress and no output (no `_meta.progressToken`, no `_meta["toolwire/stream"]`) is
- * answered with one JSON body written when the answer is ready (`json-answer.ts`); other POSTs get
- * the SDK transport's SSE stream (progress and output notifications go on it). Server notifications
- * (`tools/list_changed`) use the GET stream.
+ * through any MCP client, on the MCP SDK v2 (`@modelcontextprotocol/server`, `sdk.ts`). One endpoint
+ * serves every protocol revision the SDK speaks:
+ * - **2025 era** (2025-06-18, 2025-11-25 and older; no per-request `_meta` envelope): stateful. An
+ *   `initialize` POST opens a session (one SDK `Server` + one `NodeStreamableHTTPServerTransport`,
+ *   session id a random UUID in `Mcp-Session-Id`); a DELETE, idle expiry, eviction, a transport close
+ *   or {@link McpDoor.close} ends it, and ending a session stops its calls (130).
+ * - **2026-07-28**: stateless. Each request carries its `_meta` envelope and is served by a fresh
+ *   `Server` through the SDK's `createMcpHandler` (`server/discover`, per-request `_meta`, the
+ *   `Mcp-Method`/`Mcp-Name` header checks); tool-list changes reach `subscriptions/listen` streams.
  *
  * Every request must carry `Authorization: Bearer <caller token>`; otherwise HTTP 401 with a JSON-RPC
  * error (`-32000`, "Unauthorized: a caller bearer token is required …" and how `toolwire token add
@@ -21,26 +23,31 @@
  * token); from an address that failed too often it gets HTTP 429 with `Retry-After` and the message
  * `too many failed authentications from this address; retry after N s` instead of 401.
  *
- * Limits: open sessions `maxSessions` (default 1024): at the limit a new session evicts the least
- * recently active session with no request open (clients that never send DELETE do not pile up),
- * and when every session is busy the answer is HTTP 503; POST body `maxRequestBodyBytes` (default
- * 4 MiB, more → HTTP 413, by the SDK transport).
+ * A POST body is read by the door (`raw-body.ts`): at most `maxRequestBodyBytes` (default 4 MiB;
+ * more → HTTP 413), JSON (else HTTP 400, `-32700`); a `tools/call` whose arguments hold a key that
+ * cannot reach the tool unchanged (`__proto__`) completes 65 with the reason.
  *
- * The MCP SDK is loaded when the first authenticated request needs a new session (`sdk.ts`), not
- * when this module is imported; if that import fails, the request gets HTTP 500 and the next one
- * tries again.
+ * Limits: open sessions `maxSessions` (default 1024) in total and `maxSessionsPerCaller` (default 64)
+ * per caller: at either limit a new session evicts the least recently active idle session (of that
+ * caller, at the per-caller limit; idle: no request of it open), and when none is idle the answer is
+ * HTTP 503 naming the limit. A session with no POST or DELETE open for `sessionIdleMs` (default
+ * 15 min) expires, even with its GET notification stream open; its calls, if any, stop (130).
+ *
+ * The MCP SDK is loaded when the first authenticated request needs it (`sdk.ts`), not when this
+ * module is imported; if that import fails, the request gets HTTP 500 and the next one tries again.
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { NodeMcpRequestHandler, NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import type { McpHttpHandler, Server } from '@modelcontextprotocol/server';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import { unauthorized } from '../endpoint/http-front.js';
 import type { Logger } from '../options.js';
-import { type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
-import { DoorTransport, plainPostHeaders, plainRequest, readPostBody } from './json-answer.js';
+import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } from './caller.js';
 import type { McpServerDeps } from './mcp-server.js';
+import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
 
 /** Authenticates callers (the server's `TokenTable` fits). */
@@ -49,10 +56,14 @@ export interface CallerAuthenticator {
   authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
 }
 
-/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
+/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
 export interface McpDoorOptions {
   /** Open MCP sessions at most. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
   maxSessions: number;
+  /** Open MCP sessions of one caller at most; at the limit that caller's least recently active idle session is evicted; if none is idle → HTTP 503. Default 64. */
+  maxSessionsPerCaller?: number;
+  /** A session with no POST or DELETE open for this long expires (its calls stop → 130), ms. Default 900000 (15 min). */
+  sessionIdleMs?: number;
   /** Largest POST body, bytes; more → HTTP 413. */
   maxRequestBodyBytes: number;
   /** Origins allowed to send requests with an `Origin` header (lower-case); `[]`: browsers refused. */
@@ -80,13 +91,25 @@ interface Session {
   /** The principal that opened the session (revoked when its token is removed or rotated). */
   principal: CallerPrincipal;
   server: Server;
-  transport: DoorTransport;
-  /** `Mcp-Protocol-Version` values the SDK accepts. */
-  protocolVersions: readonly string[];
+  transport: NodeStreamableHTTPServerTransport;
   /** HTTP requests of this session still open (a GET notification stream stays open). */
   open: number;
-  /** When a request of this session last started or ended, ms since the epoch. */
+  /** POST and DELETE requests of this session still open (what keeps it from expiring). */
+  busy: number;
+  /** When a POST or DELETE of this session last started or ended, ms since the epoch. */
   lastActive: number;
+}
+
+/** Default {@link McpDoorOptions.maxSessionsPerCaller}. */
+export const DEFAULT_MAX_SESSIONS_PER_CALLER = 64;
+/** Default {@link McpDoorOptions.sessionIdleMs}: 15 min. */
+export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
+/** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
+const SWEEP_MS = 30_000;
+
+/** Whether `body` (a JSON-RPC message or batch) holds an `initialize` request. */
+function hasInitialize(body: unknown): boolean {
+  return (Array.isArray(body) ? body : [body]).some((m) => m !== null && typeof m === 'object' && (m as { method?: unknown }).method === 'initialize');
 }
 
 /** Answer with a JSON-RPC error object and no request id. */
@@ -100,12 +123,23 @@ export class McpDoor {
   readonly #deps: McpDoorDeps;
   readonly #options: McpDoorOptions;
   readonly #sessions = new Map<string, Session>();
+  readonly #perCaller: number;
+  readonly #idleMs: number;
+  readonly #sweep: NodeJS.Timeout;
+  /** The 2026-07-28 handler (made with the SDK, at the first modern request). */
+  #modern: { handler: McpHttpHandler; node: NodeMcpRequestHandler } | undefined;
   #closed = false;
   readonly #onToolsChanged = (): void => this.#broadcastToolsChanged();
 
   constructor(deps: McpDoorDeps) {
     this.#deps = deps;
     this.#options = deps.options;
+    this.#perCaller = deps.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS_PER_CALLER;
+    this.#idleMs = deps.options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
+    if (!Number.isInteger(this.#perCaller) || this.#perCaller < 1) throw new RangeError(`maxSessionsPerCaller must be a positive integer, got ${this.#perCaller}`);
+    if (!Number.isInteger(this.#idleMs) || this.#idleMs < 1) throw new RangeError(`sessionIdleMs must be a positive integer (ms), got ${this.#idleMs}`);
+    this.#sweep = setInterval(() => void this.#expireIdle(), Math.max(1, Math.min(SWEEP_MS, Math.ceil(this.#idleMs / 4))));
+    this.#sweep.unref();
     deps.tools.on('toolsChanged', this.#onToolsChanged);
   }
 
@@ -129,10 +163,11 @@ export class McpDoor {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    clearInterval(this.#sweep);
     this.#deps.tools.off('toolsChanged', this.#onToolsChanged);
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
-    await Promise.allSettled(sessions.map((s) => s.server.close()));
+    await Promise.allSettled([...sessions.map((s) => s.server.close()), this.#modern?.handler.close()]);
   }
 
   /**
@@ -177,8 +212,19 @@ export class McpDoor {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
     }
-    const authInfo = authInfoOf(principal, res);
-    (req as IncomingMessage & { auth?: unknown }).auth = authInfo;
+    const state: RequestState = { response: res, headers: req.headers };
+    let body: unknown;
+    if (req.method === 'POST') {
+      const raw = await readJsonBody(req, this.#options.maxRequestBodyBytes);
+      if (!raw.ok) {
+        replyError(res, raw.status, raw.code, raw.message);
+        return;
+      }
+      body = raw.body;
+      const inputErrors = inputErrorsOf(body);
+      if (inputErrors !== undefined) state.inputErrors = inputErrors;
+    }
+    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId);
@@ -186,23 +232,8 @@ export class McpDoor {
         replyError(res, 404, -32001, 'Session not found');
         return;
       }
-      this.#track(session, res);
-      if (req.method !== 'POST' || !plainPostHeaders(req, session.protocolVersions)) {
-        await session.transport.http.handleRequest(req, res);
-        return;
-      }
-      const body = await readPostBody(req, this.#options.maxRequestBodyBytes);
-      if (body === undefined) {
-        res.destroy(); // the client went away while sending
-        return;
-      }
-      if (!body.ok) {
-        replyError(res, body.status, body.code, body.message, body.status === 413 ? { connection: 'close' } : {});
-        return;
-      }
-      const request = plainRequest(body.value);
-      if (request !== undefined) session.transport.answerJson(request, req, res, authInfo);
-      else await session.transport.http.handleRequest(req, res, body.value);
+      this.#track(session, req, res);
+      await session.transport.handleRequest(req, res, body);
       return;
     }
     if (req.method !== 'POST') {
@@ -214,54 +245,103 @@ export class McpDoor {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
     }
-    if (this.#sessions.size >= this.#options.maxSessions && !(await this.#evictIdle())) {
-      replyError(res, 503, -32000, 'Too many open sessions');
+    if (!hasInitialize(body)) {
+      if (await sdk.isLegacyRequest(await sdk.toWebRequest(req, null), body)) {
+        replyError(res, 400, -32000, 'Bad Request: No valid session ID provided');
+        return;
+      }
+      await this.#modernHandler(sdk)(req, res, body);
       return;
     }
-    await this.#open(sdk, principal, req, res);
+    const refusal = await this.#makeRoom(principal.name);
+    if (refusal !== undefined) {
+      replyError(res, 503, -32000, refusal);
+      return;
+    }
+    await this.#open(sdk, principal, req, res, body);
+  }
+
+  /** The 2026-07-28 handler: a fresh `Server` per request, for the caller in the request's `AuthInfo`. */
+  #modernHandler(sdk: McpSdk): NodeMcpRequestHandler {
+    if (this.#modern !== undefined) return this.#modern.node;
+    const log = this.#options.logger;
+    const { executor, tools } = this.#deps;
+    const handler = sdk.createMcpHandler(
+      ({ authInfo }) => {
+        const caller = authInfo?.extra?.principal as CallerPrincipal;
+        return sdk.createMcpServer({ executor, tools, caller, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
+      },
+      {
+        legacy: 'reject',
+        maxRequestBodySize: this.#options.maxRequestBodyBytes,
+        onerror: (error) => log.debug({ err: error }, 'MCP request refused or failed (2026-07-28)'),
+      },
+    );
+    const node = sdk.toNodeHandler(handler, { maxRequestBodySize: this.#options.maxRequestBodyBytes });
+    this.#modern = { handler, node };
+    return node;
   }
 
   /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
-  async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
     const log = this.#options.logger;
     const { executor, tools } = this.#deps;
     const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
     let session: Session | undefined;
-    const http = new sdk.StreamableHTTPServerTransport({
+    const transport = new sdk.NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        session = { caller: principal.name, principal, server, transport, protocolVersions: sdk.protocolVersions, open: 0, lastActive: Date.now() };
+        session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now() };
         this.#sessions.set(id, session);
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },
       onsessionclosed: (id) => this.#forget(id, server),
     });
-    const transport = new DoorTransport(http);
     server.onclose = () => {
       if (transport.sessionId !== undefined) this.#forget(transport.sessionId, server);
     };
     server.onerror = (error) => log.debug({ err: error, caller: principal.name }, 'MCP transport error');
     await server.connect(transport);
-    await http.handleRequest(req, res);
+    await transport.handleRequest(req, res, body);
     if (!session || this.#closed) await server.close();
   }
 
-  /** Count `res` as an open request of `session` until it closes. */
-  #track(session: Session, res: ServerResponse): void {
+  /** Count `res` as an open request of `session` until it closes; a POST or DELETE is also activity (a GET stream is not). */
+  #track(session: Session, req: IncomingMessage, res: ServerResponse): void {
+    const activity = req.method !== 'GET';
     session.open++;
-    session.lastActive = Date.now();
+    if (activity) {
+      session.busy++;
+      session.lastActive = Date.now();
+    }
     res.once('close', () => {
       session.open--;
+      if (!activity) return;
+      session.busy--;
       session.lastActive = Date.now();
     });
   }
 
-  /** Close the least recently active session with no open request; false when every session is busy. */
-  async #evictIdle(): Promise<boolean> {
+  /** Room for one more session of `caller` (evicting an idle one at a limit), or why there is none. */
+  async #makeRoom(caller: string): Promise<string | undefined> {
+    let own = 0;
+    for (const s of this.#sessions.values()) if (s.caller === caller) own++;
+    if (own >= this.#perCaller && !(await this.#evictIdle(caller))) {
+      return `Too many open sessions for caller ${JSON.stringify(caller)} (mcpMaxSessionsPerCaller ${this.#perCaller}); end one with DELETE`;
+    }
+    if (this.#sessions.size >= this.#options.maxSessions && !(await this.#evictIdle())) {
+      return `Too many open sessions (mcpMaxSessions ${this.#options.maxSessions})`;
+    }
+    return undefined;
+  }
+
+  /** Close the least recently active session (of `caller`, when given) with no open request; false when every one is busy. */
+  async #evictIdle(caller?: string): Promise<boolean> {
     let victim: [string, Session] | undefined;
     for (const entry of this.#sessions) {
+      if (caller !== undefined && entry[1].caller !== caller) continue;
       if (entry[1].open === 0 && (victim === undefined || entry[1].lastActive < victim[1].lastActive)) victim = entry;
     }
     if (victim === undefined) return false;
@@ -271,6 +351,17 @@ export class McpDoor {
     return true;
   }
 
+  /** End every session idle for `sessionIdleMs` or longer (their calls, if any, stop → 130). */
+  async #expireIdle(): Promise<void> {
+    const now = Date.now();
+    const expired = [...this.#sessions].filter(([, s]) => s.busy === 0 && now - s.lastActive >= this.#idleMs);
+    for (const [id, s] of expired) {
+      this.#sessions.delete(id);
+      this.#options.logger.info({ session: id, caller: s.caller, idleMs: now - s.lastActive }, 'MCP session expired (idle)');
+    }
+    await Promise.allSettled(expired.map(([, s]) => s.server.close()));
+  }
+
   #forget(id: string, server: Server): void {
     if (this.#sessions.get(id)?.server !== server) return;
     this.#sessions.delete(id);
@@ -278,6 +369,7 @@ export class McpDoor {
   }
 
   #broadcastToolsChanged(): void {
+    this.#modern?.handler.notify.toolsChanged();
     for (const [id, session] of this.#sessions) {
       session.server.sendToolListChanged().catch((error: unknown) => {
         this.#options.logger.debug({ err: error, session: id }, 'tools/list_changed not delivered');

@@ -7,22 +7,22 @@
  * - `"toolwire/deadlineMs"` — the call's deadline, ms (positive integer; default: the tool's or the
  *   server's, 120000);
  * - `"toolwire/workspace"` — the workspace root passed to the host (string; default `""`).
- * A malformed value is a JSON-RPC error `-32602` (invalid params). An MCP `notifications/cancelled`
- * for the request aborts `extra.signal`, which stops the call (capture 130). `_meta.progressToken`
- * and `_meta["toolwire/stream"]` ask for live output while the call runs (`live-output.ts`).
+ * A malformed value is a JSON-RPC error `-32602` (invalid params). The call stops (capture 130) when
+ * an MCP `notifications/cancelled` names its request id (any number or string), when its session
+ * closes, and when the HTTP response its answer is due on closes first (`callSignal`).
+ * `_meta.progressToken` and `_meta["toolwire/stream"]` ask for live output while the call runs
+ * (`live-output.ts`). Arguments the door found unsafe in the raw body (`raw-body.ts`) complete 65.
  * W3C trace context: `_meta.traceparent` / `_meta.tracestate`, else the HTTP request's `traceparent` /
  * `tracestate` headers, become the call's trace context (`ExecuteRequest.traceparent`); an invalid
  * one is ignored, as W3C Trace Context asks.
  */
 import type { ServerResponse } from 'node:http';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { type AuthInfo, ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
 import type { Executor } from '../executor/executor.js';
 import type { Logger } from '../options.js';
 import { isGranted } from '../executor/gates.js';
 import { traceContextOf } from './trace-context.js';
-import { type CallerPrincipal, DEADLINE_META, type ToolSource, WORKSPACE_META } from './caller.js';
+import { type CallerPrincipal, DEADLINE_META, type RequestState, type ToolSource, WORKSPACE_META } from './caller.js';
 import { OUTPUT_META, STREAM_META, liveOutput, type Notification } from './live-output.js';
 import { toCallToolResult, toMcpTools } from './tool-result.js';
 
@@ -47,35 +47,70 @@ function principalOf(authInfo: AuthInfo | undefined, fallback: CallerPrincipal):
   return p ?? fallback;
 }
 
+/** What the door knows of the HTTP request a handler serves (`authInfo.extra.request`, `caller.ts`). */
+function requestStateOf(authInfo: AuthInfo | undefined): RequestState | undefined {
+  return authInfo?.extra?.request as RequestState | undefined;
+}
+
+/**
+ * A signal that aborts when `signal` does (`notifications/cancelled`, the session closed) or when the
+ * HTTP response the call's answer is to be written to closes before it was finished (the client went
+ * away or the connection dropped: without resumability the answer can never be delivered).
+ * `release` forgets both listeners.
+ */
+function callSignal(signal: AbortSignal, response: ServerResponse | undefined): { signal: AbortSignal; release: () => void } {
+  if (response === undefined) return { signal, release: () => {} };
+  const stop = new AbortController();
+  const onAbort = (): void => stop.abort(signal.reason);
+  const onClose = (): void => {
+    if (!response.writableFinished) stop.abort(new Error('the response stream closed before the result'));
+  };
+  if (signal.aborted) onAbort();
+  else if (response.destroyed || response.closed) onClose();
+  signal.addEventListener('abort', onAbort, { once: true });
+  response.once('close', onClose);
+  return {
+    signal: stop.signal,
+    release: () => {
+      signal.removeEventListener('abort', onAbort);
+      response.off('close', onClose);
+    },
+  };
+}
+
 /** Create the SDK `Server` of one MCP session (not yet connected to a transport). */
 export function createMcpServer(deps: McpServerDeps): Server {
   const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
 
-  server.setRequestHandler(ListToolsRequestSchema, (_request, extra) => {
-    const caller = principalOf(extra.authInfo, deps.caller);
+  server.setRequestHandler('tools/list', (_request, ctx: ServerContext) => {
+    const caller = principalOf(ctx.http?.authInfo, deps.caller);
     return { tools: toMcpTools(deps.tools.tools().filter((t) => isGranted(caller.grant, t.name))) };
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
-    const caller = principalOf(extra.authInfo, deps.caller);
+  server.setRequestHandler('tools/call', async (request, ctx: ServerContext) => {
+    const authInfo = ctx.http?.authInfo;
+    const caller = principalOf(authInfo, deps.caller);
+    const http = requestStateOf(authInfo);
     const meta = request.params._meta;
     const deadlineMs = meta?.[DEADLINE_META];
     if (deadlineMs !== undefined && (typeof deadlineMs !== 'number' || !Number.isInteger(deadlineMs) || deadlineMs <= 0)) {
-      throw new McpError(ErrorCode.InvalidParams, `_meta["${DEADLINE_META}"] must be a positive integer (ms)`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${DEADLINE_META}"] must be a positive integer (ms)`);
     }
     const workspace = meta?.[WORKSPACE_META];
     if (workspace !== undefined && typeof workspace !== 'string') {
-      throw new McpError(ErrorCode.InvalidParams, `_meta["${WORKSPACE_META}"] must be a string`);
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, `_meta["${WORKSPACE_META}"] must be a string`);
     }
     const live = liveOutput({
       progressToken: meta?.progressToken,
       stream: meta?.[STREAM_META] === true,
       progressIntervalMs: deps.progressIntervalMs,
-      send: (notification: Notification) => extra.sendNotification(notification),
-      response: extra.authInfo?.extra?.response as ServerResponse | undefined,
+      send: (notification: Notification) => ctx.mcpReq.notify(notification),
+      response: http?.response,
       logger: deps.logger,
     });
-    const traced = traceContextOf(meta, extra.requestInfo?.headers);
+    const stop = callSignal(ctx.mcpReq.signal, http?.response);
+    const inputError = http?.inputErrors?.get(ctx.mcpReq.id);
+    const traced = traceContextOf(meta, http?.headers);
     let pending;
     try {
       pending = deps.executor.execute({
@@ -86,14 +121,16 @@ export function createMcpServer(deps: McpServerDeps): Server {
         ...(caller.grant !== undefined && { grant: caller.grant }),
         ...(workspace !== undefined && { workspace }),
         ...(deadlineMs !== undefined && { deadlineMs }),
-        signal: extra.signal,
+        signal: stop.signal,
         ...(live !== undefined && { onOutput: live.listener, onProgress: live.onProgress }),
         ...traced,
+        ...(inputError !== undefined && { inputError }),
       });
     } catch (error) {
       live?.close();
+      stop.release();
       // Caller misuse detected by the executor (e.g. an empty tool name).
-      throw new McpError(ErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
     }
     try {
       const result = toCallToolResult(await pending);
@@ -101,6 +138,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       return result;
     } finally {
       live?.close();
+      stop.release();
     }
   });
 

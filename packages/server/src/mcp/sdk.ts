@@ -1,33 +1,38 @@
 /**
- * The MCP SDK, loaded on demand. The SDK (`@modelcontextprotocol/sdk/server`, with zod) grows the
- * V8 heap; a server whose MCP door is never used should not carry it (a bigger heap makes every GC
- * of the call path cost more — bench/README.md item 15). The door calls {@link loadMcpSdk}
- * when a request first needs a session; every other module of `@toolwire/server` imports SDK types
- * only (`import type`, erased at run time).
+ * The MCP SDK (v2: `@modelcontextprotocol/server` and its Node adapter `@modelcontextprotocol/node`),
+ * loaded on demand. The SDK (with zod) grows the V8 heap; a server whose MCP door is never used
+ * should not carry it (a bigger heap makes every GC of the call path cost more — bench/README.md
+ * item 15). The door calls {@link loadMcpSdk} when a request first needs the SDK; every other module
+ * of `@toolwire/server` imports SDK types only (`import type`, erased at run time).
  */
-import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import type { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { createMcpServer } from './mcp-server.js';
 
 /** The SDK values the door uses. */
 export interface McpSdk {
   /** `mcp-server.ts` (the SDK `Server` with toolwire's handlers). */
   createMcpServer: typeof createMcpServer;
-  StreamableHTTPServerTransport: typeof StreamableHTTPServerTransport;
-  /** The protocol versions the SDK transport accepts in `Mcp-Protocol-Version`. */
-  protocolVersions: readonly string[];
+  /** A 2025-era session's transport (stateful Streamable HTTP on `node:http`). */
+  NodeStreamableHTTPServerTransport: typeof NodeStreamableHTTPServerTransport;
+  /** The 2026-07-28 (per-request, stateless) handler, and its `node:http` face. */
+  createMcpHandler: typeof createMcpHandler;
+  toNodeHandler: typeof toNodeHandler;
+  /** Which era a request without a session belongs to. */
+  isLegacyRequest: typeof isLegacyRequest;
+  toWebRequest: typeof toWebRequest;
 }
 
 /** Import the SDK modules (not cached here: see {@link sdkLoader}). */
 async function importMcpSdk(): Promise<McpSdk> {
-  const [server, transport, types] = await Promise.all([
-    import('./mcp-server.js'),
-    import('@modelcontextprotocol/sdk/server/streamableHttp.js'),
-    import('@modelcontextprotocol/sdk/types.js'),
-  ]);
+  const [server, sdk, node] = await Promise.all([import('./mcp-server.js'), import('@modelcontextprotocol/server'), import('@modelcontextprotocol/node')]);
   return {
     createMcpServer: server.createMcpServer,
-    StreamableHTTPServerTransport: transport.StreamableHTTPServerTransport,
-    protocolVersions: types.SUPPORTED_PROTOCOL_VERSIONS,
+    NodeStreamableHTTPServerTransport: node.NodeStreamableHTTPServerTransport,
+    createMcpHandler: sdk.createMcpHandler,
+    toNodeHandler: node.toNodeHandler,
+    isLegacyRequest: sdk.isLegacyRequest,
+    toWebRequest: node.toWebRequest,
   };
 }
 

@@ -19,7 +19,7 @@
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {refused: true, reason}`.
  */
-import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { toWire } from '@toolwire/protocol';
 import type { ExecuteResult } from '../executor/executor.js';
 import type { InjectedTool } from '../seam.js';
