@@ -3,6 +3,8 @@
  * applies {@link ServerDefaults} once (one spread), checks every value (a RangeError/TypeError at
  * once on caller misuse) and cuts the result into the small options slice each component reads.
  */
+import { randomBytes } from 'node:crypto';
+import { type ClusterConfig, type ClusterOptions, resolveClusterConfig } from './cluster/options.js';
 import { Defaults } from '@toolwire/protocol';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AuthLimiterOptions } from './auth/limiter.js';
@@ -138,6 +140,8 @@ export interface ToolwireServerOptions {
   toolControl?: ToolControl;
   /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
   fallback?: Fallback;
+  /** Join a cluster of server nodes over NATS (DESIGN §10). Default: none (one node, nothing new). */
+  cluster?: ClusterOptions;
   /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
   mcpMaxSessions?: number;
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
@@ -305,6 +309,7 @@ export interface ServerConfig {
   endpoint: EndpointOptions;
   executor: ExecutorOptions;
   mcp: McpDoorOptions;
+  cluster: ClusterConfig | undefined;
 }
 
 const positive = [
@@ -425,6 +430,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     logger,
   };
   return {
+    cluster: o.cluster === undefined ? undefined : resolveClusterConfig(o.cluster, () => `node-${randomBytes(6).toString('hex')}`),
     logger,
     hosts: o.hosts ?? [],
     callers: o.callers ?? [],

@@ -18,6 +18,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
+import { ClusterNode } from './cluster/cluster.js';
+import type { ClusterConfig } from './cluster/options.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
@@ -68,6 +70,9 @@ export class ToolwireServer {
   readonly #logger: Logger;
   readonly #cancelGraceMs: number;
   #closing: Promise<void> | undefined;
+  readonly #clusterConfig: ClusterConfig | undefined;
+  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number };
+  #cluster: ClusterNode | undefined;
 
   /**
    * @param options see {@link ToolwireServerOptions}; defaults in `ServerDefaults`
@@ -80,6 +85,8 @@ export class ToolwireServer {
     const log = config.logger;
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
+    this.#clusterConfig = config.cluster;
+    this.#clusterDeps = { deadlineMs: config.endpoint.session.deadlineMs, cancelGraceMs: config.cancelGraceMs };
     this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);
@@ -140,6 +147,11 @@ export class ToolwireServer {
       this.#recovered = true;
       await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }
+    if (this.#clusterConfig !== undefined && this.#cluster === undefined) {
+      // Joined before the port opens: a host's first hello already takes its identity lease.
+      this.#cluster = await ClusterNode.start(this.#clusterConfig, { router: this.router, logger: this.#logger, ...this.#clusterDeps });
+      if (this.#closing) await this.#cluster.close();
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#http.once('error', onError);
@@ -192,7 +204,14 @@ export class ToolwireServer {
     return this.#closing;
   }
 
+  /** This node's cluster id, once `listen()` joined the cluster; `undefined` on a single node. */
+  get node(): string | undefined {
+    return this.#cluster?.node;
+  }
+
   async #shutdown(): Promise<void> {
+    // Leave the cluster first: other nodes' calls here stop, calls to their hosts settle 69.
+    await this.#cluster?.close();
     const hostsClosed = this.hostEndpoint.close();
     this.executor.stop();
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });

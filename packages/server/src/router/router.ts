@@ -4,7 +4,7 @@
  * settles with a capture. Host sessions register themselves through `bind` / `advertise` / `unbind`.
  */
 import { EventEmitter } from 'node:events';
-import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
+import { type AdvertisedMessage, type ToolSpec, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import { checkAdvertise } from '../registry/advertise-check.js';
 import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
@@ -26,7 +26,23 @@ export interface HostInfo {
   tools: string[];
   inFlight: number;
   connectedAt: Date;
+  /** The cluster node the host is connected to; absent for this node. */
+  node?: string;
 }
+
+/** A host connected to this node with the tool specs it advertised (what a cluster replicates). */
+export interface LocalHost {
+  host: string;
+  remote?: string | undefined;
+  connectedAt: Date;
+  tools: ToolSpec[];
+}
+
+/**
+ * Claims a host identity before its session binds (a cluster's identity lease): resolves when the
+ * session may bind, rejects with the reason when it may not. Absent on a single node.
+ */
+export type IdentityClaim = (host: string) => Promise<void>;
 
 /**
  * `ToolInjection` over connected tool hosts.
@@ -34,6 +50,8 @@ export interface HostInfo {
  * Events: `'toolsChanged'` `()` — emitted exactly once per change of `tools()`: a host advertised or
  * re-advertised a different set (exposed name, description or schema), or a host with tools left
  * (closed, lost, replaced). A listener that throws is logged, never propagated.
+ * `'localChanged'` `(host: string)` — a host connected to this node bound, advertised, left or was
+ * evicted (what a cluster announces to the other nodes).
  */
 export class Router extends EventEmitter implements ToolInjection {
   readonly #registry: ToolRegistry;
@@ -47,6 +65,8 @@ export class Router extends EventEmitter implements ToolInjection {
   readonly #logger: Logger;
   readonly #compiler: SchemaCompiler;
   readonly #options: RegistryOptions;
+  /** Set by a cluster: the identity lease a host session takes before it binds. */
+  claim: IdentityClaim | undefined;
 
   constructor(options: RouterOptions) {
     super();
@@ -119,7 +139,42 @@ export class Router extends EventEmitter implements ToolInjection {
       tools: this.#registry.namesOf(link.host),
       inFlight: link.inFlight,
       connectedAt: link.connectedAt,
+      ...(link.node !== undefined && { node: link.node }),
     }));
+  }
+
+  /** The hosts connected to this node (not those of other cluster nodes) with their accepted tool specs. */
+  localHosts(): LocalHost[] {
+    const out: LocalHost[] = [];
+    for (const link of this.#links.values()) {
+      if (link.node !== undefined) continue;
+      const tools: ToolSpec[] = [];
+      for (const name of this.#registry.namesOf(link.host)) {
+        const tool = this.#registry.lookup(name);
+        if (tool !== undefined) tools.push(tool.spec);
+      }
+      out.push({ host: link.host, remote: link.remote, connectedAt: link.connectedAt, tools });
+    }
+    return out;
+  }
+
+  /** The link bound for `host`, if any. */
+  linkOf(host: string): HostLink | undefined {
+    return this.#links.get(host);
+  }
+
+  /**
+   * Another cluster node took `host`'s identity: close this node's session of it (4000, its calls
+   * → 69) and remove its tools. Returns whether there was one. For clusters.
+   */
+  evict(host: string): boolean {
+    const link = this.#links.get(host);
+    if (link === undefined || link.node !== undefined) return false;
+    this.#links.delete(host);
+    link.replace();
+    this.#removeTools(host);
+    this.#localChanged(host);
+    return true;
   }
 
   /**
@@ -136,6 +191,7 @@ export class Router extends EventEmitter implements ToolInjection {
       previous.replace();
     }
     this.#removeTools(link.host);
+    if (link.node === undefined || (previous !== undefined && previous.node === undefined)) this.#localChanged(link.host);
   }
 
   /**
@@ -156,6 +212,7 @@ export class Router extends EventEmitter implements ToolInjection {
     this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);
     if (changed) this.#emitChanged();
+    if (link.node === undefined) this.#localChanged(link.host);
     return advertised;
   }
 
@@ -168,6 +225,7 @@ export class Router extends EventEmitter implements ToolInjection {
     if (this.#links.get(link.host) !== link) return;
     this.#links.delete(link.host);
     this.#removeTools(link.host);
+    if (link.node === undefined) this.#localChanged(link.host);
   }
 
   /** Remove `host`'s tools (remembering their names as departed); one `toolsChanged` if any. */
@@ -178,6 +236,15 @@ export class Router extends EventEmitter implements ToolInjection {
 
   #forgetDeparted(host: string): void {
     for (const [name, owner] of this.#departed) if (owner === host) this.#departed.delete(name);
+  }
+
+  #localChanged(host: string): void {
+    if (this.listenerCount('localChanged') === 0) return;
+    try {
+      this.emit('localChanged', host);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'router: a localChanged listener threw');
+    }
   }
 
   #emitChanged(): void {

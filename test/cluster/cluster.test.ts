@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ExitCode } from '@toolwire/protocol';
+import { type Started, cleanup, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
+import { NATS_SERVER, startNats } from './nats.js';
+
+afterEach(cleanup);
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- the expects read each outcome's fields directly
+const run = (started: Started, name: string, input: unknown = {}, extra: object = {}): Promise<any> =>
+  started.server.executor.execute({ name, input, agent: 'agent', ...extra });
+
+async function twoNodes(heartbeatMs = 200): Promise<{ a: Started; b: Started; nats: Awaited<ReturnType<typeof startNats>> }> {
+  const nats = await startNats();
+  const a = await startServer({ cluster: { nats: [nats.url], name: 't', node: 'a', heartbeatMs } });
+  const b = await startServer({ cluster: { nats: [nats.url], name: 't', node: 'b', heartbeatMs } });
+  return { a, b, nats };
+}
+
+describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes act as one', () => {
+  it('lists on node B the tools of a host connected to node A, and routes B’s calls to it', async () => {
+    const { a, b } = await twoNodes();
+    await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo');
+    expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBe('a');
+
+    const echo = await run(b, 'alpha__echo', { hello: 'cluster' });
+    expect(echo.capture.exitCode).toBe(0);
+    expect(text(echo.capture.stdout)).toBe('{"hello":"cluster"}');
+
+    const exit3 = await run(b, 'alpha__exit3');
+    expect(exit3.capture.exitCode).toBe(3);
+    expect(text(exit3.capture.stderr)).toBe('err\n');
+
+    const refused = await run(b, 'alpha__strict', { n: 'x' });
+    expect(refused.capture.exitCode).toBe(ExitCode.DATA_ERR);
+  });
+
+  it('a deadline on node B ends the remote call 124, and a stop on B ends it 130 with the host’s partial output', async () => {
+    const { a, b } = await twoNodes();
+    await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
+    const late = await run(b, 'alpha__wait', {}, { deadlineMs: 300 });
+    expect(late.capture.exitCode).toBe(ExitCode.TIMEOUT);
+
+    const controller = new AbortController();
+    const pending = run(b, 'alpha__wait', {}, { signal: controller.signal });
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 1, 'the call to reach the host on node a');
+    controller.abort();
+    const stopped = await pending;
+    expect(stopped.capture.exitCode).toBe(ExitCode.CANCELLED);
+    expect(text(stopped.capture.stdout)).toBe('partial\n');
+  });
+
+  it('a host killed on node A settles node B’s call 69, and its tools leave node B', async () => {
+    const { a, b } = await twoNodes();
+    const host = await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
+    const pending = run(b, 'alpha__wait');
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 1, 'the call to reach the host');
+    process.kill(-host.pid!, 'SIGKILL');
+    const lost = await pending;
+    expect(lost.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
+    await waitFor(() => !b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'alpha’s tools to leave node b');
+  });
+
+  it('node A lost (its NATS connection gone for good) settles B’s calls 69 within the bound and removes its hosts’ tools', async () => {
+    const { a, b } = await twoNodes(200);
+    await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
+    const pending = run(b, 'alpha__wait');
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 1, 'the call to reach the host');
+    // Node A leaves abruptly from B's view: it stops hearing and answering (SIGSTOP of a real node is in the process tests).
+    const started = Date.now();
+    await a.server.close();
+    const lost = await pending;
+    expect(lost.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
+    await waitFor(() => !b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'alpha’s tools to leave node b', 2_000);
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('the same host identity connecting to node B takes it from node A (4000 there), and every node routes to the new session only', async () => {
+    const { a, b } = await twoNodes();
+    const first = await startFixtureHost(a);
+    await waitFor(() => b.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'a', 'node b to see alpha on a');
+    await startFixtureHost(b);
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')), 'node a to list alpha on b');
+    expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
+    // The first host process was closed 4000 (replaced) on node a and does not come back.
+    await waitFor(
+      () => first.exitCode !== null || first.signalCode !== null || a.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'b',
+      'the old session to end',
+    );
+    expect(a.server.router.hosts().filter((h) => h.name === 'alpha')).toHaveLength(1);
+    const echo = await run(a, 'alpha__echo', { via: 'a' });
+    expect(echo.capture.exitCode).toBe(0);
+  });
+});
