@@ -13,6 +13,8 @@ export type { Projection } from './executor/projection.js';
 export type { Envelope } from './executor/envelope.js';
 export type { ToolControl, ToolControlRequest, ToolControlDecision } from './executor/gates.js';
 export type { HostInfo } from './router/router.js';
+export { ClusterError } from './cluster/errors.js';
+export type { ClusterOptions, NatsCredentials, NatsTls } from './cluster/options.js';
 export { DEADLINE_META, WORKSPACE_META } from './mcp/caller.js';
 export { OUTPUT_NOTIFICATION, STREAM_META } from './mcp/live-output.js';
 export { ExitCode, type ExitCodeValue, CloseCode, type CloseCodeValue } from '@toolwire/protocol';

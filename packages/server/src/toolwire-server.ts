@@ -18,7 +18,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
-import { ClusterNode } from './cluster/cluster.js';
+import type { ClusterNode } from './cluster/cluster.js';
 import type { ClusterConfig } from './cluster/options.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
@@ -149,6 +149,8 @@ export class ToolwireServer {
     }
     if (this.#clusterConfig !== undefined && this.#cluster === undefined) {
       // Joined before the port opens: a host's first hello already takes its identity lease.
+      // Loaded only by a node that joins a cluster: the NATS client costs a single node nothing.
+      const { ClusterNode } = await import('./cluster/cluster.js');
       this.#cluster = await ClusterNode.start(this.#clusterConfig, { router: this.router, logger: this.#logger, ...this.#clusterDeps });
       if (this.#closing) await this.#cluster.close();
     }

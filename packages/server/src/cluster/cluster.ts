@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import { CallService } from './call-service.js';
+import { ClusterError } from './errors.js';
 import { Leases } from './leases.js';
 import { connectBus, type NatsBus } from './nats-bus.js';
 import { type ClusterConfig, subjects } from './options.js';
@@ -80,11 +81,18 @@ export class ClusterNode {
 
   /**
    * Connect to NATS and join. The lease bucket needs JetStream; without it the node runs without
-   * leases (logged). Rejects when no NATS server can be reached.
+   * leases (logged). Rejects with a {@link ClusterError} when no NATS server can be reached or the
+ * credentials are refused.
    */
   static async start(config: ClusterConfig, deps: ClusterDeps): Promise<ClusterNode> {
     const { logger, router } = deps;
-    const bus = await connectBus(config, logger);
+    let bus: NatsBus;
+    try {
+      bus = await connectBus(config, logger);
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ClusterError(`cannot join cluster "${config.name}": no NATS server of ${config.nats.join(', ')} accepted the connection (${why})`, { cause: error });
+    }
     const names = subjects(config.name);
     let leases: Leases | undefined;
     try {
