@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
-import { type Started, cleanup, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
+import { join } from 'node:path';
+import { type Started, HOST2_TOKEN, cleanup, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
 import { NATS_SERVER, startNats } from './nats.js';
 
 afterEach(cleanup);
@@ -94,4 +95,17 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
     const echo = await run(a, 'alpha__echo', { via: 'a' });
     expect(echo.capture.exitCode).toBe(0);
   });
+});
+
+describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: live output across nodes', () => {
+  it('streams a remote tool’s output to node B’s listener in order, and the capture is complete', async () => {
+    const { a, b } = await twoNodes();
+    spawnTs([join(repoRoot, 'test', 'fixtures', 'live-host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST2_TOKEN });
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'beta__ticker'), 'node b to list beta__ticker', 20_000);
+    const chunks: string[] = [];
+    const result = await run(b, 'beta__ticker', {}, { onOutput: (c: { bytes: Uint8Array }) => void chunks.push(text(c.bytes)) });
+    expect(result.capture.exitCode).toBe(0);
+    expect(chunks.join('')).toContain('line 1\n');
+    expect(text(result.capture.stdout)).toBe('line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n');
+  }, 60_000);
 });

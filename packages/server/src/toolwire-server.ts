@@ -71,7 +71,7 @@ export class ToolwireServer {
   readonly #cancelGraceMs: number;
   #closing: Promise<void> | undefined;
   readonly #clusterConfig: ClusterConfig | undefined;
-  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number };
+  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number; capBytes: number };
   #cluster: ClusterNode | undefined;
 
   /**
@@ -86,7 +86,7 @@ export class ToolwireServer {
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
     this.#clusterConfig = config.cluster;
-    this.#clusterDeps = { deadlineMs: config.endpoint.session.deadlineMs, cancelGraceMs: config.cancelGraceMs };
+    this.#clusterDeps = { deadlineMs: config.endpoint.session.deadlineMs, cancelGraceMs: config.cancelGraceMs, capBytes: config.endpoint.session.output.capBytes };
     this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);

@@ -76,7 +76,7 @@ export class CallService {
       agent: String(request.agent ?? ''),
       signal: running.controller.signal,
       ...(typeof request.deadlineMs === 'number' && { deadlineMs: request.deadlineMs }),
-      onOutput,
+      ...(request.stream === true && { onOutput }),
     };
     void link.call(request.tool, call).then((capture) => {
       this.#running.delete(reply);

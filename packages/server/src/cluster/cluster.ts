@@ -23,6 +23,8 @@ export interface ClusterDeps {
   deadlineMs: number;
   /** The server's cancel grace, ms: how long past a deadline the host's node may take to answer. */
   cancelGraceMs: number;
+  /** Per-stream capture cap, bytes (head + tail). */
+  capBytes: number;
 }
 
 /** This node's membership in a cluster. */
@@ -51,6 +53,7 @@ export class ClusterNode {
       node: config.node,
       deadlineMs: deps.deadlineMs,
       graceMs: deps.cancelGraceMs + config.requestTimeoutMs,
+      capBytes: deps.capBytes,
       logger,
     });
     this.#service = new CallService({ bus, subjects: names, node: config.node, router, logger });
@@ -82,7 +85,7 @@ export class ClusterNode {
   /**
    * Connect to NATS and join. The lease bucket needs JetStream; without it the node runs without
    * leases (logged). Rejects with a {@link ClusterError} when no NATS server can be reached or the
- * credentials are refused.
+   * credentials are refused.
    */
   static async start(config: ClusterConfig, deps: ClusterDeps): Promise<ClusterNode> {
     const { logger, router } = deps;

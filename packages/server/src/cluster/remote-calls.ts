@@ -3,7 +3,7 @@
  * one owner here, settled exactly once — by the host's node's `result`, by this node's deadline
  * backstop (124), by the loss of that node (69), or at close (69).
  */
-import { type Capture, failureCapture } from '@toolwire/protocol';
+import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
@@ -18,6 +18,8 @@ interface Pending {
   timer: NodeJS.Timeout;
   parts: { stdout: Uint8Array[]; stderr: Uint8Array[] };
   onAbort: () => void;
+  /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
+  streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined;
 }
 
 /** What the remote calls need: the bus, this node's subjects, the default deadline and a grace, the logger. */
@@ -29,6 +31,8 @@ export interface RemoteCallsDeps {
   deadlineMs: number;
   /** How long past a call's deadline the host's node may take to answer before this node settles 124, ms. */
   graceMs: number;
+  /** Per-stream cap of a capture, bytes (head + tail): what a capture this node ends keeps of the streamed output. */
+  capBytes: number;
   logger: Logger;
 }
 
@@ -51,6 +55,7 @@ export class RemoteCalls {
     const { bus, subjects } = this.#deps;
     if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
     if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+    const stream = call.onOutput !== undefined;
     const request: CallRequest = {
       host,
       tool,
@@ -60,6 +65,7 @@ export class RemoteCalls {
       workspace: call.workspace,
       agent: call.agent,
       ...(call.deadlineMs !== undefined && { deadlineMs: call.deadlineMs }),
+      ...(stream && { stream }),
     };
     const data = encode(request);
     if (data.length > bus.maxPayload) {
@@ -72,10 +78,13 @@ export class RemoteCalls {
     return new Promise<RoutedCapture>((resolve) => {
       const onAbort = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
       const timer = setTimeout(
-        () => this.#settle(reply, failureCapture('deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`)),
+        () => this.#fail(reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`),
         deadline + this.#deps.graceMs,
       );
-      this.#pending.set(reply, { node, call, resolve, timer, parts: { stdout: [], stderr: [] }, onAbort });
+      const head = Math.floor(this.#deps.capBytes / 2);
+      const tail = this.#deps.capBytes - head;
+      const streamed = stream ? { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 } : undefined;
+      this.#pending.set(reply, { node, call, resolve, timer, parts: { stdout: [], stderr: [] }, onAbort, streamed });
       call.signal.addEventListener('abort', onAbort, { once: true });
       bus.publish(subjects.node(node, 'call'), data, reply);
     });
@@ -83,14 +92,14 @@ export class RemoteCalls {
 
   /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
   failNode(node: string, reason: string): void {
-    for (const [reply, p] of this.#pending) if (p.node === node) this.#settle(reply, failureCapture('unavailable', reason));
+    for (const [reply, p] of this.#pending) if (p.node === node) this.#fail(reply, 'unavailable', reason);
   }
 
   /** Settle every pending call 69 and stop listening. Idempotent. */
   close(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
-    for (const reply of [...this.#pending.keys()]) this.#settle(reply, failureCapture('unavailable', 'server shutting down'));
+    for (const reply of [...this.#pending.keys()]) this.#fail(reply, 'unavailable', 'server shutting down');
   }
 
   #onAnswer(subject: string, data: Uint8Array): void {
@@ -113,16 +122,43 @@ export class RemoteCalls {
   /** A live-output chunk: to the caller's listener, credited back to the host's node once consumed. */
   #output(reply: string, p: Pending, chunk: Extract<CallAnswer, { t: 'output' }>): void {
     const ack = (): void => this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'ack'), encode({ reply, seq: chunk.seq }));
+    const stream = chunk.stream === 'stderr' ? 'stderr' : 'stdout';
+    const bytes = fromB64(chunk.data);
+    if (p.streamed !== undefined) {
+      p.streamed[stream].push(bytes);
+      p.streamed.seq = chunk.seq + 1;
+    }
+    this.#deliver(p, stream, bytes, chunk.seq, ack);
+  }
+
+  /** Hand one chunk to the caller's listener; `done` once it has taken it. A throw is logged, never the call's. */
+  #deliver(p: Pending, stream: 'stdout' | 'stderr', bytes: Uint8Array, seq: number, done: () => void): void {
     const listener = p.call.onOutput;
-    if (listener === undefined) return ack();
-    let pending: void | Promise<void> = undefined;
+    if (listener === undefined) return done();
+    let taken: void | Promise<void> = undefined;
     try {
-      pending = listener({ stream: chunk.stream, bytes: fromB64(chunk.data), seq: chunk.seq });
+      taken = listener({ stream, bytes, seq });
     } catch (error) {
       this.#deps.logger.warn({ err: error, id: p.call.id }, 'an output listener threw');
     }
-    if (pending instanceof Promise) pending.then(ack, ack);
-    else ack();
+    if (taken instanceof Promise) taken.then(done, done);
+    else done();
+  }
+
+  /**
+   * End a call here with a synthetic capture: it keeps what was streamed, and the caller's listener
+   * gets the reason line as the last chunk (as a host session does).
+   */
+  #fail(reply: string, kind: Failure, reason: string): void {
+    const p = this.#pending.get(reply);
+    if (p === undefined) return;
+    const partial = p.streamed === undefined ? {} : { stdout: p.streamed.stdout.bytes('stdout'), stderr: p.streamed.stderr.bytes('stderr') };
+    const capture = failureCapture(kind, reason, partial);
+    if (p.streamed !== undefined) {
+      const line = capture.stderr.subarray(partial.stderr?.length ?? 0);
+      this.#deliver(p, 'stderr', line, p.streamed.seq, () => undefined);
+    }
+    this.#settle(reply, capture);
   }
 
   #settle(reply: string, capture: RoutedCapture): void {

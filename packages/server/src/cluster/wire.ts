@@ -17,6 +17,8 @@ export interface CallRequest {
   workspace: string;
   agent: string;
   deadlineMs?: number;
+  /** The caller takes live output: stream it (otherwise only the capture comes back). */
+  stream?: boolean;
 }
 
 /** What the host's node sends to a call's reply subject, in order. */
