@@ -97,6 +97,19 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
   });
 });
 
+describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: stop', () => {
+  it('stop(agent) on node B stops that agent’s calls made through node A (130), and other agents’ calls run on', async () => {
+    const { a, b } = await twoNodes();
+    await startFixtureHost(a);
+    const mine = run(a, 'alpha__wait', {}, { agent: 'agent' });
+    const theirs = run(a, 'alpha__wait', {}, { agent: 'other', deadlineMs: 3_000 });
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 2, 'both calls to reach the host');
+    expect(b.server.executor.stop('agent')).toBe(0); // none of its calls run through node b
+    expect((await mine).capture.exitCode).toBe(ExitCode.CANCELLED);
+    expect((await theirs).capture.exitCode).toBe(ExitCode.TIMEOUT);
+  }, 60_000);
+});
+
 describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: live output across nodes', () => {
   it('streams a remote tool’s output to node B’s listener in order, and the capture is complete', async () => {
     const { a, b } = await twoNodes();

@@ -151,7 +151,7 @@ export class ToolwireServer {
       // Joined before the port opens: a host's first hello already takes its identity lease.
       // Loaded only by a node that joins a cluster: the NATS client costs a single node nothing.
       const { ClusterNode } = await import('./cluster/cluster.js');
-      this.#cluster = await ClusterNode.start(this.#clusterConfig, { router: this.router, logger: this.#logger, ...this.#clusterDeps });
+      this.#cluster = await ClusterNode.start(this.#clusterConfig, { router: this.router, executor: this.executor, logger: this.#logger, ...this.#clusterDeps });
       if (this.#closing) await this.#cluster.close();
     }
     await new Promise<void>((resolve, reject) => {

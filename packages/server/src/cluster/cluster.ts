@@ -6,6 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Logger } from '../options.js';
+import type { Executor } from '../executor/executor.js';
 import type { Router } from '../router/router.js';
 import { CallService } from './call-service.js';
 import { ClusterError } from './errors.js';
@@ -18,6 +19,7 @@ import { decode, encode } from './wire.js';
 
 export interface ClusterDeps {
   router: Router;
+  executor: Executor;
   logger: Logger;
   /** The server's default call deadline, ms. */
   deadlineMs: number;
@@ -37,6 +39,8 @@ export class ClusterNode {
   readonly #leases: Leases | undefined;
   readonly #router: Router;
   readonly #offEvict: () => void;
+  readonly #offStop: () => void;
+  readonly #executor: Executor;
   readonly #onLocalChanged: (host: string) => void;
   #closing: Promise<void> | undefined;
 
@@ -73,6 +77,13 @@ export class ClusterNode {
       if (typeof host === 'string' && router.evict(host)) logger.info({ host }, 'cluster: host identity taken by another node; its session here closed (4000)');
       if (reply !== undefined) bus.publish(reply, encode({ ok: true }));
     });
+    // stop(agent) on any node stops that agent's calls on every node.
+    this.#executor = deps.executor;
+    this.#offStop = bus.subscribe(names.stop, (data) => {
+      const stop = decode<{ agent?: string; node?: string }>(data);
+      if (typeof stop?.agent === 'string' && stop.node !== config.node) deps.executor.stopHere(stop.agent);
+    });
+    deps.executor.onStop = (agent) => bus.publish(names.stop, encode({ agent, node: config.node }));
     this.#onLocalChanged = (host) => {
       this.#peers.changed();
       const link = router.linkOf(host);
@@ -132,6 +143,8 @@ export class ClusterNode {
       this.#router.off('localChanged', this.#onLocalChanged);
       this.#router.claim = undefined;
       this.#offEvict();
+      this.#offStop();
+      this.#executor.onStop = undefined;
       this.#peers.close();
       this.#calls.close();
       this.#service.close();

@@ -86,6 +86,8 @@ export function subjects(cluster: string) {
   return {
     /** Every node's heartbeat: `{node, version, boot}`. */
     heartbeat: `${root}.heartbeat`,
+    /** A stop of one agent's calls, for every node: `{agent, node}`. */
+    stop: `${root}.stop`,
     /** Requests to node `n`: `state` (its hosts and tools), `call`, `cancel`, `ack` (output credit), `evict`. */
     node: (n: string, what: 'state' | 'call' | 'cancel' | 'ack' | 'evict') => `${root}.node.${n}.${what}`,
     /** Where node `n` receives the answers to its calls. */
