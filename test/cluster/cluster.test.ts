@@ -1,7 +1,20 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
 import { join } from 'node:path';
-import { type Started, HOST2_TOKEN, cleanup, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
+import {
+  type Started,
+  HOST2_TOKEN,
+  HOST_TOKEN,
+  cleanup,
+  rawAdvertise,
+  rawHost,
+  repoRoot,
+  spawnTs,
+  startFixtureHost,
+  startServer,
+  text,
+  waitFor,
+} from '../helpers.js';
 import { NATS_SERVER, startNats } from './nats.js';
 
 afterEach(cleanup);
@@ -120,5 +133,46 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: live output acros
     expect(result.capture.exitCode).toBe(0);
     expect(chunks.join('')).toContain('line 1\n');
     expect(text(result.capture.stdout)).toBe('line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n');
+  }, 60_000);
+});
+
+describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: naming bare', () => {
+  it('a bare-name collision between hosts on different nodes resolves the same way on every node: the first host keeps the name', async () => {
+    const nats = await startNats();
+    const options = { naming: 'bare' as const, cluster: { nats: [nats.url], name: 'n', heartbeatMs: 200 } };
+    const a = await startServer({ ...options, cluster: { ...options.cluster, node: 'a' } });
+    const b = await startServer({ ...options, cluster: { ...options.cluster, node: 'b' } });
+    spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST_TOKEN });
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'echo'), 'node b to list echo (alpha’s, on a)', 20_000);
+    // beta on node b advertises echo too, and a name of its own.
+    const beta = await rawHost(b.url, HOST2_TOKEN);
+    const reply = await rawAdvertise(beta, [
+      { name: 'echo', inputSchema: { type: 'object' } },
+      { name: 'only_beta', inputSchema: { type: 'object' } },
+    ]);
+    expect(reply.accepted).toEqual([{ name: 'only_beta', as: 'only_beta' }]);
+    expect(JSON.stringify(reply.rejected)).toMatch(/"echo".*already advertised by/);
+    await waitFor(() => a.server.router.tools().some((t) => t.name === 'only_beta'), 'node a to list only_beta');
+    for (const node of [a, b]) {
+      const owners = new Map(node.server.router.hosts().flatMap((h) => h.tools.map((t) => [t, h.name] as const)));
+      expect(owners.get('echo')).toBe('alpha');
+      expect(owners.get('only_beta')).toBe('beta');
+    }
+  }, 60_000);
+
+  it('two hosts on two nodes advertising one bare name at the same moment: exactly one gets it, and both nodes agree', async () => {
+    const nats = await startNats();
+    const cluster = { nats: [nats.url], name: 'race', heartbeatMs: 200 };
+    const a = await startServer({ naming: 'bare', cluster: { ...cluster, node: 'a' } });
+    const b = await startServer({ naming: 'bare', cluster: { ...cluster, node: 'b' } });
+    const [alpha, beta] = await Promise.all([rawHost(a.url, HOST_TOKEN), rawHost(b.url, HOST2_TOKEN)]);
+    const tools = [{ name: 'same', inputSchema: { type: 'object' } }];
+    const [ra, rb] = await Promise.all([rawAdvertise(alpha, tools), rawAdvertise(beta, tools)]);
+    const winners = [ra, rb].filter((r) => (r.accepted as unknown[]).length === 1);
+    expect(winners).toHaveLength(1);
+    const winner = winners[0] === ra ? 'alpha' : 'beta';
+    for (const node of [a, b]) {
+      await waitFor(() => node.server.router.hosts().find((h) => h.tools.includes('same'))?.name === winner, `both nodes to give "same" to ${winner}`);
+    }
   }, 60_000);
 });

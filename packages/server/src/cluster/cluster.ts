@@ -41,6 +41,8 @@ export class ClusterNode {
   readonly #offEvict: () => void;
   readonly #offStop: () => void;
   readonly #executor: Executor;
+  /** Tool names (naming `bare`) whose leases this node's hosts hold. */
+  readonly #names = new Map<string, Set<string>>();
   readonly #onLocalChanged: (host: string) => void;
   #closing: Promise<void> | undefined;
 
@@ -87,10 +89,29 @@ export class ClusterNode {
     this.#onLocalChanged = (host) => {
       this.#peers.changed();
       const link = router.linkOf(host);
-      if (leases !== undefined && (link === undefined || link.node !== undefined)) void leases.release(host);
+      const here = link !== undefined && link.node === undefined;
+      if (leases !== undefined && !here) void leases.release(host);
+      if (leases !== undefined && this.#names.has(host)) {
+        // Names this node's host held and no longer lists (re-advertised without them, or gone).
+        const held = this.#names.get(host)!;
+        const now = new Set(here ? router.namesOf(host) : []);
+        const dropped = [...held].filter((n) => !now.has(n));
+        if (now.size === 0) this.#names.delete(host);
+        else this.#names.set(host, now);
+        if (dropped.length > 0) void leases.releaseNames(host, dropped);
+      }
     };
     router.on('localChanged', this.#onLocalChanged);
-    if (leases !== undefined) router.claim = (host) => leases.claim(host);
+    if (leases !== undefined) {
+      router.claim = (host) => leases.claim(host);
+      router.claimNames = async (host, wanted) => {
+        const taken = await leases.claimNames(host, wanted);
+        const held = this.#names.get(host) ?? new Set<string>();
+        for (const name of wanted) if (!taken.has(name)) held.add(name);
+        this.#names.set(host, held);
+        return taken;
+      };
+    }
   }
 
   /**
@@ -142,6 +163,7 @@ export class ClusterNode {
     this.#closing ??= (async () => {
       this.#router.off('localChanged', this.#onLocalChanged);
       this.#router.claim = undefined;
+      this.#router.claimNames = undefined;
       this.#offEvict();
       this.#offStop();
       this.#executor.onStop = undefined;

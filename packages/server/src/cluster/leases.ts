@@ -17,6 +17,8 @@ interface Lease {
 /** Key of a host identity (base64url: any identity, only key-safe characters). */
 const keyOf = (host: string): string => `h.${Buffer.from(host).toString('base64url') || '_'}`;
 const hostOf = (key: string): string => Buffer.from(key.slice(2), 'base64url').toString();
+/** Key of an exposed tool name (naming `bare`). */
+const nameKey = (name: string): string => `n.${Buffer.from(name).toString('base64url')}`;
 
 export interface LeasesDeps {
   node: string;
@@ -76,6 +78,56 @@ export class Leases {
       return;
     }
     if (previous !== undefined && previous !== node) await this.#deps.evict(previous, host);
+  }
+
+  /**
+   * Take the names `names` for `host` (naming `bare`: a name belongs to the first host of the
+   * cluster that advertised it while it stays). Resolves with the names another host holds, → that
+   * host. Never rejects: a name whose lease cannot be read or written is granted (logged).
+   */
+  async claimNames(host: string, names: string[]): Promise<Map<string, string>> {
+    const taken = new Map<string, string>();
+    const value = encode({ host, node: this.#deps.node });
+    await Promise.all(
+      names.map(async (name) => {
+        const key = nameKey(name);
+        try {
+          for (let attempt = 0; attempt < (this.#deps.tries ?? 5); attempt++) {
+            const entry = await this.#kv.get(key);
+            const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
+            if (lease?.host === host && lease.node === this.#deps.node) return;
+            // Another host's name; the same host's name held by another node moves here with the host.
+            if (lease?.host !== undefined && lease.host !== host) return void taken.set(name, lease.host);
+            try {
+              if (entry === null) await this.#kv.create(key, value);
+              else await this.#kv.update(key, value, entry.revision);
+              return;
+            } catch {
+              // another node wrote it meanwhile: read again
+            }
+          }
+        } catch (error) {
+          this.#deps.logger.warn({ err: error, host, name }, 'cluster: could not take a tool name lease; the name is granted on this node');
+        }
+      }),
+    );
+    return taken;
+  }
+
+  /** Give up `host`'s leases of `names` (those it still holds). Never rejects. */
+  async releaseNames(host: string, names: Iterable<string>): Promise<void> {
+    await Promise.all(
+      [...names].map(async (name) => {
+        try {
+          const entry = await this.#kv.get(nameKey(name));
+          const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
+          if (entry === null || lease?.host !== host || lease.node !== this.#deps.node) return;
+          await this.#kv.delete(nameKey(name), { previousSeq: entry.revision });
+        } catch {
+          // taken meanwhile, or unreachable
+        }
+      }),
+    );
   }
 
   /** Give up `host`'s lease if this node still holds it. Never rejects. */

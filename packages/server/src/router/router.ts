@@ -45,6 +45,12 @@ export interface LocalHost {
 export type IdentityClaim = (host: string) => Promise<void>;
 
 /**
+ * Claims exposed names cluster-wide (naming `bare`): resolves with the names among `names` that
+ * another host holds, → that host. Set by a cluster; never rejects.
+ */
+export type NameClaim = (host: string, names: string[]) => Promise<Map<string, string>>;
+
+/**
  * `ToolInjection` over connected tool hosts.
  *
  * Events: `'toolsChanged'` `()` — emitted exactly once per change of `tools()`: a host advertised or
@@ -67,6 +73,8 @@ export class Router extends EventEmitter implements ToolInjection {
   readonly #options: RegistryOptions;
   /** Set by a cluster: the identity lease a host session takes before it binds. */
   claim: IdentityClaim | undefined;
+  /** Set by a cluster with naming `bare`: the name leases a host on this node takes before its tools are listed. */
+  claimNames: NameClaim | undefined;
 
   constructor(options: RouterOptions) {
     super();
@@ -158,6 +166,11 @@ export class Router extends EventEmitter implements ToolInjection {
     return out;
   }
 
+  /** The exposed tool names of `host` (none when it is not connected). */
+  namesOf(host: string): string[] {
+    return this.#registry.namesOf(host);
+  }
+
   /** The link bound for `host`, if any. */
   linkOf(host: string): HostLink | undefined {
     return this.#links.get(host);
@@ -209,6 +222,22 @@ export class Router extends EventEmitter implements ToolInjection {
       ? await checkAdvertise(link.host, prepared, { compiler: this.#compiler, registry: this.#registry, maxToolsPerHost: this.#options.maxToolsPerHost, isCurrent })
       : undefined;
     if (checks === undefined) return rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost);
+    if (this.claimNames !== undefined && link.node === undefined && this.#options.naming === 'bare') {
+      const wanted = checks.flatMap((c) => (c.ok ? [c.tool.name] : []));
+      const taken = wanted.length === 0 ? new Map<string, string>() : await this.claimNames(link.host, wanted);
+      if (!isCurrent()) return rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost);
+      for (let i = 0; i < checks.length; i++) {
+        const check = checks[i]!;
+        const owner = check.ok ? taken.get(check.tool.name) : undefined;
+        if (check.ok && owner !== undefined) {
+          checks[i] = {
+            ok: false,
+            name: check.tool.name,
+            reason: `name "${check.tool.name}" is already advertised by host ${owner} on another node (naming bare: the first host keeps a name)`,
+          };
+        }
+      }
+    }
     this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);
     if (changed) this.#emitChanged();
