@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { defer, tempDir, waitForText } from '../helpers.js';
 
 export const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
@@ -16,6 +17,22 @@ export interface Nats {
   child: ChildProcess;
   /** SIGKILL it. */
   kill(): Promise<void>;
+}
+
+/** A free TCP port on 127.0.0.1 (bound and released). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** Three nats-servers routed into one NATS cluster (JetStream on each). */
+export async function startNatsCluster(): Promise<Nats[]> {
+  const routes = await Promise.all([freePort(), freePort(), freePort()]);
+  const all = routes.map((p) => `nats://127.0.0.1:${p}`).join(',');
+  return Promise.all(routes.map((route, i) => startNats(['--cluster_name', 'tw', '-n', `n${i}`, '--cluster', `nats://127.0.0.1:${route}`, '--routes', all])));
 }
 
 /** Start one nats-server with JetStream; `args` are extra flags (e.g. `--user`, `--pass`). */
