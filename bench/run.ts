@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
+import { clusterScenario, segmentRatio } from './cluster.js';
 import { liveScenario } from './live.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
@@ -141,6 +142,20 @@ try {
           `peak RSS server ${mib(l.serverPeakRssKiB)} MiB (idle ${mib(l.serverIdleRssKiB)}), host ${mib(l.hostPeakRssKiB)} MiB (idle ${mib(l.hostIdleRssKiB)}), spawn helper ${mib(l.helperPeakRssKiB)} MiB`,
       );
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
+    }
+    if (wanted('cluster')) {
+      // Not in the default set: `--only cluster` (issue 17; needs nats-server).
+      const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };
+      const c64 = { concurrency: 64, bytes: 100, count: quick ? 5_000 : 30_000, warmup: quick ? 5_000 : 10_000 };
+      const c = await clusterScenario([c1, c64]);
+      for (const { same, cross } of c.shapes) {
+        const line = `run ${run} cluster ${shapeLabel(same.shape)}: same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}`;
+        log(`${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node`);
+      }
+      await appendFile(
+        resultsFile,
+        `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
+      );
     }
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);

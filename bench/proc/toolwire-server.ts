@@ -10,11 +10,14 @@ import { DEFAULT_HOSTS, hostName, hostToken } from './tools.js';
 
 const hostCount = Number(process.env.BENCH_HOSTS ?? DEFAULT_HOSTS);
 const recordDir = process.env.BENCH_RECORD_DIR;
+// A cluster node (bench/cluster.ts): BENCH_NATS is the NATS URL, BENCH_NODE this node's id.
+const nats = process.env.BENCH_NATS;
 const server = new ToolwireServer({
   hosts: Array.from({ length: hostCount }, (_, i) => ({ name: hostName(i), token: hostToken(i) })),
   // Room for every bench host (s6 connects 2,000); the default cap is 1,024 connections.
   maxConnections: hostCount + 64,
   ...(recordDir ? { recordDir } : {}),
+  ...(nats ? { cluster: { nats: [nats], name: 'bench', node: process.env.BENCH_NODE ?? 'a' } } : {}),
 });
 const { url } = await server.listen(0, '127.0.0.1');
 // One stop signal per load worker, as each concurrent agent would have its own (the executor makes
