@@ -21,6 +21,7 @@ import { cliScenario } from './cli.js';
 import { liveReport, liveScenario } from './live.js';
 import { doorScenario, idsScenario } from './door.js';
 import { mcpScenario } from './mcp-source.js';
+import { clusterScenario, segmentRatio } from './cluster.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -158,6 +159,20 @@ try {
     if (wanted('door')) record.door = await doorScenario(plan.door, (line) => log(`run ${run} ${line}`));
     if (wanted('ids')) record.ids = await idsScenario(plan.ids, (line) => log(`run ${run} ${line}`));
     if (wanted('mcp')) log(`run ${run} mcp: ${JSON.stringify(await mcpScenario(quick ? 1 : 3, quick ? 500 : 2000))}`); // `--only mcp` (issue 14)
+    if (wanted('cluster')) {
+      // Not in the default set: `--only cluster` (issue 17; needs nats-server).
+      const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };
+      const c64 = { concurrency: 64, bytes: 100, count: quick ? 5_000 : 30_000, warmup: quick ? 5_000 : 10_000 };
+      const c = await clusterScenario([c1, c64]);
+      for (const { same, cross } of c.shapes) {
+        const line = `run ${run} cluster ${shapeLabel(same.shape)}: same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}`;
+        log(`${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node`);
+      }
+      await appendFile(
+        resultsFile,
+        `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
+      );
+    }
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);
       const c = record.cli;

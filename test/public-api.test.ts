@@ -173,6 +173,7 @@ describe('public API: the names each package root exports', () => {
   it('@toolwire/server', () => {
     expect(runtime(server)).toEqual([
       'CloseCode',
+      'ClusterError',
       'DEADLINE_META',
       'ExitCode',
       'OUTPUT_NOTIFICATION',
@@ -186,6 +187,8 @@ describe('public API: the names each package root exports', () => {
       'CallerCredential',
       'CloseCode',
       'CloseCodeValue',
+      'ClusterError',
+      'ClusterOptions',
       'CompletedResult',
       'CredentialsUpdate',
       'DEADLINE_META',
@@ -203,6 +206,8 @@ describe('public API: the names each package root exports', () => {
       'ListenInfo',
       'Logger',
       'Naming',
+      'NatsCredentials',
+      'NatsTls',
       'OUTPUT_NOTIFICATION',
       'OutputChunk',
       'OutputListener',

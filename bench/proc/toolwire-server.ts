@@ -15,6 +15,8 @@ const hostCount = Number(process.env.BENCH_HOSTS ?? DEFAULT_HOSTS);
 const callerCount = Number(process.env.BENCH_CALLERS ?? 1);
 const recordDir = process.env.BENCH_RECORD_DIR;
 const heartbeatMs = process.env.BENCH_HEARTBEAT_MS === undefined ? undefined : Number(process.env.BENCH_HEARTBEAT_MS);
+// A cluster node (bench/cluster.ts): BENCH_NATS is the NATS URL, BENCH_NODE this node's id.
+const nats = process.env.BENCH_NATS;
 const server = new ToolwireServer({
   hosts: Array.from({ length: hostCount }, (_, i) => ({ name: hostName(i), token: hostToken(i) })),
   callers: Array.from({ length: callerCount }, (_, i) => ({ name: callerName(i), token: callerToken(i) })),
@@ -29,6 +31,7 @@ const server = new ToolwireServer({
   metrics: observing,
   ...(observing ? { logger: infoLogger() } : {}),
   ...(heartbeatMs === undefined ? {} : { heartbeatMs }),
+  ...(nats ? { cluster: { nats: [nats], name: 'bench', node: process.env.BENCH_NODE ?? 'a' } } : {}),
 });
 const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
 // One stop signal per load worker, as each concurrent agent would have its own (the executor makes

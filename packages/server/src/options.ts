@@ -3,6 +3,8 @@
  * applies {@link ServerDefaults} once (one spread), checks every value (a RangeError/TypeError at
  * once on caller misuse) and cuts the result into the small options slice each component reads.
  */
+import { randomBytes } from 'node:crypto';
+import { type ClusterConfig, type ClusterOptions, resolveClusterConfig } from './cluster/options.js';
 import { Defaults } from '@toolwire/protocol';
 import { pino, type Logger as PinoLogger } from 'pino';
 import type { AuthLimiterOptions } from './auth/limiter.js';
@@ -155,6 +157,8 @@ export interface ToolwireServerOptions {
   toolControl?: ToolControl;
   /** Local tools tried when no connected host advertises the name. Default: none (→ 127). */
   fallback?: Fallback;
+  /** Join a cluster of server nodes over NATS (DESIGN §10). Default: none (one node, nothing new). */
+  cluster?: ClusterOptions;
   /** Open MCP sessions at most; default 1024; at the limit the least recently active idle session is evicted, if none is idle → HTTP 503. */
   mcpMaxSessions?: number;
   /** Open MCP sessions of one caller at most; default 64; at the limit that caller's least recently active idle session is evicted, if none is idle → HTTP 503. */
@@ -349,6 +353,7 @@ export interface ServerConfig {
   executor: ExecutorOptions;
   mcp: McpDoorOptions;
   status: StatusOptions & { recentCalls: number };
+  cluster: ClusterConfig | undefined;
 }
 
 const positive = [
@@ -479,6 +484,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     logger,
   };
   return {
+    cluster: o.cluster === undefined ? undefined : resolveClusterConfig(o.cluster, () => `node-${randomBytes(6).toString('hex')}`),
     logger,
     metrics: o.metrics ?? true,
     counters,

@@ -24,6 +24,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
+import type { ClusterNode } from './cluster/cluster.js';
+import type { ClusterConfig } from './cluster/options.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-front.js';
@@ -86,6 +88,9 @@ export class ToolwireServer {
   readonly #cancelGraceMs: number;
   readonly #hostPolicy: HostPolicy;
   #closing: Promise<void> | undefined;
+  readonly #clusterConfig: ClusterConfig | undefined;
+  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number; capBytes: number };
+  #cluster: ClusterNode | undefined;
 
   /**
    * @param options see {@link ToolwireServerOptions}; defaults in `ServerDefaults`
@@ -99,6 +104,8 @@ export class ToolwireServer {
     this.#logger = log;
     this.#cancelGraceMs = config.cancelGraceMs;
     this.#hostPolicy = new HostPolicy(config.allowedHosts);
+    this.#clusterConfig = config.cluster;
+    this.#clusterDeps = { deadlineMs: config.endpoint.session.deadlineMs, cancelGraceMs: config.cancelGraceMs, capBytes: config.endpoint.session.output.capBytes };
     this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);
@@ -192,6 +199,13 @@ export class ToolwireServer {
       this.#recovered = true;
       await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }
+    if (this.#clusterConfig !== undefined && this.#cluster === undefined) {
+      // Joined before the port opens: a host's first hello already takes its identity lease.
+      // Loaded only by a node that joins a cluster: the NATS client costs a single node nothing.
+      const { ClusterNode } = await import('./cluster/cluster.js');
+      this.#cluster = await ClusterNode.start(this.#clusterConfig, { router: this.router, executor: this.executor, logger: this.#logger, ...this.#clusterDeps });
+      if (this.#closing) await this.#cluster.close();
+    }
     await new Promise<void>((resolve, reject) => {
       const onError = (error: Error): void => reject(error);
       this.#http.once('error', onError);
@@ -254,7 +268,14 @@ export class ToolwireServer {
     return this.#closing;
   }
 
+  /** This node's cluster id, once `listen()` joined the cluster; `undefined` on a single node. */
+  get node(): string | undefined {
+    return this.#cluster?.node;
+  }
+
   async #shutdown(): Promise<void> {
+    // Leave the cluster first: other nodes' calls here stop, calls to their hosts settle 69.
+    await this.#cluster?.close();
     const hostsClosed = this.hostEndpoint.close();
     this.executor.stop();
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });

@@ -22,6 +22,10 @@
  * (DESIGN §8, README "Security") plus `mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpSessionIdleMs` and
  * `mcpMaxRequestBodyBytes`. Unknown keys
  * are rejected. The file is at most 1 MiB.
+ *
+ * `cluster` joins a cluster of server nodes over NATS (DESIGN §10): `{"nats": ["nats://…"], "name",
+ * "node", "heartbeatMs", "requestTimeoutMs", "credentials": {"token" | "tokenEnv" | "user" + "pass"
+ * | "passEnv" | "credsFile"}, "tls": {"ca", "cert", "key"}}` (paths relative to the config file).
  */
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -130,6 +134,24 @@ const configSchema = {
     statusMaxViewers: count,
     statusSessionMs: count,
     statusMaxSessions: count,
+    cluster: {
+      type: 'object',
+      properties: {
+        nats: { type: 'array', items: text, minItems: 1 },
+        name: text,
+        node: text,
+        heartbeatMs: count,
+        requestTimeoutMs: count,
+        credentials: {
+          type: 'object',
+          properties: { token: text, tokenEnv: envName, user: text, pass: text, passEnv: envName, credsFile: text },
+          additionalProperties: false,
+        },
+        tls: { type: 'object', properties: { ca: text, cert: text, key: text }, additionalProperties: false },
+      },
+      required: ['nats'],
+      additionalProperties: false,
+    },
   },
   required: ['hosts', 'callers'],
   additionalProperties: false,
@@ -206,12 +228,43 @@ export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.
     options,
   };
   if (listen !== undefined) config.listen = listen;
+  if (options.cluster !== undefined) config.options.cluster = resolveCluster(options.cluster as RawCluster, env, path);
   if (recordDir !== undefined) config.options.recordDir = resolve(dirname(path), recordDir);
   if ((tlsCert === undefined) !== (tlsKey === undefined)) throw new ConfigError(`config ${path}: give both "tlsCert" and "tlsKey", or neither`);
   if (tlsCert !== undefined && tlsKey !== undefined) {
     config.tls = { certFile: resolve(dirname(path), tlsCert), keyFile: resolve(dirname(path), tlsKey) };
   }
   return config;
+}
+
+interface RawCluster {
+  nats: string[];
+  credentials?: { token?: string; tokenEnv?: string; user?: string; pass?: string; passEnv?: string; credsFile?: string };
+  tls?: { ca?: string; cert?: string; key?: string };
+  [key: string]: unknown;
+}
+
+/** The `cluster` key: secrets from the environment when named so, file paths relative to the config file. */
+function resolveCluster(raw: RawCluster, env: NodeJS.ProcessEnv, path: string): NonNullable<ToolwireServerOptions['cluster']> {
+  const { credentials, tls, ...rest } = raw;
+  const fromEnv = (name: string): string => {
+    const value = env[name];
+    if (value === undefined || value === '') throw new ConfigError(`config ${path}: cluster credentials: environment variable ${name} is unset or empty`);
+    return value;
+  };
+  const at = (file: string): string => resolve(dirname(path), file);
+  const cluster: NonNullable<ToolwireServerOptions['cluster']> = { ...(rest as { nats: string[] }) };
+  if (credentials !== undefined) {
+    const { tokenEnv, passEnv, credsFile, ...inline } = credentials;
+    cluster.credentials = {
+      ...inline,
+      ...(tokenEnv !== undefined && { token: fromEnv(tokenEnv) }),
+      ...(passEnv !== undefined && { pass: fromEnv(passEnv) }),
+      ...(credsFile !== undefined && { credsFile: at(credsFile) }),
+    };
+  }
+  if (tls !== undefined) cluster.tls = { ...(tls.ca && { ca: at(tls.ca) }), ...(tls.cert && { cert: at(tls.cert) }), ...(tls.key && { key: at(tls.key) }) };
+  return cluster;
 }
 
 /**

@@ -40,7 +40,15 @@ import { toolwireHome, writeLocalCredentials } from '../credentials.js';
 import { type StateFile, StateError, readState, serverCredentials } from '../state.js';
 import { embeddedCredentials, mergeCredentials, recordLastSeen, watchState } from './serve-state.js';
 import { pino } from 'pino';
-import { type CallerCredential, type HostCredential, type ListenInfo, type ServerTls, ToolwireServer } from '@toolwire/server';
+import {
+  type CallerCredential,
+  ClusterError,
+  type HostCredential,
+  type ListenInfo,
+  type ServerTls,
+  ToolwireServer,
+  type ToolwireServerOptions,
+} from '@toolwire/server';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
@@ -61,6 +69,8 @@ export const serveUsage = `usage: toolwire serve [options]
   --metrics-listen HOST:PORT
                        also serve GET /metrics there, without a token (on the server's
                        port /metrics needs a caller token)
+  --nats URL[,URL]     join a cluster of server nodes over NATS (credentials, TLS: the config's
+                       "cluster" key); --cluster NAME (default "default"), --node ID (default random)
   -h, --help           show this help
 
 Without --config, SIGHUP is ignored (nothing to reload).
@@ -81,6 +91,9 @@ const flags = {
   'log-level': { type: 'string', default: 'info' },
   'log-format': { type: 'string' },
   'metrics-listen': { type: 'string' },
+  nats: { type: 'string' },
+  cluster: { type: 'string' },
+  node: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -294,7 +307,8 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   );
   let server: ToolwireServer;
   try {
-    server = new ToolwireServer({ ...config?.options, hosts, callers, logger, ...(tls && { tls }) });
+    const cluster = clusterOptions(values, config);
+    server = new ToolwireServer({ ...config?.options, hosts, callers, logger, ...(tls && { tls }), ...(cluster && { cluster }) });
   } catch (error) {
     if (error instanceof TypeError || error instanceof RangeError) return usageError(`${values.config ? `config ${values.config}: ` : ''}${error.message}`);
     // e.g. a TLS key that does not match the certificate, or is not PEM
@@ -309,6 +323,10 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   } catch (error) {
     stop.dispose();
     await server.close();
+    if (error instanceof ClusterError) {
+      stderr.write(`toolwire serve: ${error.message}\n`);
+      return ExitCode.UNAVAILABLE;
+    }
     const code = (error as { code?: unknown } | undefined)?.code;
     const why = code === 'EADDRINUSE' ? 'port in use (EADDRINUSE), try --listen HOST:PORT' : error instanceof Error ? error.message : String(error);
     stderr.write(`toolwire serve: cannot listen on ${listen.host}:${listen.port}: ${why}\n`);
@@ -350,6 +368,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  status page            ${near.mcp.replace(/\/mcp$/, '')}/status (log in with a caller token; or: toolwire status)`,
     `  metrics                ${metricsListener?.url ?? `${near.mcp.replace(/\/mcp$/, '')}/metrics (callers only)`}`,
   ];
+  if (server.node !== undefined) lines.push(`  cluster node           ${server.node}`);
   if (embedded !== undefined) {
     lines.push(
       `  host token for host "${embedded.host.name}": ${embedded.host.token}`,
@@ -381,4 +400,19 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   await metricsListener?.close();
   logger.info('stopped');
   return ExitCode.OK;
+}
+
+/** `--nats`/`--cluster`/`--node` over the config's `cluster` key (flags win). */
+function clusterOptions(values: { nats?: string; cluster?: string; node?: string }, config: ServeConfig | undefined): ToolwireServerOptions['cluster'] {
+  const fromConfig = config?.options.cluster;
+  if (values.nats === undefined && fromConfig === undefined) {
+    if (values.cluster !== undefined || values.node !== undefined) throw new TypeError('--cluster and --node need --nats (or a config "cluster" key)');
+    return undefined;
+  }
+  return {
+    ...fromConfig,
+    nats: values.nats !== undefined ? values.nats.split(',').map((u) => u.trim()) : fromConfig!.nats,
+    ...(values.cluster !== undefined && { name: values.cluster }),
+    ...(values.node !== undefined && { node: values.node }),
+  };
 }

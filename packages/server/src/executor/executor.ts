@@ -165,11 +165,23 @@ export class Executor {
 
   /**
    * Stop every call in flight of `agent` (all agents when omitted): each settles as capture 130.
-   * @returns the number of calls stopped (calls already stopped are not counted again).
+   * In a cluster, a stop of one agent also reaches every other node (their calls of that agent
+   * stop too); a stop of all agents stays on this node (it is what a node's shutdown does).
+   * @returns the number of calls stopped on this node (calls already stopped are not counted again).
    */
   stop(agent?: string): number {
+    const stopped = this.#signals.stop(agent);
+    if (agent !== undefined) this.onStop?.(agent);
+    return stopped;
+  }
+
+  /** Stop `agent`'s calls on this node only (a stop another cluster node passed on). */
+  stopHere(agent: string): number {
     return this.#signals.stop(agent);
   }
+
+  /** Set by a cluster node: told of each `stop(agent)` made here, to pass it on. Internal. */
+  onStop: ((agent: string) => void) | undefined;
 
   /**
    * Complete the disk records an earlier server process left open (`input.json`, no `output.json`)

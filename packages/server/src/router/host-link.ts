@@ -8,6 +8,11 @@ import type { RoutedCall, RoutedCapture } from '../seam.js';
 export interface HostLink {
   /** The host identity (from the token, or `hello.name` in loopback dev mode). */
   readonly host: string;
+  /**
+   * The server node the host is connected to, for a host on another node of a cluster
+   * (`cluster/remote-host-link.ts`); absent for a host connected to this node.
+   */
+  readonly node?: string | undefined;
   /** The peer's address as the socket saw it (e.g. `127.0.0.1`, `::ffff:10.0.0.5`), when known. */
   readonly remote?: string | undefined;
   /** When the connection was upgraded. */

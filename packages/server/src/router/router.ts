@@ -4,7 +4,7 @@
  * settles with a capture. Host sessions register themselves through `bind` / `advertise` / `unbind`.
  */
 import { EventEmitter } from 'node:events';
-import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
+import { type AdvertisedMessage, type ToolSpec, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import { checkAdvertise } from '../registry/advertise-check.js';
 import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
@@ -32,7 +32,29 @@ export interface HostInfo {
   protocol?: number;
   /** When the host last answered a heartbeat ping, when known. */
   lastHeartbeatAt?: Date;
+  /** The cluster node the host is connected to; absent for this node. */
+  node?: string;
 }
+
+/** A host connected to this node with the tool specs it advertised (what a cluster replicates). */
+export interface LocalHost {
+  host: string;
+  remote?: string | undefined;
+  connectedAt: Date;
+  tools: ToolSpec[];
+}
+
+/**
+ * Claims a host identity before its session binds (a cluster's identity lease): resolves when the
+ * session may bind, rejects with the reason when it may not. Absent on a single node.
+ */
+export type IdentityClaim = (host: string) => Promise<void>;
+
+/**
+ * Claims exposed names cluster-wide (naming `bare`): resolves with the names among `names` that
+ * another host holds, → that host. Set by a cluster; never rejects.
+ */
+export type NameClaim = (host: string, names: string[]) => Promise<Map<string, string>>;
 
 /**
  * `ToolInjection` over connected tool hosts.
@@ -40,6 +62,8 @@ export interface HostInfo {
  * Events: `'toolsChanged'` `()` — emitted exactly once per change of `tools()`: a host advertised or
  * re-advertised a different set (exposed name, description or schema), or a host with tools left
  * (closed, lost, replaced). A listener that throws is logged, never propagated.
+ * `'localChanged'` `(host: string)` — a host connected to this node bound, advertised, left or was
+ * evicted (what a cluster announces to the other nodes).
  */
 export class Router extends EventEmitter implements ToolInjection {
   readonly #registry: ToolRegistry;
@@ -55,6 +79,10 @@ export class Router extends EventEmitter implements ToolInjection {
   readonly #options: RegistryOptions;
   /** Advertised entries rejected since the router was made (listed and counted in `moreRejected`; for `/metrics`). */
   advertiseRejected = 0;
+  /** Set by a cluster: the identity lease a host session takes before it binds. */
+  claim: IdentityClaim | undefined;
+  /** Set by a cluster with naming `bare`: the name leases a host on this node takes before its tools are listed. */
+  claimNames: NameClaim | undefined;
 
   constructor(options: RouterOptions) {
     super();
@@ -128,6 +156,7 @@ export class Router extends EventEmitter implements ToolInjection {
       if (link.remote !== undefined) info.remote = link.remote;
       if (link.protocol !== undefined) info.protocol = link.protocol;
       if (link.lastHeartbeatAt !== undefined) info.lastHeartbeatAt = link.lastHeartbeatAt;
+      if (link.node !== undefined) info.node = link.node;
       return info;
     });
   }
@@ -160,6 +189,45 @@ export class Router extends EventEmitter implements ToolInjection {
     return link?.stop?.(call) ?? false;
   }
 
+  /** The hosts connected to this node (not those of other cluster nodes) with their accepted tool specs. */
+  localHosts(): LocalHost[] {
+    const out: LocalHost[] = [];
+    for (const link of this.#links.values()) {
+      if (link.node !== undefined) continue;
+      const tools: ToolSpec[] = [];
+      for (const name of this.#registry.namesOf(link.host)) {
+        const tool = this.#registry.lookup(name);
+        if (tool !== undefined) tools.push(tool.spec);
+      }
+      out.push({ host: link.host, remote: link.remote, connectedAt: link.connectedAt, tools });
+    }
+    return out;
+  }
+
+  /** The exposed tool names of `host` (none when it is not connected). */
+  namesOf(host: string): string[] {
+    return this.#registry.namesOf(host);
+  }
+
+  /** The link bound for `host`, if any. */
+  linkOf(host: string): HostLink | undefined {
+    return this.#links.get(host);
+  }
+
+  /**
+   * Another cluster node took `host`'s identity: close this node's session of it (4000, its calls
+   * → 69) and remove its tools. Returns whether there was one. For clusters.
+   */
+  evict(host: string): boolean {
+    const link = this.#links.get(host);
+    if (link === undefined || link.node !== undefined) return false;
+    this.#links.delete(host);
+    link.replace();
+    this.#removeTools(host);
+    this.#localChanged(host);
+    return true;
+  }
+
   /**
    * Make `link` the session of its host identity (on its `hello`). A previous session of the same
    * identity is replaced first: closed 4000, its calls → 69, its tools removed (one `toolsChanged`
@@ -174,6 +242,7 @@ export class Router extends EventEmitter implements ToolInjection {
       previous.replace();
     }
     this.#removeTools(link.host);
+    if (link.node === undefined || (previous !== undefined && previous.node === undefined)) this.#localChanged(link.host);
   }
 
   /**
@@ -191,9 +260,26 @@ export class Router extends EventEmitter implements ToolInjection {
       ? await checkAdvertise(link.host, prepared, { compiler: this.#compiler, registry: this.#registry, maxToolsPerHost: this.#options.maxToolsPerHost, isCurrent })
       : undefined;
     if (checks === undefined) return this.#counted(rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost));
+    if (this.claimNames !== undefined && link.node === undefined && this.#options.naming === 'bare') {
+      const wanted = checks.flatMap((c) => (c.ok ? [c.tool.name] : []));
+      const taken = wanted.length === 0 ? new Map<string, string>() : await this.claimNames(link.host, wanted);
+      if (!isCurrent()) return this.#counted(rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost));
+      for (let i = 0; i < checks.length; i++) {
+        const check = checks[i]!;
+        const owner = check.ok ? taken.get(check.tool.name) : undefined;
+        if (check.ok && owner !== undefined) {
+          checks[i] = {
+            ok: false,
+            name: check.tool.name,
+            reason: `name "${check.tool.name}" is already advertised by host ${owner} on another node (naming bare: the first host keeps a name)`,
+          };
+        }
+      }
+    }
     this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);
     if (changed) this.#emitChanged();
+    if (link.node === undefined) this.#localChanged(link.host);
     return this.#counted(advertised);
   }
 
@@ -211,6 +297,7 @@ export class Router extends EventEmitter implements ToolInjection {
     if (this.#links.get(link.host) !== link) return;
     this.#links.delete(link.host);
     this.#removeTools(link.host);
+    if (link.node === undefined) this.#localChanged(link.host);
   }
 
   /** Remove `host`'s tools (remembering their names as departed); one `toolsChanged` if any. */
@@ -221,6 +308,15 @@ export class Router extends EventEmitter implements ToolInjection {
 
   #forgetDeparted(host: string): void {
     for (const [name, owner] of this.#departed) if (owner === host) this.#departed.delete(name);
+  }
+
+  #localChanged(host: string): void {
+    if (this.listenerCount('localChanged') === 0) return;
+    try {
+      this.emit('localChanged', host);
+    } catch (error) {
+      this.#logger.error({ err: error }, 'router: a localChanged listener threw');
+    }
   }
 
   #emitChanged(): void {

@@ -37,7 +37,8 @@ import type { HostSessionDeps, SessionOptions } from './session-options.js';
 
 export type { HostSessionDeps, SessionOptions } from './session-options.js';
 
-type State = 'hello' | 'open' | 'closed';
+/** `claiming`: hello accepted, waiting for the cluster's identity lease (`Router.claim`) before binding. */
+type State = 'hello' | 'claiming' | 'open' | 'closed';
 
 /** Exhaustiveness check of a message switch: a new message type is a compile error, not silently ignored. */
 function assertNever(value: never): never {
@@ -232,6 +233,7 @@ export class HostSession implements HostLink {
       if (message.type === 'hello') return this.#onHello(message);
       return this.#violation(CloseCode.PROTOCOL_ERROR, `${message.type} before hello`, 'out_of_order');
     }
+    if (this.#state === 'claiming') return this.#violation(CloseCode.PROTOCOL_ERROR, `${message.type} before welcome`);
     switch (message.type) {
       case 'hello':
         return this.#violation(CloseCode.PROTOCOL_ERROR, 'second hello', 'out_of_order');
@@ -279,6 +281,18 @@ export class HostSession implements HostLink {
       return this.#end(endings.refused(outcome.closeCode, outcome.reason));
     }
     this.#host = outcome.host;
+    const claim = this.#router.claim;
+    if (claim === undefined) return this.#open(hello);
+    // In a cluster the identity's lease comes first, so no two nodes route to it at once. The hello
+    // timer keeps running meanwhile; a claim never rejects on an unreachable cluster (local hosts work).
+    this.#state = 'claiming';
+    claim(this.#host).then(
+      () => this.#guard(() => this.#state === 'claiming' && this.#open(hello)),
+      (error: unknown) => this.#guard(() => this.#internalError(error)),
+    );
+  }
+
+  #open(hello: HelloMessage): void {
     clearTimeout(this.#helloTimer);
     this.#helloTimer = undefined;
     this.#state = 'open';

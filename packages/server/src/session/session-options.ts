@@ -37,7 +37,7 @@ export interface HostSessionDeps {
   ws: WebSocket;
   identity: HostIdentity;
   options: SessionOptions;
-  router: Pick<Router, 'bind' | 'advertise' | 'unbind'>;
+  router: Pick<Router, 'bind' | 'advertise' | 'unbind' | 'claim'>;
   /** Loopback dev mode: true for names a tokenless host may not claim (configured host identities). */
   reserved?: (name: string) => boolean;
   /** The socket `ws` writes to (from the upgrade); when given, frames sent in one tick leave in one syscall. */

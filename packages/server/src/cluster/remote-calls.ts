@@ -1,0 +1,214 @@
+/**
+ * The calling side of a call to a host on another node (DESIGN §10): each pending remote call has
+ * one owner here, settled exactly once — by the host's node's `result`, by this node's deadline
+ * backstop (124), by the loss of that node (69), or at close (69).
+ */
+import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
+import type { Logger } from '../options.js';
+import type { HostLink } from '../router/host-link.js';
+import type { RoutedCall, RoutedCapture } from '../seam.js';
+import type { Bus } from './bus.js';
+import type { Subjects } from './options.js';
+import { type CallAnswer, type CallRequest, decode, encode, fromB64, join } from './wire.js';
+
+interface Pending {
+  node: string;
+  call: RoutedCall;
+  resolve: (capture: RoutedCapture) => void;
+  timer: NodeJS.Timeout;
+  parts: { stdout: Uint8Array[]; stderr: Uint8Array[] };
+  onAbort: () => void;
+  /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
+  streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined;
+}
+
+/** What the remote calls need: the bus, this node's subjects, the default deadline and a grace, the logger. */
+export interface RemoteCallsDeps {
+  bus: Bus;
+  subjects: Subjects;
+  node: string;
+  /** The server's default deadline, ms (a call without its own). */
+  deadlineMs: number;
+  /** How long past a call's deadline the host's node may take to answer before this node settles 124, ms. */
+  graceMs: number;
+  /** Per-stream cap of a capture, bytes (head + tail): what a capture this node ends keeps of the streamed output. */
+  capBytes: number;
+  logger: Logger;
+}
+
+/** The pending calls this node sent to hosts on other nodes. */
+export class RemoteCalls {
+  readonly #deps: RemoteCallsDeps;
+  readonly #pending = new Map<string, Pending>();
+  readonly #prefix: string;
+  #next = 0;
+  #unsubscribe: (() => void) | undefined;
+
+  constructor(deps: RemoteCallsDeps) {
+    this.#deps = deps;
+    this.#prefix = `${deps.subjects.replies(deps.node)}.`;
+    this.#unsubscribe = deps.bus.subscribe(`${this.#prefix}*`, (data, _reply, subject) => this.#onAnswer(subject, data));
+  }
+
+  /** Send `call` to tool `tool` of `host` on `node`; always settles with a capture. */
+  call(node: string, host: string, tool: string, call: RoutedCall): Promise<RoutedCapture> {
+    const { bus, subjects } = this.#deps;
+    if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
+    if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+    const stream = call.onOutput !== undefined;
+    const request: CallRequest = {
+      host,
+      tool,
+      name: call.name,
+      id: call.id,
+      input: call.input,
+      workspace: call.workspace,
+      agent: call.agent,
+      ...(call.deadlineMs !== undefined && { deadlineMs: call.deadlineMs }),
+      ...(stream && { stream }),
+    };
+    const data = encode(request);
+    if (data.length > bus.maxPayload) {
+      return Promise.resolve(
+        failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),
+      );
+    }
+    const reply = `${this.#prefix}${(this.#next++).toString(36)}`;
+    const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
+    return new Promise<RoutedCapture>((resolve) => {
+      const onAbort = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
+      const timer = setTimeout(
+        () => this.#fail(reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`),
+        deadline + this.#deps.graceMs,
+      );
+      const head = Math.floor(this.#deps.capBytes / 2);
+      const tail = this.#deps.capBytes - head;
+      const streamed = stream ? { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 } : undefined;
+      this.#pending.set(reply, { node, call, resolve, timer, parts: { stdout: [], stderr: [] }, onAbort, streamed });
+      call.signal.addEventListener('abort', onAbort, { once: true });
+      bus.publish(subjects.node(node, 'call'), data, reply);
+    });
+  }
+
+  /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
+  failNode(node: string, reason: string): void {
+    for (const [reply, p] of this.#pending) if (p.node === node) this.#fail(reply, 'unavailable', reason);
+  }
+
+  /** Settle every pending call 69 and stop listening. Idempotent. */
+  close(): void {
+    this.#unsubscribe?.();
+    this.#unsubscribe = undefined;
+    for (const reply of [...this.#pending.keys()]) this.#fail(reply, 'unavailable', 'server shutting down');
+  }
+
+  #onAnswer(subject: string, data: Uint8Array): void {
+    const p = this.#pending.get(subject);
+    if (p === undefined) return; // settled already (deadline, node loss): late answers are dropped
+    const answer = decode<CallAnswer>(data);
+    if (answer === undefined || typeof answer.t !== 'string') {
+      this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node dropped');
+      return;
+    }
+    if (answer.t === 'part') p.parts[answer.stream === 'stderr' ? 'stderr' : 'stdout'].push(fromB64(answer.data));
+    else if (answer.t === 'output') this.#output(subject, p, answer);
+    else if (answer.t === 'result') {
+      const capture: Capture = { stdout: join(p.parts.stdout), stderr: join(p.parts.stderr), exitCode: answer.exitCode };
+      if (answer.failure !== undefined) capture.failure = answer.failure;
+      this.#settle(subject, capture);
+    }
+  }
+
+  /** A live-output chunk: to the caller's listener, credited back to the host's node once consumed. */
+  #output(reply: string, p: Pending, chunk: Extract<CallAnswer, { t: 'output' }>): void {
+    const ack = (): void => this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'ack'), encode({ reply, seq: chunk.seq }));
+    const stream = chunk.stream === 'stderr' ? 'stderr' : 'stdout';
+    const bytes = fromB64(chunk.data);
+    if (p.streamed !== undefined) {
+      p.streamed[stream].push(bytes);
+      p.streamed.seq = chunk.seq + 1;
+    }
+    this.#deliver(p, stream, bytes, chunk.seq, ack);
+  }
+
+  /** Hand one chunk to the caller's listener; `done` once it has taken it. A throw is logged, never the call's. */
+  #deliver(p: Pending, stream: 'stdout' | 'stderr', bytes: Uint8Array, seq: number, done: () => void): void {
+    const listener = p.call.onOutput;
+    if (listener === undefined) return done();
+    let taken: void | Promise<void> = undefined;
+    try {
+      taken = listener({ stream, bytes, seq });
+    } catch (error) {
+      this.#deps.logger.warn({ err: error, id: p.call.id }, 'an output listener threw');
+    }
+    if (taken instanceof Promise) taken.then(done, done);
+    else done();
+  }
+
+  /**
+   * End a call here with a synthetic capture: it keeps what was streamed, and the caller's listener
+   * gets the reason line as the last chunk (as a host session does).
+   */
+  #fail(reply: string, kind: Failure, reason: string): void {
+    const p = this.#pending.get(reply);
+    if (p === undefined) return;
+    const partial = p.streamed === undefined ? {} : { stdout: p.streamed.stdout.bytes('stdout'), stderr: p.streamed.stderr.bytes('stderr') };
+    const capture = failureCapture(kind, reason, partial);
+    if (p.streamed !== undefined) {
+      const line = capture.stderr.subarray(partial.stderr?.length ?? 0);
+      this.#deliver(p, 'stderr', line, p.streamed.seq, () => undefined);
+    }
+    this.#settle(reply, capture);
+  }
+
+  #settle(reply: string, capture: RoutedCapture): void {
+    const p = this.#pending.get(reply);
+    if (p === undefined) return;
+    this.#pending.delete(reply);
+    clearTimeout(p.timer);
+    p.call.signal.removeEventListener('abort', p.onAbort);
+    p.resolve(capture);
+  }
+}
+
+/** A host connected to another node, as this node's router sees it. */
+export class RemoteHostLink implements HostLink {
+  readonly host: string;
+  readonly node: string;
+  readonly remote: string | undefined;
+  readonly connectedAt: Date;
+  #open = true;
+  #inFlight = 0;
+  readonly #calls: RemoteCalls;
+
+  constructor(calls: RemoteCalls, node: string, host: string, connectedAt: Date, remote?: string) {
+    this.#calls = calls;
+    this.node = node;
+    this.host = host;
+    this.connectedAt = connectedAt;
+    this.remote = remote;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  get isOpen(): boolean {
+    return this.#open;
+  }
+
+  call(tool: string, call: RoutedCall): Promise<RoutedCapture> {
+    if (!this.#open) return Promise.resolve(failureCapture('unavailable', `host ${this.host} is not connected`));
+    this.#inFlight += 1;
+    const done = (capture: RoutedCapture): RoutedCapture => {
+      this.#inFlight -= 1;
+      return capture;
+    };
+    return this.#calls.call(this.node, this.host, tool, call).then(done);
+  }
+
+  /** Replaced (a newer session of the identity) or gone: no new calls; calls in flight end by their node's answer, its loss or their deadline. */
+  replace(): void {
+    this.#open = false;
+  }
+}

@@ -1,0 +1,61 @@
+/** Issue 17: the cluster on a 3-server NATS cluster, and NATS credentials. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { ExitCode } from '@toolwire/protocol';
+import { cleanup, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
+import { NATS_SERVER, startNats, startNatsCluster } from './nats.js';
+
+afterEach(cleanup);
+
+/** The exit code of an executor result (a declined call has none). */
+const exitOf = (r: Awaited<ReturnType<import('@toolwire/server').ToolwireServer['executor']['execute']>>): number | string =>
+  r.outcome === 'completed' ? r.capture.exitCode : r.outcome;
+
+describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three servers', () => {
+  it('one NATS server of three killed: the nodes reconnect and calls across them keep working', async () => {
+    const nats = await startNatsCluster();
+    const urls = nats.map((n) => n.url);
+    const a = await startServer({ cluster: { nats: urls, name: 'f', node: 'a', heartbeatMs: 250 } });
+    const b = await startServer({ cluster: { nats: [...urls].reverse(), name: 'f', node: 'b', heartbeatMs: 250 } });
+    await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo', 15_000);
+    expect(exitOf(await b.server.executor.execute({ name: 'alpha__echo', input: { n: 1 }, agent: 'agent' }))).toBe(0);
+
+    await nats[0]!.kill();
+    // Every call made once the nodes see each other again succeeds; wait for that, bounded.
+    await waitFor(
+      async () => {
+        const r = await b.server.executor.execute({ name: 'alpha__echo', input: { n: 2 }, agent: 'agent', deadlineMs: 2_000 });
+        return r.outcome === 'completed' && r.capture.exitCode === 0 && text(r.capture.stdout) === '{"n":2}';
+      },
+      'calls from b to a to work again after the NATS server went away',
+      15_000,
+      100,
+    );
+    for (let i = 0; i < 20; i++) {
+      const r = await b.server.executor.execute({ name: 'alpha__echo', input: { i }, agent: 'agent' });
+      expect(exitOf(r)).toBe(0);
+    }
+  }, 90_000);
+});
+
+describe.skipIf(NATS_SERVER === undefined)('cluster NATS credentials', () => {
+  it('nodes join with the NATS user and password; a node with wrong credentials cannot join (ClusterError naming the servers)', async () => {
+    const nats = await startNats(['--user', 'tw', '--pass', 'secret-pass-123']);
+    const a = await startServer({ cluster: { nats: [nats.url], name: 'c', node: 'a', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } } });
+    const b = await startServer({ cluster: { nats: [nats.url], name: 'c', node: 'b', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } } });
+    await startFixtureHost(a);
+    await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo');
+    expect(exitOf(await b.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(ExitCode.OK);
+
+    const { ToolwireServer } = await import('@toolwire/server');
+    const intruder = new ToolwireServer({ cluster: { nats: [nats.url], name: 'c', node: 'x', credentials: { user: 'tw', pass: 'wrong' } } });
+    const error = await intruder.listen(0, '127.0.0.1').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    await intruder.close();
+    expect((error as Error).name).toBe('ClusterError');
+    expect((error as Error).message).toMatch(/cannot join cluster "c": no NATS server of nats:\/\/127\.0\.0\.1:\d+ accepted the connection/);
+    expect((error as Error).message).not.toContain('wrong');
+  }, 60_000);
+});
