@@ -124,7 +124,7 @@ describe('prototype pollution', () => {
     prototypeIsClean();
   });
 
-  it('MCP arguments with such keys reach the host as plain data and pollute nothing', async () => {
+  it('MCP arguments with a __proto__ key are refused 65 naming it (never silently dropped), other such keys reach the host as plain data, and nothing is polluted', async () => {
     const seen: ToolControlRequest[] = [];
     const s = await startServer(seen);
     const { ws } = await echoingRawHost(s.url);
@@ -151,18 +151,29 @@ describe('prototype pollution', () => {
     );
     expect(envelope.message.error).toBeDefined();
     prototypeIsClean();
-    const called = await mcpPost(s.mcpUrl, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":${HOSTILE_INPUT}}}`, session);
+    // A "__proto__" key anywhere in the arguments cannot reach the tool unchanged through the SDK's
+    // object copy: the call is refused with 65 and the key's path (issue 15), nothing routed.
+    const refused = await mcpPost(s.mcpUrl, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__echo","arguments":${HOSTILE_INPUT}}}`, session);
+    if (!refused.message?.result) throw new Error(JSON.stringify(refused));
+    const no = refused.message.result as { structuredContent: { stderr: string; exitCode: number } };
+    expect(no.structuredContent.exitCode).toBe(65);
+    expect(no.structuredContent.stderr).toMatch(/input key "arguments\.__proto__" cannot be passed to a tool unchanged/);
+    prototypeIsClean();
+    // "constructor" and "prototype" keys, at every level, arrive as own data.
+    const called = await mcpPost(
+      s.mcpUrl,
+      `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"constructor":{"prototype":{"polluted":"input"}},"prototype":{"polluted":"input"},"nested":{"constructor":{"a":1},"a":1}}}}`,
+      session,
+    );
     if (!called.message?.result) throw new Error(JSON.stringify(called));
     const result = called.message.result as { structuredContent: { stdout: string; exitCode: number } };
     expect(result.structuredContent.exitCode).toBe(0);
     const input = (JSON.parse(result.structuredContent.stdout) as { input: Record<string, unknown> }).input;
-    // The MCP SDK drops a top-level "__proto__" argument (it never sets a prototype); nested keys and
-    // "constructor"/"prototype" arrive as own data.
     expect(Object.keys(input)).toEqual(['constructor', 'prototype', 'nested']);
     expect(input.constructor).toEqual({ prototype: { polluted: 'input' } });
-    expect(Object.keys(input.nested as object)).toEqual(['__proto__', 'a']);
-    await waitFor(() => seen.length === 1, 'tool control to see the call');
-    expect(Object.getPrototypeOf(seen[0]!.input)).toBe(Object.prototype);
+    expect(Object.keys(input.nested as object)).toEqual(['constructor', 'a']);
+    await waitFor(() => seen.length === 2, 'tool control to see both calls');
+    for (const request of seen) expect(Object.getPrototypeOf(request.input)).toBe(Object.prototype);
     prototypeIsClean();
   });
 });

@@ -365,7 +365,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     `  tool hosts connect to  ${anyAddress(near.server)}`,
     `  MCP callers connect to ${anyAddress(near.mcp)}`,
     `  health                 ${near.mcp.replace(/\/mcp$/, '')}/healthz`,
-    `  status page            ${near.mcp.replace(/\/mcp$/, '')}/status (log in with a caller token; or: toolwire status)`,
+    `  status page            ${near.mcp.replace(/\/mcp$/, '')}/status (log in as a caller; or: toolwire status)`,
     `  metrics                ${metricsListener?.url ?? `${near.mcp.replace(/\/mcp$/, '')}/metrics (callers only)`}`,
   ];
   if (server.node !== undefined) lines.push(`  cluster node           ${server.node}`);
