@@ -78,3 +78,75 @@ export function segmentRatio(a: ArmResult, b: ArmResult): number {
   const r = a.segmentRates.map((x, i) => x / b.segmentRates[i]!).sort((x, y) => x - y);
   return r[Math.floor(r.length / 2)]!;
 }
+
+export interface ClusterScale {
+  nodes: number;
+  hostsPerNode: number;
+  /** Seconds from the last host connected (every host process ready) until every node lists every tool. */
+  convergeSeconds: number;
+  /** Per node: RSS growth after GC from 1 host per node to all, KiB, per host of the cluster and per host connected to it. */
+  rss: { node: string; perClusterHostKiB: number; perLocalHostKiB: number }[];
+  /** Cross-node s1 (node b → host h0 on node a) with one host per node, and with all. */
+  few: ArmResult;
+  all: ArmResult;
+}
+
+/**
+ * `pnpm bench --only cluster-scale`: 3 nodes × `hostsPerNode` hosts (10 tools each) on one NATS:
+ * how long until every node's `tools()` is complete, RSS per host on each node, and cross-node s1
+ * latency with all hosts against one host per node.
+ */
+export async function clusterScale(hostsPerNode: number, shape: LoadShape, processesPerNode = 2): Promise<ClusterScale> {
+  const nats = await startNats();
+  const helpers: Helper[] = [];
+  const total = 3 * hostsPerNode;
+  try {
+    const env = (node: string) => ({ BENCH_NATS: nats.url, BENCH_NODE: node, BENCH_HOSTS: String(total) });
+    const nodes = await Promise.all(['a', 'b', 'c'].map((n) => Helper.start('toolwire-server', env(n))));
+    helpers.push(...nodes.map((n) => n.helper));
+    // One host per node first: h0 (the echo target) on a, h1 on b, h2 on c.
+    for (let i = 0; i < 3; i++) helpers.push((await Helper.start('toolwire-host', { BENCH_URL: String(nodes[i]!.ready.url), BENCH_FIRST: String(i) })).helper);
+    for (const n of nodes) await n.helper.request('wait', { hosts: 3, tools: 3 * TOOLS_PER_HOST, timeoutMs: 60_000 });
+    const cross: Arm = { name: 'toolwire', server: nodes[1]!.helper, host: helpers[3]!, load: { name: 'h0__echo', path: 'route' } };
+    const few = (await compare([cross], shape))[0]!;
+    const rssFew = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('rss')).rssKiB)));
+
+    // The rest: hosts 3 … total−1, spread over the nodes, `processesPerNode` host processes each.
+    const spawns: Promise<{ helper: Helper }>[] = [];
+    const rest = hostsPerNode - 1;
+    const per = Math.ceil(rest / processesPerNode);
+    nodes.forEach((n, k) => {
+      for (let done = 0; done < rest; done += per) {
+        const count = Math.min(per, rest - done);
+        // Node k's hosts: identities 3 + k·rest + done …
+        spawns.push(
+          Helper.start('toolwire-host', { BENCH_URL: String(n.ready.url), BENCH_FIRST: String(3 + k * rest + done), BENCH_COUNT: String(count) }, 600_000),
+        );
+      }
+    });
+    const started = await Promise.allSettled(spawns);
+    for (const s of started) if (s.status === 'fulfilled') helpers.push(s.value.helper);
+    const failed = started.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+    const t0 = Date.now();
+    await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000 })));
+    const convergeSeconds = (Date.now() - t0) / 1000;
+    const rssAll = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('rss')).rssKiB)));
+    const all = (await compare([cross], shape))[0]!;
+    return {
+      nodes: 3,
+      hostsPerNode,
+      convergeSeconds,
+      rss: ['a', 'b', 'c'].map((node, k) => ({
+        node,
+        perClusterHostKiB: (rssAll[k]! - rssFew[k]!) / (total - 3),
+        perLocalHostKiB: (rssAll[k]! - rssFew[k]!) / (hostsPerNode - 1),
+      })),
+      few,
+      all,
+    };
+  } finally {
+    for (const h of helpers.reverse()) await h.stop();
+    await nats.stop();
+  }
+}

@@ -21,7 +21,7 @@ import { cliScenario } from './cli.js';
 import { liveReport, liveScenario } from './live.js';
 import { doorScenario, idsScenario } from './door.js';
 import { mcpScenario } from './mcp-source.js';
-import { clusterScenario, segmentRatio } from './cluster.js';
+import { clusterScale, clusterScenario, segmentRatio } from './cluster.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
 import { jsonLines, machine, render, type RunRecord } from './report.js';
@@ -172,6 +172,17 @@ try {
         resultsFile,
         `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
       );
+    }
+    if (wanted('cluster-scale')) {
+      // Not in the default set: `--only cluster-scale` (issue 17; needs nats-server and ~3 × hosts file descriptors).
+      const perNode = Number(process.env.BENCH_CLUSTER_HOSTS ?? (quick ? 300 : 3_000));
+      const k = await clusterScale(perNode, { concurrency: 1, bytes: 100, count: quick ? 1_000 : 3_000, warmup: quick ? 2_000 : 5_000 });
+      log(
+        `run ${run} cluster-scale: 3 nodes × ${perNode} hosts: every node lists every tool ${k.convergeSeconds.toFixed(1)} s after the last connect; ` +
+          `RSS per host ${k.rss.map((r) => `${r.node} ${r.perClusterHostKiB.toFixed(1)} KiB (${r.perLocalHostKiB.toFixed(1)} per local host)`).join(', ')}; ` +
+          `cross-node s1 p50 ${Math.round(k.few.stats.p50Us)} → ${Math.round(k.all.stats.p50Us)} µs (${(k.all.stats.p50Us / k.few.stats.p50Us).toFixed(2)} ×)`,
+      );
+      await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'cluster-scale', ...k, few: k.few.stats, all: k.all.stats })}\n`);
     }
     if (wanted('cli')) {
       record.cli = await cliScenario(quick ? 5 : 15);
