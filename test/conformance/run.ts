@@ -23,10 +23,13 @@ import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync
 import { type IncomingMessage, type ServerResponse, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
+
+const here = dirname(fileURLToPath(import.meta.url));
 
 const SUITE_VERSION = '0.1.16';
 const NODE_VERSION = '24.21.0';
@@ -45,17 +48,7 @@ const NOT_APPLICABLE: [RegExp, string][] = [
  * Scenarios of the tools capability that fail for a known reason handled by another change: listed
  * as "known" (not failing the run); one that passes is reported so the entry can be removed.
  */
-const KNOWN_FAILURES: Record<string, string> = {
-  'tools-call-image':
-    'the harness host has in-process tools only, which answer text; image/audio/resource blocks reach the door from MCP-sourced tools (issue 14), not yet wired into this harness',
-  'tools-call-audio':
-    'the harness host has in-process tools only, which answer text; image/audio/resource blocks reach the door from MCP-sourced tools (issue 14), not yet wired into this harness',
-  'tools-call-embedded-resource':
-    'the harness host has in-process tools only, which answer text; image/audio/resource blocks reach the door from MCP-sourced tools (issue 14), not yet wired into this harness',
-  'tools-call-mixed-content':
-    'the harness host has in-process tools only, which answer text; image/audio/resource blocks reach the door from MCP-sourced tools (issue 14), not yet wired into this harness',
-  'dns-rebinding-protection': 'the Host check passes; toolwire also refuses a loopback browser Origin unless it is in allowedOrigins (stricter than the scenario)',
-};
+const KNOWN_FAILURES: Record<string, string> = {};
 
 const { values: flags } = parseArgs({ options: { node: { type: 'string' }, scenario: { type: 'string' }, out: { type: 'string' } } });
 
@@ -102,6 +95,8 @@ async function authProxy(target: URL): Promise<{ url: string; close: () => Promi
 function conformanceHost(server: string): ToolHost {
   const host = new ToolHost({ server, token: HOST, reconnect: false });
   const none = { type: 'object', properties: {} };
+  // Image, audio and resource content comes from an MCP server on the host (issue 14), as it would in use.
+  host.mcpServer('content', { command: process.execPath, args: [join(here, 'content-server.mjs')], prefix: '' });
   host.tool('test_simple_text', { description: 'Returns simple text', inputSchema: none }, () => 'This is a simple text response for testing.');
   host.tool('test_error_handling', { description: 'Always fails', inputSchema: none }, () => ({
     stdout: new Uint8Array(),
@@ -178,6 +173,11 @@ async function main(): Promise<number> {
     const listening = await server.listen(0, '127.0.0.1');
     host = conformanceHost(listening.url);
     await host.start();
+    // The MCP-sourced tools are advertised once their server is up: wait for them, bounded.
+    for (const until = Date.now() + 30_000; !server.router.tools().some((t) => t.name === 'test_image_content');) {
+      if (Date.now() > until) throw new Error("the content MCP server's tools were not advertised within 30 s");
+      await new Promise((r) => setTimeout(r, 50));
+    }
     proxy = await authProxy(new URL(listening.mcpUrl));
     const list = await run(node, [suite, 'list'], work, 60_000);
     const scenarios = [...list.out.split('Client scenarios')[0]!.matchAll(/^\s+- (\S+) \[/gm)]

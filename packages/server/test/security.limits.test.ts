@@ -70,6 +70,16 @@ describe('origin policy', () => {
     await allowed.text();
   });
 
+  it('the MCP door also accepts the server’s own origin (a page it served, same scheme and Host), never another loopback origin', async () => {
+    const s = await start();
+    const own = await mcpInit(s.mcpUrl, { origin: `http://127.0.0.1:${s.port}` });
+    expect(own.status).toBe(200);
+    await own.text();
+    expect((await mcpInit(s.mcpUrl, { origin: `http://127.0.0.1:${s.port + 1}` })).status).toBe(403);
+    expect((await mcpInit(s.mcpUrl, { origin: `https://127.0.0.1:${s.port}` })).status).toBe(403);
+    expect((await mcpInit(s.mcpUrl, { origin: `http://localhost:${s.port}` })).status).toBe(403); // Host says 127.0.0.1
+  });
+
   it('refuses a non-array allowedOrigins at construction', () => {
     expect(() => new ToolwireServer({ allowedOrigins: 'https://x' as never })).toThrow(TypeError);
   });

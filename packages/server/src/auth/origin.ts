@@ -16,3 +16,16 @@ export function originAllowed(req: IncomingMessage, allowed: readonly string[]):
   if (origin === undefined) return true;
   return allowed.includes(origin.toLowerCase());
 }
+
+/**
+ * True when `req`'s `Origin` is the server's own origin as the request addressed it: the scheme
+ * of this connection (`https` under TLS) and exactly the `Host` header (case-insensitive). A page the
+ * server itself served (e.g. `/status`) calling it back is same-origin; a DNS-rebinding page is not,
+ * as its `Host` is refused before this (`endpoint/http-front.ts`, loopback servers).
+ */
+export function sameOrigin(req: IncomingMessage): boolean {
+  const { origin, host } = req.headers;
+  if (origin === undefined || host === undefined) return false;
+  const scheme = (req.socket as { encrypted?: boolean }).encrypted === true ? 'https' : 'http';
+  return origin.toLowerCase() === `${scheme}://${host.toLowerCase()}`;
+}

@@ -17,8 +17,9 @@
  * name is the agent id and its grant the grant; a session is bound to the caller that opened it (a
  * request for another caller's session gets 404 "Session not found", as an unknown session does).
  *
- * Before authentication: a request with an `Origin` header not in `allowedOrigins` (a browser) →
- * HTTP 403. The token is checked next; a valid one is accepted even while its address is throttled.
+ * Before authentication: a request with an `Origin` header (a browser) that is neither in
+ * `allowedOrigins` nor the server's own origin as the request addressed it (`sameOrigin`: scheme and
+ * `Host`, which the Host check has already vetted) → HTTP 403. The token is checked next; a valid one is accepted even while its address is throttled.
  * A failed authentication is counted by the limiter and logged at warn (remote address, never the
  * token); from an address that failed too often it gets HTTP 429 with `Retry-After` and the message
  * `too many failed authentications from this address; retry after N s` instead of 401.
@@ -42,7 +43,7 @@ import type { Socket } from 'node:net';
 import type { NodeMcpRequestHandler, NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { McpHttpHandler, Server } from '@modelcontextprotocol/server';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
-import { originAllowed } from '../auth/origin.js';
+import { originAllowed, sameOrigin } from '../auth/origin.js';
 import { unauthorized } from '../endpoint/http-front.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } from './caller.js';
@@ -186,7 +187,7 @@ export class McpDoor {
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const remote = req.socket.remoteAddress;
-    if (!originAllowed(req, this.#options.allowedOrigins)) {
+    if (!originAllowed(req, this.#options.allowedOrigins) && !sameOrigin(req)) {
       this.#options.logger.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'MCP request refused: origin not allowed');
       replyError(res, 403, -32000, 'Forbidden');
       return;
