@@ -140,6 +140,16 @@ describe('tools', () => {
     expect(tools).toEqual([{ name: 'echo', description: 'Echo text', inputSchema: echoSchema, outputSchema: OUTPUT_SCHEMA }]);
   });
 
+  it('lists tools sorted by name whatever order their hosts advertised them in, and says in its instructions how to read a result', async () => {
+    router.list = ['zeta', 'alpha', 'mid'].map((name) => ({ name, inputSchema: echoSchema }));
+    const client = await connect(TOKENS.alice);
+    expect((await client.listTools()).tools.map((t) => t.name)).toEqual(['alpha', 'mid', 'zeta']);
+    const instructions = client.getInstructions() ?? '';
+    expect(instructions).toMatch(/Exit code: N/);
+    expect(instructions).toMatch(/69 host not connected/);
+    expect(instructions).toMatch(/130 stopped/);
+  });
+
   it('lists only the tools the caller is granted', async () => {
     const client = await connect(TOKENS.limited);
     expect((await client.listTools()).tools).toEqual([]);

@@ -79,8 +79,17 @@ function callSignal(signal: AbortSignal, response: ServerResponse | undefined): 
 }
 
 /** Create the SDK `Server` of one MCP session (not yet connected to a transport). */
+/**
+ * The server's `instructions` (MCP `initialize`): how to read toolwire's results, in three sentences.
+ * The exit codes are those of `ExitCode` (DESIGN §4).
+ */
+export const INSTRUCTIONS =
+  'Each tool runs on a remote machine; its result text starts with "Exit code: N", then the tool\'s stdout, then its stderr after "--- stderr ---" (structuredContent has stdout, stderr and exitCode exactly). ' +
+  'Exit code 0 is success and other codes are the tool\'s own, except those toolwire sets with a "toolwire: <reason>" line on stderr: 65 input refused, 69 host not connected (retry later), 70 host failed internally, 75 overloaded (retry later), 76 host protocol fault, 124 deadline exceeded, 126 cannot execute, 127 no such tool, 130 stopped. ' +
+  'Tools are listed by name; a name qualified as host__tool says which machine runs it.';
+
 export function createMcpServer(deps: McpServerDeps): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } } });
+  const server = new Server(SERVER_INFO, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
 
   server.setRequestHandler('tools/list', (_request, ctx: ServerContext) => {
     const caller = principalOf(ctx.http?.authInfo, deps.caller);

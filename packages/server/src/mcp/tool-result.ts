@@ -54,7 +54,9 @@ export const OUTPUT_SCHEMA = {
 
 /** Map advertised tools to MCP tool definitions. */
 export function toMcpTools(tools: readonly InjectedTool[]): Tool[] {
-  return tools.map((tool) => {
+  // Sorted by name: the same tools are listed in the same order whatever order their hosts connected in.
+  const sorted = [...tools].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return sorted.map((tool) => {
     const outputSchema = (tool.outputSchema ?? OUTPUT_SCHEMA) as Tool['outputSchema'];
     const out: Tool = { name: tool.name, inputSchema: tool.inputSchema as Tool['inputSchema'], outputSchema };
     if (tool.title !== undefined) out.title = tool.title;
