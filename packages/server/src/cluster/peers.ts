@@ -7,7 +7,7 @@
  * leave, and calls to them settle 69.
  */
 import type { Logger } from '../options.js';
-import type { Router } from '../router/router.js';
+import type { LocalHost, Router } from '../router/router.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type RemoteCalls, RemoteHostLink } from './remote-calls.js';
@@ -45,6 +45,8 @@ export class Peers {
   readonly #unsubscribe: (() => void)[];
   readonly #timer: NodeJS.Timeout;
   #version = 0;
+  /** This node's hosts as of `version` (what `state` pages are cut from). */
+  #snapshot: { version: number; hosts: LocalHost[] } | undefined;
   #announceQueued = false;
   #closed = false;
 
@@ -62,11 +64,6 @@ export class Peers {
   /** The nodes heard from within the loss bound. */
   nodes(): string[] {
     return [...this.#peers.keys()];
-  }
-
-  /** Whether `node` is a live peer. */
-  alive(node: string): boolean {
-    return this.#peers.has(node);
   }
 
   /** This node's host set changed: announce it (coalesced to one heartbeat per turn). */
@@ -187,7 +184,9 @@ export class Peers {
   #onState(data: Uint8Array, reply: string | undefined): void {
     if (reply === undefined) return;
     const offset = Math.max(0, Math.trunc(Number(decode<{ offset?: number }>(data)?.offset ?? 0)) || 0);
-    const all = this.#deps.router.localHosts();
+    // One snapshot per version: a peer pages through it, and every peer reads the same one.
+    if (this.#snapshot?.version !== this.#version) this.#snapshot = { version: this.#version, hosts: this.#deps.router.localHosts() };
+    const all = this.#snapshot.hosts;
     const hosts = all
       .slice(offset, offset + PAGE_HOSTS)
       .map((h) => ({ host: h.host, ...(h.remote !== undefined && { remote: h.remote }), connectedAt: h.connectedAt.getTime(), tools: h.tools }));
