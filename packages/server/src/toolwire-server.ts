@@ -288,6 +288,7 @@ export class ToolwireServer {
       this.#http.closeAllConnections();
       await closed;
     }
+    await this.executor.close(); // the disk record's writer thread
   }
 
   /**

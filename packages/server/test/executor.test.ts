@@ -1,20 +1,9 @@
-import { mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { watch } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-
-const fsSpy = vi.hoisted(() => ({ renames: [] as [string, string][] }));
-vi.mock('node:fs/promises', async (importOriginal) => {
-  const actual = await importOriginal<typeof import('node:fs/promises')>();
-  return {
-    ...actual,
-    rename: async (from: string, to: string) => {
-      fsSpy.renames.push([from, to]);
-      return actual.rename(from, to);
-    },
-  };
-});
 
 import { envelope } from '../src/executor/envelope.js';
 import { Executor, type ExecuteResult, type CompletedResult } from '../src/executor/executor.js';
@@ -66,7 +55,6 @@ beforeEach(() => {
   injection = new FakeInjection();
   injection.list = [{ name: 'echo', inputSchema: echoSchema }];
   injection.handlers.set('echo', async (call) => capture(`${(call.input as { text: string }).text}\n`));
-  fsSpy.renames.length = 0;
 });
 
 afterEach(async () => {
@@ -205,13 +193,18 @@ describe('projection and envelope', () => {
 describe('disk record', () => {
   it('writes input.json before routing and output.json after, via temp file + rename', async () => {
     const root = await tempDir();
+    // The record's files are written by a worker thread: the temp files and renames are observed
+    // through the kernel (inotify), in the call's directory made beforehand.
+    const dir = join(root, 'agent-1', 'c-1');
+    await mkdir(dir, { recursive: true });
+    const events: string[] = [];
+    const watcher = watch(dir, (type, file) => events.push(`${type} ${file}`));
     let inputSeenByRouter: unknown;
     injection.handlers.set('echo', async (call) => {
       inputSeenByRouter = JSON.parse(await readFile(join(root, 'agent-1', call.id, 'input.json'), 'utf8'));
       return { stdout: utf8('hi\n'), stderr: Uint8Array.from([0xff, 0xfe]), exitCode: 3 };
     });
     const result = completed(await make({ recordDir: root }).execute({ id: 'c-1', name: 'echo', input: { text: 'hi' }, agent: 'agent-1' }));
-    const dir = join(root, 'agent-1', 'c-1');
     expect(inputSeenByRouter).toEqual({ id: 'c-1', name: 'echo', input: { text: 'hi' } });
     const output = JSON.parse(await readFile(join(dir, 'output.json'), 'utf8'));
     expect(output).toEqual({
@@ -223,10 +216,11 @@ describe('disk record', () => {
       endedAt: result.endedAt.toISOString(),
     });
     expect((await readdir(dir)).sort()).toEqual(['input.json', 'output.json']);
-    expect(fsSpy.renames.map(([from, to]) => [from.replace(/\.[0-9a-f]{12}\.tmp$/, '.TMP'), to])).toEqual([
-      [join(dir, 'input.json.TMP'), join(dir, 'input.json')],
-      [join(dir, 'output.json.TMP'), join(dir, 'output.json')],
-    ]);
+    // Each file appears as a temp file first, then under its name (a rename event per name), in order.
+    const renames = (): string[] => [...new Set(events.filter((e) => e.startsWith('rename ')).map((e) => e.slice(7).replace(/\.[0-9a-f]{12}\.tmp$/, '.TMP')))];
+    for (let i = 0; i < 200 && !renames().includes('output.json'); i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    watcher.close();
+    expect(renames()).toEqual(['input.json.TMP', 'input.json', 'output.json.TMP', 'output.json']);
   });
 
   it('keeps the full, uncapped streams in output.json', async () => {

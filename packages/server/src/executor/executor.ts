@@ -198,6 +198,14 @@ export class Executor {
     return report;
   }
 
+  /**
+   * End the disk record's writer thread (with `recordDir`); record writes after this fail (logged).
+   * Used by `ToolwireServer.close()` once the calls settled. Idempotent; never rejects.
+   */
+  close(): Promise<void> {
+    return this.#record?.close() ?? Promise.resolve();
+  }
+
   /** Resolves when no call is in flight (at once when none is). Used by `ToolwireServer.close()`. */
   whenIdle(): Promise<void> {
     if (this.#signals.inFlight === 0) return Promise.resolve();

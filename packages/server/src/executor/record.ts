@@ -9,14 +9,13 @@
  *   UTF-8; times ISO-8601; `failure` only for a synthetic capture; `interrupted: true` only when a
  *   later server start closed the record of a call its process left in flight (`record-recovery.ts`).
  *
- * Directories are created mode 0700 and files mode 0600 (inputs and outputs may be sensitive).
+ * Directories are created mode 0700 and files mode 0600 (inputs and outputs may be sensitive). The
+ * files are written by one worker thread in batches (`record-writer.ts`).
  */
 import { isUtf8 } from 'node:buffer';
-import { randomBytes } from 'node:crypto';
-import { writeFile as writeFileCb } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
+import { RecordWriter } from './record-writer.js';
 
 /** Agent ids and call ids that may become a path segment: `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. */
 export const SEGMENT_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
@@ -40,7 +39,7 @@ export function recordBytes(bytes: Uint8Array): RecordedBytes {
   return isUtf8(buf) ? buf.toString('utf8') : { base64: buf.toString('base64') };
 }
 
-/** A temp file of {@link writeAtomic}: `input.json.<12 hex>.tmp` or `output.json.<12 hex>.tmp`. */
+/** A temp file of a record write (`record-writer.ts`): `input.json.<12 hex>.tmp` or `output.json.<12 hex>.tmp`. */
 export const TEMP_FILE = /^(?:input|output)\.json\.[0-9a-f]{12}\.tmp$/;
 
 /** What `output.json` records beside the capture (issue 16): the host connection's id of the call and the caller's trace context. */
@@ -55,11 +54,17 @@ export class DiskRecord {
   /** The record root, absolute. */
   readonly root: string;
   readonly #root: string;
+  readonly #writer = new RecordWriter();
 
   /** @param root record root; resolved against the process cwd. */
   constructor(root: string) {
     this.#root = resolve(root);
     this.root = this.#root;
+  }
+
+  /** End the writer thread (later writes reject). Idempotent. */
+  close(): Promise<void> {
+    return this.#writer.close();
   }
 
   /**
@@ -77,8 +82,7 @@ export class DiskRecord {
   /** Write `input.json` `{id, name, input}`. Rejects on an I/O error. */
   async writeInput(agent: string, id: string, name: string, input: unknown): Promise<void> {
     const dir = this.dirOf(agent, id);
-    await mkdir(dir, { recursive: true, mode: 0o700 });
-    await writeAtomic(join(dir, 'input.json'), { id, name, input });
+    await this.#writer.write({ path: join(dir, 'input.json'), text: jsonText({ id, name, input }), dir, mkdir: 'always' });
   }
 
   /**
@@ -100,32 +104,11 @@ export class DiskRecord {
     };
     if (capture.failure !== undefined) output.failure = capture.failure;
     if (interrupted) output.interrupted = true;
-    try {
-      await writeAtomic(join(dir, 'output.json'), output);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-      await writeAtomic(join(dir, 'output.json'), output);
-    }
+    await this.#writer.write({ path: join(dir, 'output.json'), text: jsonText(output), dir, mkdir: 'missing' });
   }
 }
 
-/**
- * `fs.writeFile` (callback API), promisified: open + write + close without the `FileHandle` objects
- * of `fs/promises`, which cost main-thread time on every record (bench/README.md item 7).
- */
-function writeFile(path: string, data: string, options: { mode: number; flag: string }): Promise<void> {
-  return new Promise((resolve, reject) => writeFileCb(path, data, options, (error) => (error ? reject(error) : resolve())));
-}
-
-/** JSON-encode `value` into `<path>.<random>.tmp`, then rename it over `path`; the temp file is removed on failure. */
-async function writeAtomic(path: string, value: unknown): Promise<void> {
-  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    await writeFile(tmp, `${JSON.stringify(value, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
-    await rename(tmp, path);
-  } catch (error) {
-    await rm(tmp, { force: true });
-    throw error;
-  }
+/** A record file's content: `value` as indented JSON and a newline. Throws what `JSON.stringify` throws. */
+function jsonText(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
 }

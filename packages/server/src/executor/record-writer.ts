@@ -1,0 +1,195 @@
+/**
+ * The disk record's file writes, off the event loop and batched: one worker thread writes every
+ * `input.json` / `output.json` with synchronous file calls, each file to a temp file
+ * (`<name>.<12 hex>.tmp`, mode 0600, created exclusively) then renamed over its name, its directory
+ * made first (mode 0700) when asked — the same steps and the same crash safety as before, but one
+ * message to the thread and one back per batch of files rather than five thread-pool round trips
+ * per file (mkdir, open, write, close, rename; see bench/README.md, issue 12 "session 6").
+ *
+ * Files queued while a batch is being written go out together as the next batch, in order. A write
+ * resolves once its file is in place and rejects with the file error (its `code`, e.g. `ENOENT`,
+ * kept). The thread starts at the first write, never keeps the process alive, ends after
+ * {@link IDLE_MS} without writes or at {@link RecordWriter.close}; a thread that dies fails the
+ * batch it had (each write rejects) and the next batch gets a fresh one.
+ */
+import { Worker } from 'node:worker_threads';
+
+/** End the thread after this long without a write, ms. */
+export const IDLE_MS = 5_000;
+
+/** One file to write. */
+export interface FileWrite {
+  /** Absolute path of the file. */
+  path: string;
+  /** Its full content (UTF-8). */
+  text: string;
+  /** Its directory: `'always'` made (recursively) first; `'missing'` made and the write retried when it does not exist; absent: never made. */
+  dir?: string;
+  mkdir?: 'always' | 'missing';
+}
+
+/** A failed write as the thread reports it. */
+interface WriteFailure {
+  message: string;
+  code?: string;
+}
+
+/**
+ * The thread's code (CommonJS, Node built-ins only: it loads no TypeScript, so it runs the same from
+ * sources, the built package and the CLI bundle). One message: an array of {@link FileWrite}; one
+ * reply: per write, `0` or a {@link WriteFailure}, in the same order.
+ */
+const THREAD_CODE = `
+const { parentPort } = require('node:worker_threads');
+const { mkdirSync, writeFileSync, renameSync, rmSync } = require('node:fs');
+const { randomBytes } = require('node:crypto');
+function atomic(path, text) {
+  const tmp = path + '.' + randomBytes(6).toString('hex') + '.tmp';
+  try {
+    writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
+    renameSync(tmp, path);
+  } catch (error) {
+    try { rmSync(tmp, { force: true }); } catch {}
+    throw error;
+  }
+}
+function one(job) {
+  if (job.mkdir === 'always') mkdirSync(job.dir, { recursive: true, mode: 0o700 });
+  try {
+    atomic(job.path, job.text);
+  } catch (error) {
+    if (job.mkdir !== 'missing' || error.code !== 'ENOENT') throw error;
+    mkdirSync(job.dir, { recursive: true, mode: 0o700 });
+    atomic(job.path, job.text);
+  }
+}
+parentPort.on('message', (jobs) => {
+  const replies = [];
+  for (const job of jobs) {
+    try {
+      one(job);
+      replies.push(0);
+    } catch (error) {
+      replies.push({ message: String(error && error.message), code: error && typeof error.code === 'string' ? error.code : undefined });
+    }
+  }
+  parentPort.postMessage(replies);
+});
+`;
+
+/** A queued write and how to settle it. */
+interface Pending {
+  job: FileWrite;
+  resolve: () => void;
+  reject: (error: Error) => void;
+}
+
+/** Writes files atomically on one lazily started worker thread, in batches. */
+export class RecordWriter {
+  #thread: Worker | undefined;
+  /** Writes waiting for the next batch. */
+  #queue: Pending[] = [];
+  /** The batch the thread is writing. */
+  #batch: Pending[] | undefined;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  /** Write `job`'s file (temp file, then rename). Rejects with the file error, or when closed. */
+  write(job: FileWrite): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the record writer is closed'));
+    return new Promise((resolve, reject) => {
+      this.#queue.push({ job, resolve, reject });
+      this.#pump();
+    });
+  }
+
+  /** End the thread; writes queued or in flight reject. Idempotent. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+    const waiting = [...(this.#batch ?? []), ...this.#queue.splice(0)];
+    this.#batch = undefined;
+    for (const p of waiting) p.reject(new Error('the record writer is closed'));
+    await this.#stopThread();
+  }
+
+  #pump(): void {
+    if (this.#batch !== undefined || this.#queue.length === 0) return;
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = undefined;
+    const batch = this.#queue;
+    this.#queue = [];
+    this.#batch = batch;
+    try {
+      this.#ensureThread().postMessage(batch.map((p) => p.job));
+    } catch (error) {
+      this.#fail(error instanceof Error ? error.message : String(error));
+    }
+  }
+
+  #ensureThread(): Worker {
+    if (this.#thread !== undefined) return this.#thread;
+    // No inherited flags: the thread needs no TypeScript loader, conditions or profiler.
+    const thread = new Worker(THREAD_CODE, { eval: true, execArgv: [], stdout: false, stderr: false });
+    thread.on('message', (replies: (0 | WriteFailure)[]) => {
+      if (thread === this.#thread) this.#done(replies);
+    });
+    thread.on('error', (error) => {
+      if (thread === this.#thread) this.#fail(error.message);
+    });
+    thread.on('exit', (code) => {
+      if (thread === this.#thread) this.#fail(`the record writer thread exited with code ${code}`);
+    });
+    thread.unref(); // never keeps the process alive
+    this.#thread = thread;
+    return thread;
+  }
+
+  #done(replies: (0 | WriteFailure)[]): void {
+    const batch = this.#batch ?? [];
+    this.#batch = undefined;
+    for (let i = 0; i < batch.length; i++) {
+      const reply = replies[i];
+      if (reply === 0) batch[i]!.resolve();
+      else batch[i]!.reject(toError(reply ?? { message: 'no reply from the record writer thread' }));
+    }
+    if (this.#queue.length > 0) this.#pump();
+    else this.#armIdle();
+  }
+
+  /** The thread died or could not be given the batch: fail the batch, drop the thread, go on. */
+  #fail(why: string): void {
+    void this.#stopThread();
+    const batch = this.#batch ?? [];
+    this.#batch = undefined;
+    for (const p of batch) p.reject(new Error(why));
+    this.#pump();
+  }
+
+  #armIdle(): void {
+    if (this.#thread === undefined || this.#closed) return;
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined;
+      if (this.#batch === undefined && this.#queue.length === 0) void this.#stopThread();
+    }, IDLE_MS);
+    this.#idleTimer.unref();
+  }
+
+  async #stopThread(): Promise<void> {
+    const thread = this.#thread;
+    this.#thread = undefined;
+    if (thread === undefined) return;
+    try {
+      await thread.terminate();
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function toError(failure: WriteFailure): Error {
+  const error = new Error(failure.message) as NodeJS.ErrnoException;
+  if (failure.code !== undefined) error.code = failure.code;
+  return error;
+}

@@ -1,0 +1,62 @@
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { RecordWriter } from '../src/executor/record-writer.js';
+
+let root: string;
+let writer: RecordWriter;
+
+afterEach(async () => {
+  await writer?.close();
+  if (root) await rm(root, { recursive: true, force: true });
+});
+
+async function setup(): Promise<void> {
+  root = await mkdtemp(join(tmpdir(), 'toolwire-writer-'));
+  writer = new RecordWriter();
+}
+
+describe('record writer (worker thread, batched)', () => {
+  it('writes many files at once, each complete, mode 0600 in a 0700 directory, no temp file left', async () => {
+    await setup();
+    const writes = Array.from({ length: 200 }, (_, i) => {
+      const dir = join(root, 'a', `c${i}`);
+      return writer.write({ path: join(dir, 'input.json'), text: `{"n":${i}}\n`, dir, mkdir: 'always' });
+    });
+    await Promise.all(writes);
+    for (const i of [0, 99, 199]) {
+      const dir = join(root, 'a', `c${i}`);
+      expect(await readFile(join(dir, 'input.json'), 'utf8')).toBe(`{"n":${i}}\n`);
+      expect(await readdir(dir)).toEqual(['input.json']);
+      expect((await stat(join(dir, 'input.json'))).mode & 0o777).toBe(0o600);
+      expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    }
+  });
+
+  it('rejects a write whose directory does not exist with ENOENT, and makes it when asked to', async () => {
+    await setup();
+    const dir = join(root, 'x', 'y');
+    await expect(writer.write({ path: join(dir, 'output.json'), text: '{}\n' })).rejects.toMatchObject({ code: 'ENOENT' });
+    await writer.write({ path: join(dir, 'output.json'), text: '{}\n', dir, mkdir: 'missing' });
+    expect(await readFile(join(dir, 'output.json'), 'utf8')).toBe('{}\n');
+  });
+
+  it('fails one write without failing the others of its batch', async () => {
+    await setup();
+    const good = writer.write({ path: join(root, 'good.json'), text: '1\n' });
+    const bad = writer.write({ path: join(root, 'missing', 'bad.json'), text: '2\n' });
+    const also = writer.write({ path: join(root, 'also.json'), text: '3\n' });
+    await expect(bad).rejects.toMatchObject({ code: 'ENOENT' });
+    await good;
+    await also;
+    expect((await readdir(root)).sort()).toEqual(['also.json', 'good.json']);
+  });
+
+  it('rejects writes after close', async () => {
+    await setup();
+    await writer.write({ path: join(root, 'one.json'), text: '1\n' });
+    await writer.close();
+    await expect(writer.write({ path: join(root, 'two.json'), text: '2\n' })).rejects.toThrow('closed');
+  });
+});
