@@ -60,3 +60,27 @@ describe('record writer (worker thread, batched)', () => {
     await expect(writer.write({ path: join(root, 'two.json'), text: '2\n' })).rejects.toThrow('closed');
   });
 });
+
+describe('record writer fields', () => {
+  it('refuses a file whose text holds a NUL (the batch encoding separates fields with it)', async () => {
+    await setup();
+    await expect(writer.write({ path: join(root, 'nul.json'), text: 'a\0b' })).rejects.toThrow(TypeError);
+    await writer.write({ path: join(root, 'ok.json'), text: JSON.stringify({ s: 'a\0b' }) });
+    expect(JSON.parse(await readFile(join(root, 'ok.json'), 'utf8'))).toEqual({ s: 'a\0b' });
+  });
+});
+
+describe('record writer and the process', () => {
+  it('keeps the process alive while a write is in flight, and lets it exit once idle', async () => {
+    await setup();
+    const { execFile } = await import('node:child_process');
+    const module = new URL('../src/executor/record-writer.ts', import.meta.url).href;
+    const path = join(root, 'alive.json');
+    // Nothing else holds the event loop: the write alone must keep it running until the file is in place.
+    const script = `import(${JSON.stringify(module)}).then(({ RecordWriter }) => { void new RecordWriter().write({ path: ${JSON.stringify(path)}, text: 'done\\n' }); });`;
+    await new Promise<void>((resolve, reject) =>
+      execFile(process.execPath, ['--import', 'tsx', '-e', script], { timeout: 60_000 }, (error) => (error ? reject(error) : resolve())),
+    );
+    expect(await readFile(path, 'utf8')).toBe('done\n');
+  });
+});

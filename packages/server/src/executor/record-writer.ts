@@ -8,7 +8,7 @@
  *
  * Files queued while a batch is being written go out together as the next batch, in order. A write
  * resolves once its file is in place and rejects with the file error (its `code`, e.g. `ENOENT`,
- * kept). The thread starts at the first write, never keeps the process alive, ends after
+ * kept). The thread starts at the first write, keeps the process alive only while writing, ends after
  * {@link IDLE_MS} without writes or at {@link RecordWriter.close}; a thread that dies fails the
  * batch it had (each write rejects) and the next batch gets a fresh one.
  */
@@ -36,8 +36,8 @@ interface WriteFailure {
 
 /**
  * The thread's code (CommonJS, Node built-ins only: it loads no TypeScript, so it runs the same from
- * sources, the built package and the CLI bundle). One message: an array of {@link FileWrite}; one
- * reply: per write, `0` or a {@link WriteFailure}, in the same order.
+ * sources, the built package and the CLI bundle). One message: a batch as one string (see
+ * {@link encode}); one reply: per write, `0` or a {@link WriteFailure}, in the same order.
  */
 const THREAD_CODE = `
 const { parentPort } = require('node:worker_threads');
@@ -53,21 +53,22 @@ function atomic(path, text) {
     throw error;
   }
 }
-function one(job) {
-  if (job.mkdir === 'always') mkdirSync(job.dir, { recursive: true, mode: 0o700 });
+function one(mkdir, dir, path, text) {
+  if (mkdir === 'a') mkdirSync(dir, { recursive: true, mode: 0o700 });
   try {
-    atomic(job.path, job.text);
+    atomic(path, text);
   } catch (error) {
-    if (job.mkdir !== 'missing' || error.code !== 'ENOENT') throw error;
-    mkdirSync(job.dir, { recursive: true, mode: 0o700 });
-    atomic(job.path, job.text);
+    if (mkdir !== 'm' || error.code !== 'ENOENT') throw error;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    atomic(path, text);
   }
 }
-parentPort.on('message', (jobs) => {
+parentPort.on('message', (batch) => {
+  const fields = batch.split('\\0');
   const replies = [];
-  for (const job of jobs) {
+  for (let i = 0; i + 3 < fields.length; i += 4) {
     try {
-      one(job);
+      one(fields[i], fields[i + 1], fields[i + 2], fields[i + 3]);
       replies.push(0);
     } catch (error) {
       replies.push({ message: String(error && error.message), code: error && typeof error.code === 'string' ? error.code : undefined });
@@ -93,10 +94,13 @@ export class RecordWriter {
   #batch: Pending[] | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  /** The thread is ref'ed (a batch is in flight). */
+  #refed = false;
 
-  /** Write `job`'s file (temp file, then rename). Rejects with the file error, or when closed. */
+  /** Write `job`'s file (temp file, then rename). Rejects with the file error, when closed, or (`TypeError`) when a field holds a NUL. */
   write(job: FileWrite): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the record writer is closed'));
+    if (job.path.includes('\0') || job.text.includes('\0') || job.dir?.includes('\0')) return Promise.reject(new TypeError('record file fields must not contain NUL'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ job, resolve, reject });
       this.#pump();
@@ -122,7 +126,13 @@ export class RecordWriter {
     this.#queue = [];
     this.#batch = batch;
     try {
-      this.#ensureThread().postMessage(batch.map((p) => p.job));
+      const thread = this.#ensureThread();
+      thread.postMessage(encode(batch));
+      // A write in flight keeps the process alive, as a file system request would; an idle thread does not.
+      if (!this.#refed) {
+        thread.ref();
+        this.#refed = true;
+      }
     } catch (error) {
       this.#fail(error instanceof Error ? error.message : String(error));
     }
@@ -141,7 +151,8 @@ export class RecordWriter {
     thread.on('exit', (code) => {
       if (thread === this.#thread) this.#fail(`the record writer thread exited with code ${code}`);
     });
-    thread.unref(); // never keeps the process alive
+    thread.unref(); // ref'ed only while a batch is in flight (#pump)
+    this.#refed = false;
     this.#thread = thread;
     return thread;
   }
@@ -155,7 +166,11 @@ export class RecordWriter {
       else batch[i]!.reject(toError(reply ?? { message: 'no reply from the record writer thread' }));
     }
     if (this.#queue.length > 0) this.#pump();
-    else this.#armIdle();
+    else {
+      this.#thread?.unref();
+      this.#refed = false;
+      this.#armIdle();
+    }
   }
 
   /** The thread died or could not be given the batch: fail the batch, drop the thread, go on. */
@@ -186,6 +201,17 @@ export class RecordWriter {
       // already gone
     }
   }
+}
+
+/**
+ * A batch as one string (one copy to the thread rather than a structured clone of an object per
+ * file): per write `<mkdir>\0<dir>\0<path>\0<text>\0`, `<mkdir>` `a` (always), `m` (missing) or `-`.
+ * No field holds a NUL: record paths are checked segments, and JSON text escapes U+0000.
+ */
+function encode(batch: Pending[]): string {
+  let out = '';
+  for (const { job } of batch) out += `${job.mkdir === 'always' ? 'a' : job.mkdir === 'missing' ? 'm' : '-'}\0${job.dir ?? ''}\0${job.path}\0${job.text}\0`;
+  return out;
 }
 
 function toError(failure: WriteFailure): Error {
