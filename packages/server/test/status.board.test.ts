@@ -25,6 +25,26 @@ describe('CallBoard', () => {
     expect(b.recent().map((c) => c.id)).toEqual(['1']);
   });
 
+  it('keeps the order of the calls in flight whichever ends first, and ignores a second end of a call', () => {
+    const b = board(10);
+    const calls = ['1', '2', '3', '4'].map((id) => b.begin(id, 'agent', 'alpha__x'));
+    b.end(calls[1]!, capture(0)); // middle
+    b.end(calls[3]!, capture(0)); // newest
+    b.end(calls[1]!, capture(0)); // again: nothing changes
+    expect(b.live().map((c) => c.id)).toEqual(['1', '3']);
+    expect(b.find('3')).toBe(calls[2]);
+    expect(b.find('2')).toBeUndefined();
+    expect(b.stop(calls[1]!)).toBe('not-found');
+    const five = b.begin('5', 'agent', 'alpha__x');
+    b.end(calls[0]!, capture(0)); // oldest
+    expect(b.live().map((c) => c.id)).toEqual(['3', '5']);
+    b.end(calls[2]!, capture(0));
+    b.end(five, capture(0));
+    expect(b.size).toBe(0);
+    expect(b.live()).toEqual([]);
+    expect(b.recent().map((c) => c.id)).toEqual(['5', '3', '1', '4', '2']);
+  });
+
   it('keeps the last `recent` finished calls, newest first, with exit code, failure kind and bytes', () => {
     const b = board(3);
     for (let i = 0; i < 7; i++) b.end(b.begin(String(i), 'agent', 'alpha__x'), i === 6 ? { ...capture(130, 'abc'), failure: 'cancelled' } : capture(i));

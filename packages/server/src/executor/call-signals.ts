@@ -30,7 +30,7 @@ export class Generation {
   readonly controller = new AbortController();
   /** Calls in flight in this generation (what `stop` counts). */
   calls = 0;
-  /** Links with calls in flight in this generation, aborted with it. */
+  /** Links of this generation not yet let go (with calls in flight, or idle for at most a turn), aborted with it. */
   readonly links = new Set<Link>();
 }
 
@@ -107,11 +107,12 @@ export class CallSignals {
       // A link of an older generation (or another agent) serves out its calls and is then detached.
       link = new Link(signal, generation);
       this.#links.set(signal, link);
-    }
-    if (link.calls++ === 0) {
+      // Listed in its generation until let go (#releaseIdle), not per call: a stop aborts it with the
+      // generation, and a link without calls that a stop aborts is never joined again (a stop starts
+      // a new generation).
       generation.links.add(link);
-      link.attach();
     }
+    if (link.calls++ === 0) link.attach();
     return { signal: link.controller.signal, generation, link };
   }
 
@@ -121,7 +122,6 @@ export class CallSignals {
     const { generation, link } = scope;
     generation.calls--;
     if (link !== undefined && --link.calls === 0) {
-      generation.links.delete(link);
       // Let go one turn later unless a call joins it meanwhile: a sequential caller's next call
       // does, in the same turn, and then costs no listener change and no new controller.
       this.#idleLinks.add(link);
@@ -141,6 +141,7 @@ export class CallSignals {
     for (const link of this.#idleLinks) {
       if (link.calls > 0) continue;
       link.detach();
+      link.generation.links.delete(link);
       if (this.#links.get(link.source) === link) this.#links.delete(link.source);
     }
     this.#idleLinks.clear();

@@ -271,8 +271,10 @@ export class Executor {
       }
       const done = capture;
       const endedAt = new Date();
-      const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
-      if (record) await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
+      if (record) {
+        const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
+        await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
+      }
       const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       this.#ended(id, name, agent, host, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
       return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };

@@ -54,6 +54,10 @@ export class LiveCall {
   readonly startedAt: number;
   /** The call as handed to the router, once routed: what a stop and the output count need. */
   routed: RoutedCall | undefined;
+  /** The board's list of calls in flight (set by the board only): older, newer, and whether on it. */
+  older: LiveCall | undefined = undefined;
+  newer: LiveCall | undefined = undefined;
+  onBoard = false;
 
   constructor(id: string, agent: string, tool: string, host: string | undefined) {
     this.id = id;
@@ -78,7 +82,13 @@ export type StopOutcome = 'stopped' | 'not-found' | 'not-routed';
 export class CallBoard {
   readonly #router: BoardRouter;
   readonly #recentMax: number;
-  readonly #live = new Set<LiveCall>();
+  /**
+   * Calls in flight, oldest first: a list linked through the calls themselves (adding and removing a
+   * call hashes nothing and allocates nothing, unlike a `Set` of fresh objects per call).
+   */
+  #oldest: LiveCall | undefined;
+  #newest: LiveCall | undefined;
+  #size = 0;
   /** Ring of finished calls, oldest first once full (`#next` is the oldest slot). */
   readonly #recent: FinishedCall[] = [];
   #next = 0;
@@ -97,7 +107,7 @@ export class CallBoard {
 
   /** Calls in flight. */
   get size(): number {
-    return this.#live.size;
+    return this.#size;
   }
 
   /** Call `listener` after every change (replaces the previous one; `undefined` removes it). A throw is not caught. */
@@ -108,14 +118,20 @@ export class CallBoard {
   /** A call of `agent` to tool `tool` starts (past the gates). Pair with {@link end}. */
   begin(id: string, agent: string, tool: string): LiveCall {
     const call = new LiveCall(id, agent, tool, this.#router.hostOf(tool));
-    this.#live.add(call);
+    call.onBoard = true;
+    call.older = this.#newest;
+    if (this.#newest === undefined) this.#oldest = call;
+    else this.#newest.newer = call;
+    this.#newest = call;
+    this.#size++;
     this.#changed?.();
     return call;
   }
 
   /** `call` settled with `capture` (kept among the recent calls), or without one (dropped). */
   end(call: LiveCall, capture: Capture | undefined): void {
-    if (!this.#live.delete(call)) return;
+    if (!call.onBoard) return;
+    this.#unlink(call);
     call.routed = undefined;
     if (capture !== undefined) {
       // The ring's slots are reused once it is full: no object per finished call.
@@ -136,13 +152,23 @@ export class CallBoard {
     this.#changed?.();
   }
 
+  /** Take `call` off the list of calls in flight. */
+  #unlink(call: LiveCall): void {
+    const { older, newer } = call;
+    if (older === undefined) this.#oldest = newer;
+    else older.newer = newer;
+    if (newer === undefined) this.#newest = older;
+    else newer.older = older;
+    call.older = undefined;
+    call.newer = undefined;
+    call.onBoard = false;
+    this.#size--;
+  }
+
   /** Calls in flight, oldest first, at most `limit` of them. */
   live(limit = Infinity): LiveCall[] {
     const out: LiveCall[] = [];
-    for (const call of this.#live) {
-      if (out.length >= limit) break;
-      out.push(call);
-    }
+    for (let call = this.#oldest; call !== undefined && out.length < limit; call = call.newer) out.push(call);
     return out;
   }
 
@@ -155,7 +181,7 @@ export class CallBoard {
 
   /** The call in flight with id `id` (of `agent` when given: ids are unique per agent). */
   find(id: string, agent?: string): LiveCall | undefined {
-    for (const call of this.#live) if (call.id === id && (agent === undefined || call.agent === agent)) return call;
+    for (let call = this.#oldest; call !== undefined; call = call.newer) if (call.id === id && (agent === undefined || call.agent === agent)) return call;
     return undefined;
   }
 
@@ -164,7 +190,7 @@ export class CallBoard {
    * `not-routed`: it has not reached a host yet (input check, disk record) or its tool is local.
    */
   stop(call: LiveCall): StopOutcome {
-    if (!this.#live.has(call)) return 'not-found';
+    if (!call.onBoard) return 'not-found';
     if (call.routed === undefined) return 'not-routed';
     return this.#router.stopCall(call.routed) ? 'stopped' : 'not-routed';
   }
