@@ -79,7 +79,7 @@ describe('record writer and the process', () => {
     // Nothing else holds the event loop: the write alone must keep it running until the file is in place.
     const script = `import(${JSON.stringify(module)}).then(({ RecordWriter }) => { void new RecordWriter().write({ path: ${JSON.stringify(path)}, text: 'done\\n' }); });`;
     await new Promise<void>((resolve, reject) =>
-      execFile(process.execPath, ['--import', 'tsx', '-e', script], { timeout: 60_000 }, (error) => (error ? reject(error) : resolve())),
+      execFile(process.execPath, ['--import', 'tsx', '-e', script], { timeout: 60_000 }, (error) => (error ? reject(new Error(error.message)) : resolve())),
     );
     expect(await readFile(path, 'utf8')).toBe('done\n');
   });

@@ -100,7 +100,8 @@ export class RecordWriter {
   /** Write `job`'s file (temp file, then rename). Rejects with the file error, when closed, or (`TypeError`) when a field holds a NUL. */
   write(job: FileWrite): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the record writer is closed'));
-    if (job.path.includes('\0') || job.text.includes('\0') || job.dir?.includes('\0')) return Promise.reject(new TypeError('record file fields must not contain NUL'));
+    if (job.path.includes('\0') || job.text.includes('\0') || job.dir?.includes('\0'))
+      return Promise.reject(new TypeError('record file fields must not contain NUL'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ job, resolve, reject });
       this.#pump();
