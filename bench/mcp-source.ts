@@ -11,6 +11,8 @@
  * pair ran back to back), the other figures are medians over rounds.
  *
  * BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`) goes to the host and to both MCP servers.
+ * BENCH_MCP_SETSID=1 starts the floor's MCP server through `setsid` (in a session of its own, as the
+ * host starts its servers: `detached`), to see what the session costs on the machine at hand.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -158,7 +160,11 @@ function medianArm(rounds: Round[]): McpArm {
 export async function mcpScenario(rounds: number, calls: number): Promise<McpResult> {
   const dir = await mkdtemp(join(tmpdir(), 'toolwire-bench-mcp-'));
   const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
-  const floorTransport = new StdioClientTransport({ command: process.execPath, args: [...extra, FAKE, 'normal'] });
+  const floorArgs = [...extra, FAKE, 'normal'];
+  const floorTransport =
+    process.env.BENCH_MCP_SETSID === '1'
+      ? new StdioClientTransport({ command: 'setsid', args: [process.execPath, ...floorArgs] })
+      : new StdioClientTransport({ command: process.execPath, args: floorArgs });
   const floor = new Client({ name: 'bench-floor', version: '1' });
   await floor.connect(floorTransport);
   const server = new ToolwireServer({ hosts: [{ name: 'h0', token: HOST_TOKEN }], callers: [] });
