@@ -3,11 +3,20 @@
  * (server → tool host process → MCP server → back; the server in this process, the host a
  * `toolwire host --mcp-config` process) against the same MCP server called directly by an MCP SDK
  * client in this process (the floor of that server). The MCP server is the tests' fake
- * (`packages/client/test/fixtures/mcp-fake.mjs`), its `echo` tool. For c = 1 and c = 8: calls/s over
- * `calls` calls, and the p50 latency at c = 1. Rounds alternate floor / toolwire; medians are reported.
+ * (`packages/client/test/fixtures/mcp-fake.mjs`), its `echo` tool; both arms speak to it over stdio
+ * pipes (JSON lines), the floor through the SDK's `StdioClientTransport`. For c = 1 and c = 8:
+ * calls/s over `calls` calls, the p50 latency, and the CPU time per call of each process (this
+ * process — the SDK client of the floor, the server of toolwire —, the host, the MCP server).
+ * Rounds alternate floor / toolwire; the c = 8 ratio is the median of the rounds' ratios (each
+ * pair ran back to back), the other figures are medians over rounds.
+ *
+ * BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`) goes to the host and to both MCP servers.
+ * BENCH_MCP_SETSID=1 starts the floor's MCP server through `setsid` (in a session of its own, as the
+ * host starts its servers: `detached`), to see what the session costs on the machine at hand.
  */
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,20 +30,37 @@ const FAKE = join(repo, 'packages', 'client', 'test', 'fixtures', 'mcp-fake.mjs'
 const CLI = join(repo, 'packages', 'cli', 'src', 'main.ts');
 const HOST_TOKEN = 'bench-host-token-aaaaaaaaaaaaaaaaaaaa';
 
-/** One arm's figures. */
+/** CPU time per call, µs, of each process of an arm (`host`: toolwire only). */
+export interface McpCpu {
+  /** This process: the floor's SDK client, or toolwire's server and executor. */
+  bench: number;
+  host?: number;
+  /** The MCP server the arm calls. */
+  mcp: number;
+}
+
+/** One arm's figures (medians over rounds). */
 export interface McpArm {
   c1PerSec: number;
   c8PerSec: number;
   /** p50 latency at c = 1, µs. */
   p50Us: number;
+  /** p50 latency at c = 8, µs. */
+  p50c8Us: number;
+  cpuC1: McpCpu;
+  cpuC8: McpCpu;
 }
 
 export interface McpResult {
+  rounds: number;
+  calls: number;
   floor: McpArm;
   toolwire: McpArm;
-  /** toolwire c8 calls/s ÷ floor's (target ≥ 0.7). */
+  /** Median over rounds of toolwire c8 calls/s ÷ the floor's in the same round (target ≥ 0.7). */
   c8Ratio: number;
-  /** toolwire p50 ÷ (floor p50 × 1.5 + 300 µs) (target ≤ 1). */
+  /** The rounds' c8 ratios. */
+  c8Ratios: number[];
+  /** toolwire p50 ÷ (floor p50 × 1.5 + 300 µs), c = 1 (target ≤ 1). */
   p50Budget: number;
 }
 
@@ -43,10 +69,49 @@ const median = (xs: number[]): number => {
   return s[Math.floor(s.length / 2)]!;
 };
 
-/** `calls` calls at concurrency `c`; resolves with calls/s and the p50 latency in µs. */
-async function drive(call: () => Promise<void>, calls: number, c: number): Promise<{ perSec: number; p50Us: number }> {
+/** CPU time (user + system) of process `pid` so far, µs (10 ms ticks); 0 when it is gone. */
+function cpuUs(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return 0;
+  }
+}
+
+/** The child of `parent` whose command line contains `needle` (Linux `/proc`), if any. */
+function childWith(parent: number | undefined, needle: string): number | undefined {
+  if (parent === undefined) return undefined;
+  try {
+    for (const pid of readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8').trim().split(/\s+/).map(Number)) {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(needle)) return pid;
+    }
+  } catch {
+    // no /proc: no CPU figures of that process
+  }
+  return undefined;
+}
+
+interface Pids {
+  host?: number | undefined;
+  mcp: number | undefined;
+}
+
+interface Drive {
+  perSec: number;
+  p50Us: number;
+  cpu: McpCpu;
+}
+
+/** `calls` calls at concurrency `c`: calls/s, the p50 latency in µs, the CPU per call of each process. */
+async function drive(call: () => Promise<void>, calls: number, c: number, pids: Pids): Promise<Drive> {
   const lat: number[] = [];
   let next = 0;
+  const self0 = process.cpuUsage();
+  const host0 = cpuUs(pids.host);
+  const mcp0 = cpuUs(pids.mcp);
   const t0 = performance.now();
   await Promise.all(
     Array.from({ length: c }, async () => {
@@ -58,31 +123,58 @@ async function drive(call: () => Promise<void>, calls: number, c: number): Promi
       }
     }),
   );
-  return { perSec: calls / ((performance.now() - t0) / 1000), p50Us: median(lat) };
+  const perSec = calls / ((performance.now() - t0) / 1000);
+  const self = process.cpuUsage(self0);
+  const cpu: McpCpu = { bench: (self.user + self.system) / calls, mcp: (cpuUs(pids.mcp) - mcp0) / calls };
+  if (pids.host !== undefined) cpu.host = (cpuUs(pids.host) - host0) / calls;
+  return { perSec, p50Us: median(lat), cpu };
 }
 
-async function measure(call: () => Promise<void>, calls: number): Promise<McpArm> {
-  const c1 = await drive(call, calls, 1);
-  const c8 = await drive(call, calls, 8);
-  return { c1PerSec: c1.perSec, c8PerSec: c8.perSec, p50Us: c1.p50Us };
+interface Round {
+  c1: Drive;
+  c8: Drive;
 }
 
-function medianArm(arms: McpArm[]): McpArm {
-  return { c1PerSec: median(arms.map((a) => a.c1PerSec)), c8PerSec: median(arms.map((a) => a.c8PerSec)), p50Us: median(arms.map((a) => a.p50Us)) };
+async function measure(call: () => Promise<void>, calls: number, pids: Pids): Promise<Round> {
+  return { c1: await drive(call, calls, 1, pids), c8: await drive(call, calls, 8, pids) };
+}
+
+function medianCpu(cpus: McpCpu[]): McpCpu {
+  const out: McpCpu = { bench: median(cpus.map((x) => x.bench)), mcp: median(cpus.map((x) => x.mcp)) };
+  if (cpus[0]!.host !== undefined) out.host = median(cpus.map((x) => x.host!));
+  return out;
+}
+
+function medianArm(rounds: Round[]): McpArm {
+  return {
+    c1PerSec: median(rounds.map((r) => r.c1.perSec)),
+    c8PerSec: median(rounds.map((r) => r.c8.perSec)),
+    p50Us: median(rounds.map((r) => r.c1.p50Us)),
+    p50c8Us: median(rounds.map((r) => r.c8.p50Us)),
+    cpuC1: medianCpu(rounds.map((r) => r.c1.cpu)),
+    cpuC8: medianCpu(rounds.map((r) => r.c8.cpu)),
+  };
 }
 
 /** `rounds` alternating floor / toolwire rounds of `calls` calls at c = 1 and at c = 8. */
 export async function mcpScenario(rounds: number, calls: number): Promise<McpResult> {
   const dir = await mkdtemp(join(tmpdir(), 'toolwire-bench-mcp-'));
+  const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
+  const floorArgs = [...extra, FAKE, 'normal'];
+  const floorTransport =
+    process.env.BENCH_MCP_SETSID === '1'
+      ? new StdioClientTransport({ command: 'setsid', args: [process.execPath, ...floorArgs] })
+      : new StdioClientTransport({ command: process.execPath, args: floorArgs });
   const floor = new Client({ name: 'bench-floor', version: '1' });
-  await floor.connect(new StdioClientTransport({ command: process.execPath, args: [FAKE, 'normal'] }));
+  await floor.connect(floorTransport);
   const server = new ToolwireServer({ hosts: [{ name: 'h0', token: HOST_TOKEN }], callers: [] });
   const address = await server.listen(0, '127.0.0.1');
   const config = join(dir, '.mcp.json');
-  await writeFile(config, JSON.stringify({ mcpServers: { fake: { command: process.execPath, args: [FAKE, 'normal'] } } }));
+  await writeFile(config, JSON.stringify({ mcpServers: { fake: { command: process.execPath, args: [...extra, FAKE, 'normal'] } } }));
   const host = spawn(
     process.execPath,
     [
+      ...extra,
       '--conditions=@toolwire/source',
       '--import',
       'tsx',
@@ -107,6 +199,8 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
       if (Date.now() > until) throw new Error('the MCP tool was not advertised within 30 s');
       await new Promise((r) => setTimeout(r, 20));
     }
+    const floorPids: Pids = { mcp: floorTransport.pid ?? undefined };
+    const toolwirePids: Pids = { host: host.pid, mcp: childWith(host.pid, 'mcp-fake.mjs') };
     const viaFloor = async () => {
       await floor.callTool({ name: 'echo', arguments: { text: 'hi' } });
     };
@@ -114,17 +208,18 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
       const r = await server.executor.execute({ name: 'h0__fake_echo', input: { text: 'hi' }, agent: 'bench' });
       if (r.outcome !== 'completed' || r.capture.exitCode !== 0) throw new Error('a toolwire call failed');
     };
-    await measure(viaFloor, 200); // warm-up
-    await measure(viaToolwire, 200);
-    const floors: McpArm[] = [];
-    const toolwires: McpArm[] = [];
+    await measure(viaFloor, 200, floorPids); // warm-up
+    await measure(viaToolwire, 200, toolwirePids);
+    const floors: Round[] = [];
+    const toolwires: Round[] = [];
     for (let i = 0; i < rounds; i++) {
-      floors.push(await measure(viaFloor, calls));
-      toolwires.push(await measure(viaToolwire, calls));
+      floors.push(await measure(viaFloor, calls, floorPids));
+      toolwires.push(await measure(viaToolwire, calls, toolwirePids));
     }
     const f = medianArm(floors);
     const t = medianArm(toolwires);
-    return { floor: f, toolwire: t, c8Ratio: t.c8PerSec / f.c8PerSec, p50Budget: t.p50Us / (f.p50Us * 1.5 + 300) };
+    const c8Ratios = toolwires.map((r, i) => r.c8.perSec / floors[i]!.c8.perSec);
+    return { rounds, calls, floor: f, toolwire: t, c8Ratio: median(c8Ratios), c8Ratios, p50Budget: t.p50Us / (f.p50Us * 1.5 + 300) };
   } finally {
     host.kill('SIGTERM');
     await once(host, 'exit');
@@ -132,4 +227,37 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
     await floor.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/** One line for the log of a run. */
+export function mcpLine(r: McpResult): string {
+  const cpu = (c: McpCpu): string => `${Math.round(c.bench)}${c.host === undefined ? '' : ` + ${Math.round(c.host)}`} + ${Math.round(c.mcp)}`;
+  return (
+    `floor ${Math.round(r.floor.c1PerSec)} / ${Math.round(r.floor.c8PerSec)} calls/s (c1 / c8), p50 ${Math.round(r.floor.p50Us)} µs, CPU µs/call c8 ${cpu(r.floor.cpuC8)}; ` +
+    `toolwire ${Math.round(r.toolwire.c1PerSec)} / ${Math.round(r.toolwire.c8PerSec)} calls/s, p50 ${Math.round(r.toolwire.p50Us)} µs, CPU µs/call c8 ${cpu(r.toolwire.cpuC8)}; ` +
+    `c8 ratio ${r.c8Ratio.toFixed(2)} (target ≥ 0.7), p50 budget ${r.p50Budget.toFixed(2)} (target ≤ 1)`
+  );
+}
+
+/** The scenario's table (medians over runs). */
+export function renderMcp(results: McpResult[], table: (header: string[], body: string[][]) => string): string {
+  const med = (pick: (r: McpResult) => number): string => Math.round(median(results.map(pick))).toLocaleString('en-US');
+  const cpu = (pick: (r: McpResult) => McpCpu): string => {
+    const host = results[0] === undefined ? undefined : pick(results[0]).host;
+    return `${med((r) => pick(r).bench)} / ${host === undefined ? '—' : med((r) => pick(r).host!)} / ${med((r) => pick(r).mcp)}`;
+  };
+  const row = (name: string, arm: (r: McpResult) => McpArm): string[] => [
+    name,
+    `${med((r) => arm(r).c1PerSec)} / ${med((r) => arm(r).c8PerSec)}`,
+    `${med((r) => arm(r).p50Us)} / ${med((r) => arm(r).p50c8Us)}`,
+    cpu((r) => arm(r).cpuC1),
+    cpu((r) => arm(r).cpuC8),
+  ];
+  return [
+    `MCP server as a tool source (issue 14; ${results[0]?.rounds ?? 0} rounds × ${(results[0]?.calls ?? 0).toLocaleString('en-US')} calls per concurrency, median of ${results.length} run${results.length === 1 ? '' : 's'}; CPU of this process / the tool host / the MCP server):`,
+    table(
+      ['arm', 'calls/s c1 / c8', 'p50 µs c1 / c8', 'CPU µs/call c1', 'CPU µs/call c8'],
+      [row('MCP SDK client → MCP server (floor)', (r) => r.floor), row('toolwire server → host → MCP server', (r) => r.toolwire)],
+    ),
+  ].join('\n');
 }

@@ -8,6 +8,7 @@ import { type AbuseResult, renderAbuse } from './abuse.js';
 import { type CliResult, renderCli } from './cli.js';
 import type { DoorResult, IdsResult } from './door.js';
 import type { ManyHostsResult } from './many-hosts.js';
+import { type McpResult, renderMcp } from './mcp-source.js';
 import { type LoadShape, shapeLabel } from './scenarios.js';
 
 /** Everything one run measured; a scenario left out with `--only` is absent. */
@@ -22,6 +23,7 @@ export interface RunRecord {
   ids?: IdsResult;
   cli?: CliResult;
   abuse?: AbuseResult;
+  mcp?: McpResult;
 }
 
 export function machine(): { cpu: string; cores: number; memGiB: number; kernel: string; node: string } {
@@ -67,6 +69,7 @@ export function jsonLines(record: RunRecord, meta: Record<string, unknown>): str
   }
   if (record.cli) lines.push({ ...meta, run: record.run, scenario: 'cli', ...record.cli });
   if (record.abuse) lines.push({ ...meta, run: record.run, scenario: 'abuse', ...record.abuse });
+  if (record.mcp) lines.push({ ...meta, run: record.run, scenario: 'mcp', ...record.mcp });
   return lines.map((l) => JSON.stringify(l));
 }
 
@@ -228,6 +231,8 @@ const targets: Target[] = [
     value: (r) => r.ids?.failedUpgradeCpuUs.overFloor,
     digits: 1,
   },
+  { name: 'mcp c=8 throughput', op: '≥', limit: 0.7, unit: '× SDK client', value: (r) => r.mcp?.c8Ratio },
+  { name: 'mcp c=1 p50 ÷ (1.5 × SDK client p50 + 300 µs)', op: '≤', limit: 1, unit: '×', value: (r) => r.mcp?.p50Budget, digits: 2 },
 ];
 
 export interface Judged {
@@ -350,6 +355,12 @@ export function render(records: RunRecord[], markdown: boolean): string {
   if (cli.length > 0) parts.push('', renderCli(cli));
   const abuse = records.map((r) => r.abuse).filter((x): x is AbuseResult => x !== undefined);
   if (abuse.length > 0) parts.push('', renderAbuse(abuse));
+  const mcp = records.map((r) => r.mcp).filter((x): x is McpResult => x !== undefined);
+  if (mcp.length > 0)
+    parts.push(
+      '',
+      renderMcp(mcp, (header, rows) => table(header, rows, markdown)),
+    );
   const judged = judge(records);
   if (judged.length > 0)
     parts.push(

@@ -20,7 +20,7 @@ import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
 import { liveReport, liveScenario } from './live.js';
 import { doorScenario, idsScenario } from './door.js';
-import { mcpScenario } from './mcp-source.js';
+import { mcpLine, mcpScenario } from './mcp-source.js';
 import { clusterScale, clusterScenario, segmentRatio } from './cluster.js';
 import { benchDir, pinServers, stopAll } from './helpers.js';
 import { manyHosts } from './many-hosts.js';
@@ -158,7 +158,11 @@ try {
     }
     if (wanted('door')) record.door = await doorScenario(plan.door, (line) => log(`run ${run} ${line}`));
     if (wanted('ids')) record.ids = await idsScenario(plan.ids, (line) => log(`run ${run} ${line}`));
-    if (wanted('mcp')) log(`run ${run} mcp: ${JSON.stringify(await mcpScenario(quick ? 1 : 3, quick ? 500 : 2000))}`); // `--only mcp` (issue 14)
+    if (wanted('mcp')) {
+      // Not in the default set: `--only mcp` (issue 14).
+      record.mcp = await mcpScenario(quick ? 1 : 3, quick ? 500 : 2000);
+      log(`run ${run} mcp: ${mcpLine(record.mcp)}`);
+    }
     if (wanted('cluster')) {
       // Not in the default set: `--only cluster` (issue 17; needs nats-server).
       const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };

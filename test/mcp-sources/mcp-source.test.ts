@@ -124,6 +124,18 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
   });
 });
 
+describe('answers that are not what the host asked for', () => {
+  it('a result that is not a CallToolResult ends that call 70 with the reason; stray answers and progress are dropped', async () => {
+    const { started, log } = await hostWith({ odd: fake('badresult') }, ['alpha__odd_image']);
+    const image = await run(started, 'alpha__odd_image');
+    expect(image.capture.exitCode).toBe(70);
+    expect(text(image.capture.stderr)).toContain('MCP server odd failed the call: its result is not a CallToolResult');
+    const echo = await run(started, 'alpha__odd_echo', { text: 'still fine' });
+    expect([echo.capture.exitCode, text(echo.capture.stdout)]).toEqual([0, 'still fine\nsecond block']);
+    expect(log.entries.filter((e) => String(e.msg).includes('MCP server odd:'))).toEqual([]); // the SDK client never saw the stray messages
+  });
+});
+
 describe('a Streamable HTTP MCP server', () => {
   it('on port 0 serves its tools through the host', async () => {
     const { startHttpMcp } = await import('./http-server.js');

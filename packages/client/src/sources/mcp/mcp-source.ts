@@ -6,25 +6,26 @@
  * list_changed` lists them again. When the server dies or its connection closes, its tools leave
  * at once (the host re-advertises), the calls in flight on it settle 69 with the reason ("MCP
  * server fs exited with code 1"), and it is started again with full-jitter backoff; its tools
- * return when it is back. A call's input goes to `tools/call` unchanged, with the call's deadline
- * as the request timeout; a stop or deadline sends `notifications/cancelled` and the call ends
- * 130/124 at once, whether or not the server answers. Progress notifications become the call's
- * progress.
+ * return when it is back. A call's input goes to `tools/call` unchanged (`tool-calls.ts`: on the
+ * transport, beside the SDK client, which does the rest of the exchange); a stop or deadline (the call
+ * layer's) sends `notifications/cancelled` and the call ends 130/124 at once, whether or not the
+ * server answers. Progress notifications become the call's progress.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolResultSchema, ListToolsResultSchema, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { type Capture, failureCapture } from '@toolwire/protocol';
-import { capCapture } from '../../calls/capture-cap.js';
+import { ListToolsResultSchema, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { failureCapture } from '@toolwire/protocol';
 import { Backoff } from '../../connection/backoff.js';
 import { withoutCredentials } from '../../subprocess/tool-env.js';
 import type { Logger } from '../../types.js';
 import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
 import { McpDefaults, type McpServerConfig } from './config.js';
+import { McpCall, type McpConnection } from './call.js';
 import { StdioServerTransport } from './stdio-transport.js';
-import { captureOf, faceOf } from './tool-map.js';
+import { ToolCalls } from './tool-calls.js';
+import { faceOf } from './tool-map.js';
 
 /** A tool of an MCP server: its advertised face and its name on the server. */
 export interface McpTool extends SourceTool {
@@ -47,12 +48,12 @@ export interface McpSourceOptions {
   restart?: { baseMs: number; maxMs: number };
 }
 
-interface Live {
+interface Live extends McpConnection {
   client: Client;
   transport: Transport;
-  /** Calls in flight on this connection: each settles with the reason when it dies. */
-  calls: Set<(reason: string) => void>;
-  down: boolean;
+  /** Calls in flight on this connection (once it is up): each settles with the reason when it dies. */
+  calls: ToolCalls | undefined;
+  isDown: boolean;
 }
 
 /** One MCP server's tools. {@link start} once; {@link close} ends it. */
@@ -89,30 +90,21 @@ export class McpSource implements ToolSource {
 
   run(tool: SourceTool, input: unknown, { ctx, abort, settings }: SourceCall): RunStart {
     const live = this.#live;
-    const name = this.#o.name;
-    if (live === undefined || live.down) return { capture: failureCapture('unavailable', `MCP server ${name} is not running`) };
+    const calls = live?.calls;
+    if (live === undefined || live.isDown || calls === undefined) return { capture: failureCapture('unavailable', `MCP server ${this.#o.name} is not running`) };
     const t = tool as McpTool;
-    const work = new Promise<Capture>((resolve) => {
-      const gone = (reason: string): void => resolve(failureCapture('unavailable', reason));
-      live.calls.add(gone);
-      live.client
-        .request({ method: 'tools/call', params: { name: t.remote, arguments: input as Record<string, unknown> } }, CallToolResultSchema, {
-          signal: abort.signal, // a stop or deadline sends notifications/cancelled and rejects at once
-          timeout: ctx.deadlineMs + settings.cancelGraceMs, // never the SDK's 60 s default; the call's own deadline fires first
-          onprogress: (p) => ctx.progress(p.message ?? (p.total !== undefined ? `${p.progress}/${p.total}` : String(p.progress))),
-        })
-        .then(
-          (result) => resolve(captureOf(result, t.hasOutputSchema)),
-          (error: unknown) => {
-            if (abort.aborted)
-              resolve(failureCapture('cancelled', 'cancelled')); // the call layer gives it the abort's outcome
-            else if (live.down) resolve(failureCapture('unavailable', this.#downReason(live)));
-            else resolve(failureCapture('host_error', `MCP server ${name} failed the call: ${error instanceof Error ? error.message : String(error)}`));
-          },
-        )
-        .finally(() => live.calls.delete(gone));
-    }).then((capture) => (ctx.output === undefined ? capCapture(capture, settings.capBytes) : ctx.output.close(capture)));
-    return { work };
+    const call = new McpCall(live, t.hasOutputSchema, settings.capBytes, ctx);
+    if (abort.aborted) {
+      call.aborted(abort.reason!);
+      return { work: call.work };
+    }
+    const id = calls.call(t.remote, input, call);
+    // The call layer's abort (a stop, or its deadline: no timer of our own) cancels the request and settles the call at once.
+    abort.onAbort(() => {
+      calls.cancel(id, abort.reason!.message);
+      call.aborted(abort.reason!);
+    });
+    return { work: call.work };
   }
 
   /** Stop the server for good; calls in flight settle 69. Resolves when its process is gone. */
@@ -145,17 +137,18 @@ export class McpSource implements ToolSource {
             killGraceMs: o.cancelGraceMs,
           });
     const client = new Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
-    const live: Live = { client, transport, calls: new Set(), down: false };
+    const live: Live = { client, transport, calls: undefined, isDown: false, server: o.name, down: () => (live.isDown ? this.#downReason(live) : undefined) };
     client.onclose = () => this.#died(live);
     client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
     const timeout = c.startupTimeoutMs ?? McpDefaults.startupTimeoutMs;
     this.#live = live;
     try {
       await client.connect(transport, { timeout });
+      live.calls = new ToolCalls(transport); // after connect: it wraps the SDK client's onmessage
       client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
       await this.#list(live, timeout, true);
     } catch (error) {
-      if (live.down || this.#closed) return;
+      if (live.isDown || this.#closed) return;
       o.logger.error(
         { server: o.name, err: error instanceof Error ? error.message : String(error) },
         `toolwire: MCP server ${o.name} did not start: ${error instanceof Error ? error.message : String(error)}`,
@@ -183,13 +176,13 @@ export class McpSource implements ToolSource {
         }
         cursor = listed.length < max ? page.nextCursor : undefined;
         if (listed.length >= max && page.nextCursor !== undefined) more++;
-      } while (cursor !== undefined && !live.down);
+      } while (cursor !== undefined && !live.isDown);
     } catch (error) {
       if (first) throw error;
       o.logger.warn({ server: o.name, err: String(error) }, `toolwire: MCP server ${o.name}: tools/list failed, its tools stay as they were`);
       return;
     }
-    if (live.down || this.#live !== live) return;
+    if (live.isDown || this.#live !== live) return;
     if (more > 0)
       o.logger.warn({ server: o.name, maxTools: max }, `toolwire: MCP server ${o.name} lists more than ${max} tools; the rest are not served (max_tools)`);
     this.#tools = this.#select(listed);
@@ -221,7 +214,7 @@ export class McpSource implements ToolSource {
 
   /** The connection closed (the server exited, or its HTTP session ended). */
   #died(live: Live): void {
-    if (live.down) return;
+    if (live.isDown) return;
     const reason = this.#downReason(live);
     this.#down(live, reason);
     if (this.#closed || this.#live !== live) return;
@@ -233,9 +226,8 @@ export class McpSource implements ToolSource {
 
   /** Its tools leave, its calls settle 69 with `reason`. */
   #down(live: Live, reason: string): void {
-    live.down = true;
-    for (const settle of live.calls) settle(reason);
-    live.calls.clear();
+    live.isDown = true;
+    live.calls?.endAll(reason);
     if (this.#tools.length > 0) {
       this.#tools = [];
       this.#listener?.();

@@ -5,14 +5,18 @@
  * the host dies, even by SIGKILL, the reaper kills the group, and (Linux) every process that still
  * carries its `TOOLWIRE_CALL_ID`, so no server or `npx` grandchild survives. Messages are JSON
  * lines; a line longer than `maxMessageBytes` ends the server (it is killed, the source restarts
- * it). A line that is not a JSON-RPC message is reported to `onerror` and skipped. The last
- * stderr lines are kept (bounded) for the reason of a death.
+ * it). A line that is not a JSON-RPC message is reported to `onerror` and skipped. Each line is
+ * parsed once; a result response (what the server sends most) is passed on after a check of its
+ * shape, as its receiver validates the result itself (the SDK client, or `tool-calls.ts`), the rest
+ * is validated with the SDK's `JSONRPCMessageSchema`. Messages sent in one tick leave in one write
+ * (`TickCoalescer`). The last stderr lines are kept (bounded) for the reason of a death.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import { TickCoalescer } from '@toolwire/protocol';
 import { killGroup } from '../../subprocess/process-group.js';
 import { forgetGroup, toolStarting } from '../../subprocess/reaper.js';
 
@@ -21,6 +25,27 @@ const STDERR_TAIL_BYTES = 2048;
 
 /** How long stdout is still read after the server exited, ms. */
 const DRAIN_MS = 200;
+
+const NEWLINE = 0x0a;
+const SENT = Promise.resolve();
+
+/**
+ * True for a JSON-RPC result response — `{jsonrpc: "2.0", id, result: {…}}` and nothing else, as the
+ * SDK's strict `JSONRPCResultResponseSchema` has it; its `result` is validated by its receiver.
+ */
+function isResultResponse(value: unknown): value is JSONRPCMessage {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  const result = v.result;
+  return (
+    v.jsonrpc === '2.0' &&
+    (typeof v.id === 'string' || Number.isInteger(v.id)) &&
+    typeof result === 'object' &&
+    result !== null &&
+    !Array.isArray(result) &&
+    Object.keys(v).length === 3
+  );
+}
 
 /** What to run. */
 export interface StdioLaunch {
@@ -55,6 +80,12 @@ export class StdioServerTransport implements Transport {
   #stderr = '';
   #closed = false;
   #killTimer: NodeJS.Timeout | undefined;
+  #coalescer: TickCoalescer | undefined;
+  /** The start of a line not finished yet, and its size in bytes. */
+  #partial: Buffer[] = [];
+  #partialBytes = 0;
+  /** A line was too long: the server is being killed, nothing more of it is read. */
+  #overflowed = false;
 
   constructor(launch: StdioLaunch) {
     this.#launch = launch;
@@ -93,8 +124,8 @@ export class StdioServerTransport implements Transport {
       if (child.pid === undefined) return; // 'error' follows
       this.#pid = child.pid;
       started(child.pid);
-      const buffer = new ReadBuffer({ maxBufferSize: l.maxMessageBytes });
-      child.stdout.on('data', (chunk: Buffer) => this.#read(buffer, chunk));
+      this.#coalescer = new TickCoalescer(child.stdin);
+      child.stdout.on('data', (chunk: Buffer) => this.#read(chunk));
       child.stderr.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
       });
@@ -113,36 +144,58 @@ export class StdioServerTransport implements Transport {
     });
   }
 
-  #read(buffer: ReadBuffer, chunk: Buffer): void {
-    if (this.#exit !== undefined) return;
+  /** Split `chunk` into lines (holding an unfinished one, up to `maxMessageBytes`) and handle each. */
+  #read(chunk: Buffer): void {
+    const max = this.#launch.maxMessageBytes;
+    let start = 0;
+    for (let end = chunk.indexOf(NEWLINE); end !== -1; end = chunk.indexOf(NEWLINE, start)) {
+      if (this.#exit !== undefined || this.#overflowed) return;
+      let line = chunk.subarray(start, end);
+      start = end + 1;
+      if (this.#partialBytes > 0) {
+        this.#partial.push(line);
+        line = Buffer.concat(this.#partial, this.#partialBytes + line.length);
+        this.#partial = [];
+        this.#partialBytes = 0;
+      }
+      if (line.length > max) return this.#tooLong();
+      this.#line(line.toString('utf8'));
+    }
+    if (start === chunk.length || this.#exit !== undefined || this.#overflowed) return;
+    this.#partialBytes += chunk.length - start;
+    if (this.#partialBytes > max) return this.#tooLong();
+    this.#partial.push(chunk.subarray(start));
+  }
+
+  #tooLong(): void {
+    this.#overflowed = true;
+    this.#partial = [];
+    this.#partialBytes = 0;
+    this.onerror?.(new Error(`sent a message longer than ${this.#launch.maxMessageBytes} bytes`));
+    this.#kill('SIGKILL');
+  }
+
+  /** One line: JSON (a `\r` before the newline is whitespace to it), then a JSON-RPC message. */
+  #line(text: string): void {
+    let message: JSONRPCMessage;
     try {
-      buffer.append(chunk);
-    } catch {
-      this.onerror?.(new Error(`sent a message longer than ${this.#launch.maxMessageBytes} bytes`));
-      this.#kill('SIGKILL');
+      const value: unknown = JSON.parse(text);
+      message = isResultResponse(value) ? value : JSONRPCMessageSchema.parse(value);
+    } catch (error) {
+      this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
       return;
     }
-    for (;;) {
-      let message: JSONRPCMessage | null;
-      try {
-        message = buffer.readMessage();
-      } catch (error) {
-        this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
-        continue;
-      }
-      if (message === null) return;
-      this.onmessage?.(message);
-    }
+    this.onmessage?.(message);
   }
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (stdin === undefined || this.#exit !== undefined || stdin.destroyed) return Promise.reject(new Error('the MCP server is not running'));
-    return new Promise<void>((resolve) => {
-      // Resolve at once when the pipe takes it; else when it drained (backpressure on a slow reader).
-      if (stdin.write(serializeMessage(message))) resolve();
-      else stdin.once('drain', resolve);
-    });
+    const line = serializeMessage(message);
+    this.#coalescer?.hold(line.length);
+    // Resolved at once when the pipe takes it; else when it drained (backpressure on a slow reader).
+    if (stdin.write(line)) return SENT;
+    return new Promise<void>((resolve) => stdin.once('drain', resolve));
   }
 
   /** Stop the server: SIGTERM to its group, SIGKILL after the grace; resolves when it exited. */
