@@ -11,7 +11,8 @@ import type { Router } from '../router/router.js';
 import type { OutputChunk, RoutedCall, RoutedCapture } from '../seam.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
-import { type CallAnswer, type CallControl, type CallRequest, decode, encode, parts, toB64 } from './wire.js';
+import { encodeCapture, encodeOutput } from './answer.js';
+import { type CallControl, type CallRequest, decode } from './wire.js';
 
 interface Running {
   controller: AbortController;
@@ -52,7 +53,6 @@ export class CallService {
   #onCall(data: Uint8Array, reply: string | undefined): void {
     if (reply === undefined || this.#running.has(reply)) return;
     const request = decode<CallRequest>(data);
-    const send = (answer: CallAnswer): void => this.#deps.bus.publish(reply, encode(answer));
     if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
       this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
       return this.#answer(reply, failureCapture('protocol', 'the call did not reach the host node intact'));
@@ -66,7 +66,7 @@ export class CallService {
     const onOutput = (chunk: OutputChunk): Promise<void> =>
       new Promise<void>((credit) => {
         running.credits.set(chunk.seq, credit);
-        send({ t: 'output', stream: chunk.stream, seq: chunk.seq, data: toB64(chunk.bytes) });
+        this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
       });
     const call: RoutedCall = {
       id: request.id,
@@ -95,12 +95,9 @@ export class CallService {
     credit();
   }
 
-  /** The capture, in pieces that fit one NATS message each, then the exit code. */
+  /** The capture: one message when it fits NATS `max_payload`, else in pieces (`answer.ts`). */
   #answer(reply: string, capture: RoutedCapture): void {
     const { bus } = this.#deps;
-    // base64 grows 4/3, plus the JSON around it.
-    const max = Math.max(1024, Math.floor((bus.maxPayload - 256) * 0.74));
-    for (const stream of ['stdout', 'stderr'] as const) for (const part of parts(stream, capture[stream], max)) bus.publish(reply, encode(part));
-    bus.publish(reply, encode({ t: 'result', exitCode: capture.exitCode, ...(capture.failure !== undefined && { failure: capture.failure }) }));
+    for (const message of encodeCapture(capture, bus.maxPayload)) bus.publish(reply, message);
   }
 }
