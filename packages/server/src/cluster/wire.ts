@@ -3,7 +3,7 @@
  * are binary (`answer.ts`). They cross only between nodes holding the cluster's NATS credentials; a
  * message that does not parse is dropped and logged by its receiver.
  */
-import type { Capture, Failure } from '@toolwire/protocol';
+import type { Capture } from '@toolwire/protocol';
 
 /** A call sent to the node its host is connected to (reply subject: where its answers go). */
 export interface CallRequest {
@@ -34,11 +34,21 @@ export interface Heartbeat {
   boot: string;
 }
 
-/** One page of a node's hosts (answer to `state`). */
+/** A `state` request: the page at `offset` of the host set `version` (absent: the current one). */
+export interface StateRequest {
+  offset: number;
+  version?: number;
+}
+
+/**
+ * One page of a node's hosts (answer to `state`). Hosts of a fleet mostly advertise the same tools:
+ * each distinct tool set of the page travels once in `sets`, and each host names its set by index.
+ */
 export interface StatePage {
   version: number;
   boot: string;
-  hosts: { host: string; remote?: string; connectedAt: number; tools: unknown[] }[];
+  sets: unknown[][];
+  hosts: { host: string; remote?: string; connectedAt: number; set: number }[];
   /** Offset of the next page; absent on the last. */
   next?: number;
 }
