@@ -68,6 +68,8 @@ export class Peers {
   /** This node's hosts as `state` pages (snapshots by version). */
   readonly #pages: StatePages;
   #announceQueued = false;
+  /** When `#tick` last ran, ms since the epoch. */
+  #lastTick = Date.now();
   #closed = false;
 
   constructor(deps: PeersDeps) {
@@ -115,6 +117,11 @@ export class Peers {
     this.#publish();
     const bound = 2 * this.#deps.heartbeatMs;
     const now = Date.now();
+    // This node's own event loop stalled (a tick came late): the heartbeats that arrived meanwhile
+    // are still unread, so judge the other nodes at the next tick, not now.
+    const late = now - this.#lastTick > 1.5 * this.#deps.heartbeatMs;
+    this.#lastTick = now;
+    if (late) return;
     for (const [node, peer] of this.#peers) {
       if (now - peer.lastSeen > bound) this.#drop(node, `node ${node} was lost (no heartbeat for ${bound} ms)`);
     }
