@@ -15,7 +15,8 @@ import { encodeCapture, encodeOutput } from './answer.js';
 import { type CallControl, type CallRequest, decode } from './wire.js';
 
 interface Running {
-  controller: AbortController;
+  /** Stops the call on its host (130). */
+  stop: () => void;
   /** Output chunks sent and not yet credited, by seq. */
   credits: Map<number, () => void>;
 }
@@ -33,13 +34,19 @@ export class CallService {
   readonly #deps: CallServiceDeps;
   readonly #running = new Map<string, Running>();
   readonly #unsubscribe: (() => void)[];
+  /**
+   * The stop signal of every call run here, aborted only at close: a single call is stopped with
+   * its host session's `stop(call)` (one signal for all, as a caller's agent has, instead of an
+   * `AbortController` and a listener per call).
+   */
+  readonly #closing = new AbortController();
 
   constructor(deps: CallServiceDeps) {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
     this.#unsubscribe = [
       bus.subscribe(subjects.node(node, 'call'), (data, reply) => this.#onCall(data, reply)),
-      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#running.get(decode<CallControl>(data)?.reply ?? '')?.controller.abort()),
+      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#running.get(decode<CallControl>(data)?.reply ?? '')?.stop()),
       bus.subscribe(subjects.node(node, 'ack'), (data) => this.#onAck(data)),
     ];
   }
@@ -47,7 +54,7 @@ export class CallService {
   /** Stop listening and stop the calls still running (their hosts kill the work). */
   close(): void {
     for (const off of this.#unsubscribe.splice(0)) off();
-    for (const running of this.#running.values()) running.controller.abort();
+    this.#closing.abort();
   }
 
   #onCall(data: Uint8Array, reply: string | undefined): void {
@@ -61,11 +68,11 @@ export class CallService {
     if (link === undefined || link.node !== undefined || !link.isOpen) {
       return this.#answer(reply, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
-    const running: Running = { controller: new AbortController(), credits: new Map() };
-    this.#running.set(reply, running);
+    const stream = request.stream === true;
+    const credits = new Map<number, () => void>();
     const onOutput = (chunk: OutputChunk): Promise<void> =>
       new Promise<void>((credit) => {
-        running.credits.set(chunk.seq, credit);
+        credits.set(chunk.seq, credit);
         this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
       });
     const call: RoutedCall = {
@@ -74,10 +81,20 @@ export class CallService {
       input: request.input,
       workspace: String(request.workspace ?? ''),
       agent: String(request.agent ?? ''),
-      signal: running.controller.signal,
+      signal: this.#closing.signal,
       ...(typeof request.deadlineMs === 'number' && { deadlineMs: request.deadlineMs }),
-      ...(request.stream === true && { onOutput }),
+      ...(stream && { onOutput }),
     };
+    // A local link is a host session (it has `stop`); any other link gets a signal of its own.
+    let stop: () => void;
+    if (link.stop !== undefined) stop = () => void link.stop!(call);
+    else {
+      const controller = new AbortController();
+      call.signal = AbortSignal.any([controller.signal, this.#closing.signal]);
+      stop = () => controller.abort();
+    }
+    const running: Running = { stop, credits };
+    this.#running.set(reply, running);
     void link.call(request.tool, call).then((capture) => {
       this.#running.delete(reply);
       for (const credit of running.credits.values()) credit();

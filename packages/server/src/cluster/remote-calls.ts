@@ -7,6 +7,7 @@ import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@too
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
+import { unwatchStop, watchStop } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
@@ -19,7 +20,8 @@ interface Pending {
   timer: NodeJS.Timeout;
   /** `part` answers received so far, per section (a capture larger than one NATS message). */
   parts: Record<Section, Uint8Array[]> | undefined;
-  onAbort: () => void;
+  /** Publishes the cancel (the caller's signal aborted); one shared listener per signal (`stop-watch.ts`). */
+  stop: () => void;
   /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
   streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined;
 }
@@ -78,7 +80,7 @@ export class RemoteCalls {
     const reply = `${this.#prefix}${(this.#next++).toString(36)}`;
     const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
     return new Promise<RoutedCapture>((resolve) => {
-      const onAbort = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
+      const stop = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
       const timer = setTimeout(
         () => this.#fail(reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`),
         deadline + this.#deps.graceMs,
@@ -86,8 +88,9 @@ export class RemoteCalls {
       const head = Math.floor(this.#deps.capBytes / 2);
       const tail = this.#deps.capBytes - head;
       const streamed = stream ? { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 } : undefined;
-      this.#pending.set(reply, { node, call, resolve, timer, parts: undefined, onAbort, streamed });
-      call.signal.addEventListener('abort', onAbort, { once: true });
+      const pending: Pending = { node, call, resolve, timer, parts: undefined, stop, streamed };
+      this.#pending.set(reply, pending);
+      watchStop(call.signal, pending);
       bus.publish(subjects.node(node, 'call'), data, reply);
     });
   }
@@ -172,7 +175,7 @@ export class RemoteCalls {
     if (p === undefined) return;
     this.#pending.delete(reply);
     clearTimeout(p.timer);
-    p.call.signal.removeEventListener('abort', p.onAbort);
+    unwatchStop(p.call.signal, p);
     p.resolve(capture);
   }
 }
