@@ -51,9 +51,15 @@ export class CallService {
     ];
   }
 
-  /** Stop listening and stop the calls still running (their hosts kill the work). */
+  /**
+   * Stop listening and stop the calls still running (their hosts kill the work). Their callers'
+   * nodes are answered 69 at once (this node is leaving), before the stopped calls' own ends.
+   */
   close(): void {
     for (const off of this.#unsubscribe.splice(0)) off();
+    const running = [...this.#running.keys()];
+    this.#running.clear();
+    for (const reply of running) this.#answer(reply, failureCapture('unavailable', `node ${this.#deps.node} is shutting down`));
     this.#closing.abort();
   }
 
@@ -96,8 +102,9 @@ export class CallService {
     const running: Running = { stop, credits };
     this.#running.set(reply, running);
     void link.call(request.tool, call).then((capture) => {
-      this.#running.delete(reply);
       for (const credit of running.credits.values()) credit();
+      if (this.#running.get(reply) !== running) return; // answered at close already
+      this.#running.delete(reply);
       this.#answer(reply, capture);
     });
   }
