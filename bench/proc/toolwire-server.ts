@@ -39,19 +39,23 @@ const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
 const signals: AbortSignal[] = [];
 const signalOf = (worker: number): AbortSignal => (signals[worker] ??= new AbortController().signal);
 
-/** Wait until at least `hosts` hosts and `tools` tools are there (`exact`: exactly that many). */
-async function waitFor(hosts: number, tools: number, timeoutMs: number, exact: boolean): Promise<void> {
+/**
+ * Wait until at least `hosts` hosts and `tools` tools are there (`exact`: exactly that many),
+ * looking every `pollMs`. `hosts()` (an object per host) is only counted once the tools are there.
+ */
+async function waitFor(hosts: number, tools: number, timeoutMs: number, exact: boolean, pollMs = 20): Promise<void> {
   const until = Date.now() + timeoutMs;
   const done = (): boolean => {
-    const h = server.router.hosts().length;
     const t = server.router.tools().length;
-    return exact ? h === hosts && t === tools : h >= hosts && t >= tools;
+    if (exact ? t !== tools : t < tools) return false;
+    const h = server.router.hosts().length;
+    return exact ? h === hosts : h >= hosts;
   };
   while (!done()) {
     if (Date.now() > until) {
       throw new Error(`timed out: ${server.router.hosts().length}/${hosts} hosts, ${server.router.tools().length}/${tools} tools`);
     }
-    await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, pollMs));
   }
 }
 
@@ -79,7 +83,13 @@ let profiler: import('node:inspector/promises').Session | undefined;
 serve(async (command) => {
   switch (command.cmd) {
     case 'wait':
-      await waitFor(Number(command.hosts ?? 1), Number(command.tools ?? 1), Number(command.timeoutMs ?? 60_000), command.exact === true);
+      await waitFor(
+        Number(command.hosts ?? 1),
+        Number(command.tools ?? 1),
+        Number(command.timeoutMs ?? 60_000),
+        command.exact === true,
+        Number(command.pollMs ?? 20),
+      );
       return { hosts: server.router.hosts().length, tools: server.router.tools().length };
     case 'load': {
       const input = makeInput(Number(command.bytes));

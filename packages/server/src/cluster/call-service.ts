@@ -11,10 +11,12 @@ import type { Router } from '../router/router.js';
 import type { OutputChunk, RoutedCall, RoutedCapture } from '../seam.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
-import { type CallAnswer, type CallControl, type CallRequest, decode, encode, parts, toB64 } from './wire.js';
+import { encodeCapture, encodeOutput } from './answer.js';
+import { type CallControl, type CallRequest, decode } from './wire.js';
 
 interface Running {
-  controller: AbortController;
+  /** Stops the call on its host (130). */
+  stop: () => void;
   /** Output chunks sent and not yet credited, by seq. */
   credits: Map<number, () => void>;
 }
@@ -32,27 +34,38 @@ export class CallService {
   readonly #deps: CallServiceDeps;
   readonly #running = new Map<string, Running>();
   readonly #unsubscribe: (() => void)[];
+  /**
+   * The stop signal of every call run here, aborted only at close: a single call is stopped with
+   * its host session's `stop(call)` (one signal for all, as a caller's agent has, instead of an
+   * `AbortController` and a listener per call).
+   */
+  readonly #closing = new AbortController();
 
   constructor(deps: CallServiceDeps) {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
     this.#unsubscribe = [
       bus.subscribe(subjects.node(node, 'call'), (data, reply) => this.#onCall(data, reply)),
-      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#running.get(decode<CallControl>(data)?.reply ?? '')?.controller.abort()),
+      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#running.get(decode<CallControl>(data)?.reply ?? '')?.stop()),
       bus.subscribe(subjects.node(node, 'ack'), (data) => this.#onAck(data)),
     ];
   }
 
-  /** Stop listening and stop the calls still running (their hosts kill the work). */
+  /**
+   * Stop listening and stop the calls still running (their hosts kill the work). Their callers'
+   * nodes are answered 69 at once (this node is leaving), before the stopped calls' own ends.
+   */
   close(): void {
     for (const off of this.#unsubscribe.splice(0)) off();
-    for (const running of this.#running.values()) running.controller.abort();
+    const running = [...this.#running.keys()];
+    this.#running.clear();
+    for (const reply of running) this.#answer(reply, failureCapture('unavailable', `node ${this.#deps.node} is shutting down`));
+    this.#closing.abort();
   }
 
   #onCall(data: Uint8Array, reply: string | undefined): void {
     if (reply === undefined || this.#running.has(reply)) return;
     const request = decode<CallRequest>(data);
-    const send = (answer: CallAnswer): void => this.#deps.bus.publish(reply, encode(answer));
     if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
       this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
       return this.#answer(reply, failureCapture('protocol', 'the call did not reach the host node intact'));
@@ -61,12 +74,12 @@ export class CallService {
     if (link === undefined || link.node !== undefined || !link.isOpen) {
       return this.#answer(reply, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
-    const running: Running = { controller: new AbortController(), credits: new Map() };
-    this.#running.set(reply, running);
+    const stream = request.stream === true;
+    const credits = new Map<number, () => void>();
     const onOutput = (chunk: OutputChunk): Promise<void> =>
       new Promise<void>((credit) => {
-        running.credits.set(chunk.seq, credit);
-        send({ t: 'output', stream: chunk.stream, seq: chunk.seq, data: toB64(chunk.bytes) });
+        credits.set(chunk.seq, credit);
+        this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
       });
     const call: RoutedCall = {
       id: request.id,
@@ -74,13 +87,24 @@ export class CallService {
       input: request.input,
       workspace: String(request.workspace ?? ''),
       agent: String(request.agent ?? ''),
-      signal: running.controller.signal,
+      signal: this.#closing.signal,
       ...(typeof request.deadlineMs === 'number' && { deadlineMs: request.deadlineMs }),
-      ...(request.stream === true && { onOutput }),
+      ...(stream && { onOutput }),
     };
+    // A local link is a host session (it has `stop`); any other link gets a signal of its own.
+    let stop: () => void;
+    if (link.stop !== undefined) stop = () => void link.stop!(call);
+    else {
+      const controller = new AbortController();
+      call.signal = AbortSignal.any([controller.signal, this.#closing.signal]);
+      stop = () => controller.abort();
+    }
+    const running: Running = { stop, credits };
+    this.#running.set(reply, running);
     void link.call(request.tool, call).then((capture) => {
-      this.#running.delete(reply);
       for (const credit of running.credits.values()) credit();
+      if (this.#running.get(reply) !== running) return; // answered at close already
+      this.#running.delete(reply);
       this.#answer(reply, capture);
     });
   }
@@ -95,12 +119,9 @@ export class CallService {
     credit();
   }
 
-  /** The capture, in pieces that fit one NATS message each, then the exit code. */
+  /** The capture: one message when it fits NATS `max_payload`, else in pieces (`answer.ts`). */
   #answer(reply: string, capture: RoutedCapture): void {
     const { bus } = this.#deps;
-    // base64 grows 4/3, plus the JSON around it.
-    const max = Math.max(1024, Math.floor((bus.maxPayload - 256) * 0.74));
-    for (const stream of ['stdout', 'stderr'] as const) for (const part of parts(stream, capture[stream], max)) bus.publish(reply, encode(part));
-    bus.publish(reply, encode({ t: 'result', exitCode: capture.exitCode, ...(capture.failure !== undefined && { failure: capture.failure }) }));
+    for (const message of encodeCapture(capture, bus.maxPayload)) bus.publish(reply, message);
   }
 }

@@ -6,15 +6,32 @@
  * naming, limits and schema checks). A node not heard from for 2 × `heartbeatMs` is lost: its hosts
  * leave, and calls to them settle 69.
  */
+import { createHash } from 'node:crypto';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from '../options.js';
-import type { LocalHost, Router } from '../router/router.js';
+import type { Router } from '../router/router.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type RemoteCalls, RemoteHostLink } from './remote-calls.js';
-import { type Heartbeat, type StatePage, decode, encode } from './wire.js';
+import { StatePages } from './state-pages.js';
+import { type Heartbeat, type StatePage, type StateRequest, decode, encode } from './wire.js';
 
-/** Hosts per `state` page. */
-const PAGE_HOSTS = 50;
+/** Hosts bound or re-advertised per turn while applying a node's hosts (calls run between turns). */
+const APPLY_PER_TURN = 256;
+
+/** A tool set as fetched: the tools (one array shared by every host that has it) and its digest. */
+interface ToolSet {
+  tools: unknown[];
+  key: string;
+}
+
+/** A host of another node as fetched. */
+interface FetchedHost {
+  host: string;
+  remote?: string;
+  connectedAt: number;
+  set: ToolSet;
+}
 
 interface Peer {
   boot: string;
@@ -23,6 +40,7 @@ interface Peer {
   applied: number;
   lastSeen: number;
   syncing: boolean;
+  /** Each bound host and the digest of the tool set it was advertised with. */
   links: Map<string, { link: RemoteHostLink; tools: string }>;
 }
 
@@ -38,6 +56,8 @@ export interface PeersDeps {
   logger: Logger;
 }
 
+const encoder = new TextEncoder();
+
 /** The other nodes of the cluster, and this node's announcements to them. */
 export class Peers {
   readonly #deps: PeersDeps;
@@ -45,14 +65,17 @@ export class Peers {
   readonly #unsubscribe: (() => void)[];
   readonly #timer: NodeJS.Timeout;
   #version = 0;
-  /** This node's hosts as of `version` (what `state` pages are cut from). */
-  #snapshot: { version: number; hosts: LocalHost[] } | undefined;
+  /** This node's hosts as `state` pages (snapshots by version). */
+  readonly #pages: StatePages;
   #announceQueued = false;
+  /** When `#tick` last ran, ms since the epoch. */
+  #lastTick = Date.now();
   #closed = false;
 
   constructor(deps: PeersDeps) {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
+    this.#pages = new StatePages(() => deps.router.localHosts(), deps.boot);
     this.#unsubscribe = [
       bus.subscribe(subjects.heartbeat, (data) => this.#onHeartbeat(data)),
       bus.subscribe(subjects.node(node, 'state'), (data, reply) => this.#onState(data, reply)),
@@ -94,6 +117,11 @@ export class Peers {
     this.#publish();
     const bound = 2 * this.#deps.heartbeatMs;
     const now = Date.now();
+    // This node's own event loop stalled (a tick came late): the heartbeats that arrived meanwhile
+    // are still unread, so judge the other nodes at the next tick, not now.
+    const late = now - this.#lastTick > 1.5 * this.#deps.heartbeatMs;
+    this.#lastTick = now;
+    if (late) return;
     for (const [node, peer] of this.#peers) {
       if (now - peer.lastSeen > bound) this.#drop(node, `node ${node} was lost (no heartbeat for ${bound} ms)`);
     }
@@ -135,42 +163,59 @@ export class Peers {
     }
   }
 
-  async #fetch(node: string): Promise<{ version: number; hosts: StatePage['hosts'] } | undefined> {
-    const hosts: StatePage['hosts'] = [];
+  /** Every page of `node`'s hosts, all of one version (again from the start when it was dropped meanwhile). */
+  async #fetch(node: string, tries = 3): Promise<{ version: number; hosts: FetchedHost[] } | undefined> {
+    const hosts: FetchedHost[] = [];
+    const sets = new Map<string, ToolSet>();
     let version: number | undefined;
     for (let offset: number | undefined = 0; offset !== undefined;) {
-      const data = await this.#deps.bus.request(this.#deps.subjects.node(node, 'state'), encode({ offset }), this.#deps.requestTimeoutMs);
+      const request: StateRequest = { offset, ...(version !== undefined && { version }) };
+      const data = await this.#deps.bus.request(this.#deps.subjects.node(node, 'state'), encode(request), this.#deps.requestTimeoutMs);
       const page = decode<StatePage>(data);
-      if (page === undefined || !Array.isArray(page.hosts)) return undefined;
-      if (version !== undefined && page.version !== version) return this.#fetch(node); // moved while paging: start over
+      if (page === undefined || !Array.isArray(page.hosts) || !Array.isArray(page.sets)) return undefined;
+      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, tries - 1) : undefined;
       version = page.version;
-      hosts.push(...page.hosts);
+      // Equal sets share one array across pages (the router prepares a shared array once).
+      const pageSets = page.sets.map((tools) => {
+        if (!Array.isArray(tools)) return undefined;
+        const key = createHash('sha256').update(JSON.stringify(tools)).digest('base64');
+        let set = sets.get(key);
+        if (set === undefined) sets.set(key, (set = { tools, key }));
+        return set;
+      });
+      for (const entry of page.hosts) {
+        const set = typeof entry?.set === 'number' ? pageSets[entry.set] : undefined;
+        if (typeof entry?.host !== 'string' || set === undefined) continue;
+        hosts.push({ host: entry.host, ...(typeof entry.remote === 'string' && { remote: entry.remote }), connectedAt: Number(entry.connectedAt), set });
+      }
       offset = page.next;
     }
     return { version: version ?? 0, hosts };
   }
 
-  async #apply(node: string, peer: Peer, hosts: StatePage['hosts']): Promise<void> {
+  async #apply(node: string, peer: Peer, hosts: FetchedHost[]): Promise<void> {
     const { router, calls } = this.#deps;
     const seen = new Set<string>();
+    let done = 0;
     for (const entry of hosts) {
-      if (typeof entry?.host !== 'string' || !Array.isArray(entry.tools)) continue;
+      if (++done % APPLY_PER_TURN === 0) await nextTurn();
+      if (this.#peers.get(node) !== peer) return;
       seen.add(entry.host);
-      const tools = JSON.stringify(entry.tools);
+      const { tools, key } = entry.set;
       const current = router.linkOf(entry.host);
       // A session of this node, or a newer one on a third node, wins over a stale announcement.
       if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) continue;
       const known = peer.links.get(entry.host);
       if (known !== undefined && current === known.link) {
-        if (known.tools === tools) continue;
-        known.tools = tools;
-        await router.advertise(known.link, entry.tools);
+        if (known.tools === key) continue;
+        known.tools = key;
+        await router.advertise(known.link, tools);
         continue;
       }
       const link = new RemoteHostLink(calls, node, entry.host, new Date(entry.connectedAt), entry.remote);
-      peer.links.set(entry.host, { link, tools });
+      peer.links.set(entry.host, { link, tools: key });
       router.bind(link);
-      await router.advertise(link, entry.tools);
+      await router.advertise(link, tools);
     }
     for (const [host, known] of peer.links) {
       if (seen.has(host)) continue;
@@ -183,15 +228,12 @@ export class Peers {
   /** Answer a `state` request: one page of this node's hosts. */
   #onState(data: Uint8Array, reply: string | undefined): void {
     if (reply === undefined) return;
-    const offset = Math.max(0, Math.trunc(Number(decode<{ offset?: number }>(data)?.offset ?? 0)) || 0);
-    // One snapshot per version: a peer pages through it, and every peer reads the same one.
-    if (this.#snapshot?.version !== this.#version) this.#snapshot = { version: this.#version, hosts: this.#deps.router.localHosts() };
-    const all = this.#snapshot.hosts;
-    const hosts = all
-      .slice(offset, offset + PAGE_HOSTS)
-      .map((h) => ({ host: h.host, ...(h.remote !== undefined && { remote: h.remote }), connectedAt: h.connectedAt.getTime(), tools: h.tools }));
-    const page: StatePage = { version: this.#version, boot: this.#deps.boot, hosts, ...(offset + PAGE_HOSTS < all.length && { next: offset + PAGE_HOSTS }) };
-    this.#deps.bus.publish(reply, encode(page));
+    const asked = decode<Partial<StateRequest>>(data);
+    const offset = Math.max(0, Math.trunc(Number(asked?.offset ?? 0)) || 0);
+    const request: StateRequest = { offset, ...(typeof asked?.version === 'number' && { version: asked.version }) };
+    // Room for the NATS protocol line around the payload.
+    const page = this.#pages.page(this.#version, request, this.#deps.bus.maxPayload - 1024);
+    this.#deps.bus.publish(reply, encoder.encode(page));
   }
 
   /** `node` is gone: its hosts leave this node's router and calls to them settle 69. */

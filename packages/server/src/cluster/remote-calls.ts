@@ -7,17 +7,21 @@ import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@too
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
+import { unwatchStop, watchStop } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
-import { type CallAnswer, type CallRequest, decode, encode, fromB64, join } from './wire.js';
+import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
+import { type CallRequest, encode } from './wire.js';
 
 interface Pending {
   node: string;
   call: RoutedCall;
   resolve: (capture: RoutedCapture) => void;
   timer: NodeJS.Timeout;
-  parts: { stdout: Uint8Array[]; stderr: Uint8Array[] };
-  onAbort: () => void;
+  /** `part` answers received so far, per section (a capture larger than one NATS message). */
+  parts: Record<Section, Uint8Array[]> | undefined;
+  /** Publishes the cancel (the caller's signal aborted); one shared listener per signal (`stop-watch.ts`). */
+  stop: () => void;
   /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
   streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined;
 }
@@ -76,7 +80,7 @@ export class RemoteCalls {
     const reply = `${this.#prefix}${(this.#next++).toString(36)}`;
     const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
     return new Promise<RoutedCapture>((resolve) => {
-      const onAbort = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
+      const stop = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
       const timer = setTimeout(
         () => this.#fail(reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`),
         deadline + this.#deps.graceMs,
@@ -84,8 +88,9 @@ export class RemoteCalls {
       const head = Math.floor(this.#deps.capBytes / 2);
       const tail = this.#deps.capBytes - head;
       const streamed = stream ? { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 } : undefined;
-      this.#pending.set(reply, { node, call, resolve, timer, parts: { stdout: [], stderr: [] }, onAbort, streamed });
-      call.signal.addEventListener('abort', onAbort, { once: true });
+      const pending: Pending = { node, call, resolve, timer, parts: undefined, stop, streamed };
+      this.#pending.set(reply, pending);
+      watchStop(call.signal, pending);
       bus.publish(subjects.node(node, 'call'), data, reply);
     });
   }
@@ -105,25 +110,29 @@ export class RemoteCalls {
   #onAnswer(subject: string, data: Uint8Array): void {
     const p = this.#pending.get(subject);
     if (p === undefined) return; // settled already (deadline, node loss): late answers are dropped
-    const answer = decode<CallAnswer>(data);
-    if (answer === undefined || typeof answer.t !== 'string') {
+    const answer = decodeAnswer(data);
+    if (answer === undefined) {
       this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node dropped');
       return;
     }
-    if (answer.t === 'part') p.parts[answer.stream === 'stderr' ? 'stderr' : 'stdout'].push(fromB64(answer.data));
+    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(answer.bytes.slice());
     else if (answer.t === 'output') this.#output(subject, p, answer);
-    else if (answer.t === 'result') {
-      const capture: Capture = { stdout: join(p.parts.stdout), stderr: join(p.parts.stderr), exitCode: answer.exitCode };
-      if (answer.failure !== undefined) capture.failure = answer.failure;
+    else {
+      const meta = decodeMeta(whole(p.parts?.meta, answer.meta));
+      if (meta === undefined) {
+        this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node');
+        return this.#fail(subject, 'protocol', `the answer of node ${p.node} did not arrive intact`);
+      }
+      const capture: Capture = { stdout: whole(p.parts?.stdout, answer.stdout), stderr: whole(p.parts?.stderr, answer.stderr), exitCode: answer.exitCode, ...meta };
       this.#settle(subject, capture);
     }
   }
 
   /** A live-output chunk: to the caller's listener, credited back to the host's node once consumed. */
-  #output(reply: string, p: Pending, chunk: Extract<CallAnswer, { t: 'output' }>): void {
+  #output(reply: string, p: Pending, chunk: Extract<Answer, { t: 'output' }>): void {
     const ack = (): void => this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'ack'), encode({ reply, seq: chunk.seq }));
-    const stream = chunk.stream === 'stderr' ? 'stderr' : 'stdout';
-    const bytes = fromB64(chunk.data);
+    const stream = chunk.stream;
+    const bytes = chunk.bytes.slice(); // the listener may keep it: not a view of the NATS read buffer
     if (p.streamed !== undefined) {
       p.streamed[stream].push(bytes);
       p.streamed.seq = chunk.seq + 1;
@@ -166,9 +175,22 @@ export class RemoteCalls {
     if (p === undefined) return;
     this.#pending.delete(reply);
     clearTimeout(p.timer);
-    p.call.signal.removeEventListener('abort', p.onAbort);
+    unwatchStop(p.call.signal, p);
     p.resolve(capture);
   }
+}
+
+/** `parts` then `last`, in one buffer that owns its memory (`last` is a view of a NATS message). */
+function whole(parts: Uint8Array[] | undefined, last: Uint8Array): Uint8Array {
+  if (parts === undefined || parts.length === 0) return last.slice();
+  const out = new Uint8Array(parts.reduce((n, x) => n + x.length, last.length));
+  let at = 0;
+  for (const x of parts) {
+    out.set(x, at);
+    at += x.length;
+  }
+  out.set(last, at);
+  return out;
 }
 
 /** A host connected to another node, as this node's router sees it. */

@@ -12,7 +12,7 @@ import type { ExaminedOk, ToolCheck } from './validate-tool.js';
 
 /** What checking reads. `isCurrent`: false once the advertising session is no longer its host's. */
 export interface AdvertiseCheckDeps {
-  compiler: SchemaCompiler;
+  compiler: Pick<SchemaCompiler, 'compileAll'>;
   registry: Pick<ToolRegistry, 'nameRefusal'>;
   maxToolsPerHost: number;
   isCurrent: () => boolean;

@@ -9,6 +9,7 @@ import type { Logger } from '../options.js';
 import { checkAdvertise } from '../registry/advertise-check.js';
 import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
 import { type RegisteredTool, type RegistryOptions, rejectAllReply, ToolRegistry } from '../registry/registry.js';
+import { acceptRemote, prepareRemote } from '../registry/remote-specs.js';
 import type { SchemaCompiler } from '../registry/schema-compiler.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import type { HostLink } from './host-link.js';
@@ -249,15 +250,23 @@ export class Router extends EventEmitter implements ToolInjection {
    * Replace `link`'s tool set with `tools` — an `advertise` frame's items (unchecked), or the same
    * already prepared by the session (`prepareAdvertise`) — and resolve with the `advertised` reply.
    * The schemas compile within the host's budget, off the event loop (`checkAdvertise`); meanwhile
-   * the old set stays. Emits `toolsChanged` once when the exposed set differs. A link that is not
-   * (or no longer) the bound session of its identity changes nothing: every tool is rejected. Rejects
-   * only on a bug of ours.
+   * the old set stays; a host of another cluster node (`link.node` set) is examined, not compiled
+   * (its node did; the executor compiles at first call: `remote-specs.ts`). Emits `toolsChanged`
+   * once when the exposed set differs. A link that is not (or no longer) the bound session of its
+   * identity changes nothing: every tool is rejected. Rejects only on a bug of ours.
    */
   async advertise(link: HostLink, tools: readonly unknown[] | PreparedAdvertise): Promise<AdvertisedMessage> {
-    const prepared = Array.isArray(tools) ? prepareAdvertise(tools, this.#options) : (tools as PreparedAdvertise);
+    // A host of another node: its node compiled its schemas; here they are examined, not compiled (`remote-specs.ts`).
+    const remote = link.node !== undefined;
+    const prepared = Array.isArray(tools) ? (remote ? prepareRemote : prepareAdvertise)(tools, this.#options) : (tools as PreparedAdvertise);
     const isCurrent = (): boolean => this.#links.get(link.host) === link;
     const checks = isCurrent()
-      ? await checkAdvertise(link.host, prepared, { compiler: this.#compiler, registry: this.#registry, maxToolsPerHost: this.#options.maxToolsPerHost, isCurrent })
+      ? await checkAdvertise(link.host, prepared, {
+          compiler: remote ? acceptRemote : this.#compiler,
+          registry: this.#registry,
+          maxToolsPerHost: this.#options.maxToolsPerHost,
+          isCurrent,
+        })
       : undefined;
     if (checks === undefined) return this.#counted(rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost));
     if (this.claimNames !== undefined && link.node === undefined && this.#options.naming === 'bare') {
