@@ -103,7 +103,14 @@ try {
         const results = await compare(live, plan[id]);
         const off = results.find((r) => r.arm === 'toolwire-execute');
         const on = results.find((r) => r.arm === 'toolwire+obs');
-        if (off && on) log(`run ${run} ${id}: observability on/off = ${(on.stats.callsPerSec / off.stats.callsPerSec).toFixed(3)} (calls/s)`);
+        if (off && on) {
+          // Under load from other work, the CPU time per call (same process roles, same calls) is the steadier figure.
+          const cpu = (r: ArmResult): string => `${r.stats.cpuUsPerCall.toFixed(1)} / ${(r.hostCpuUsPerCall ?? 0).toFixed(1)}`;
+          log(
+            `run ${run} ${id}: observability on/off = ${(on.stats.callsPerSec / off.stats.callsPerSec).toFixed(3)} (calls/s), ` +
+              `${segmentRatio(on, off).toFixed(3)} (median of paired segments); CPU µs/call srv / host off ${cpu(off)}, on ${cpu(on)}`,
+          );
+        }
         for (const r of results) log(`run ${run} ${id}: ${brief(r)}`);
         const toolwire = results.find((r) => r.arm === 'toolwire');
         const execute = results.find((r) => r.arm === 'toolwire-execute');

@@ -69,6 +69,7 @@ async function startAll(): Promise<{
   base: string;
   serverLog: Record<string, unknown>[];
   hostLog: Record<string, unknown>[];
+  hostPid: number | undefined;
   records: string;
 }> {
   const dir = await mkdtemp(join(tmpdir(), 'toolwire-obs-'));
@@ -91,9 +92,9 @@ async function startAll(): Promise<{
       schema: 1,
       tools: {
         env: {
-          description: 'prints its call id and trace context',
+          description: 'prints its call id, trace context and pid',
           input_schema: { type: 'object' },
-          command: ['sh', '-c', 'printf "%s|%s|%s" "$TOOLWIRE_CALL_ID" "$TRACEPARENT" "$TRACESTATE"'],
+          command: ['sh', '-c', 'printf "%s|%s|%s|%s" "$TOOLWIRE_CALL_ID" "$TRACEPARENT" "$TRACESTATE" "$$"'],
         },
       },
     }),
@@ -128,19 +129,19 @@ async function startAll(): Promise<{
   });
   const hostLog = captureLines(host.stderr!);
   await until(() => (server.router.tools().some((t) => t.name === 'alpha__env') ? true : undefined), 'the host to advertise');
-  return { server, url: info.url, mcpUrl: info.mcpUrl, base: info.mcpUrl.replace(/\/mcp$/, ''), serverLog, hostLog, records };
+  return { server, url: info.url, mcpUrl: info.mcpUrl, base: info.mcpUrl.replace(/\/mcp$/, ''), serverLog, hostLog, hostPid: host.pid, records };
 }
 
 describe('observability: one call id and one trace id end to end (issue 16)', () => {
   it('a call with _meta.traceparent through MCP, server, host and subprocess has the same call id and trace id in both logs, the tool env, output.json and the metrics', async () => {
-    const { mcpUrl, base, serverLog, hostLog, records } = await startAll();
+    const { mcpUrl, base, serverLog, hostLog, hostPid, records } = await startAll();
     const client = new Client({ name: 'obs-test', version: '1.0.0' });
     await client.connect(new StreamableHTTPClientTransport(new URL(mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${CALLER_TOKEN}` } } }));
     cleanups.push(() => client.close());
 
     const result = await client.callTool({ name: 'alpha__env', arguments: {}, _meta: { traceparent: TRACEPARENT, tracestate: TRACESTATE } });
     const text = (result.content as { type: string; text: string }[])[0]!.text;
-    const [callId, toolTraceparent, toolTracestate] = text.replace(/^Exit code: 0\n/, '').split('|');
+    const [callId, toolTraceparent, toolTracestate, toolPid] = text.replace(/^Exit code: 0\n/, '').split('|');
     expect(callId).toMatch(/^[A-Za-z0-9._-]{1,128}$/);
     // The tool's environment: the call's own id and the caller's trace (not the host's inherited TRACEPARENT).
     expect(toolTraceparent).toBe(TRACEPARENT);
@@ -156,6 +157,9 @@ describe('observability: one call id and one trace id end to end (issue 16)', ()
     // The host's one info line for the call: same call id, and the wire id the server logged.
     const hostLine = await until(() => hostLog.find((l) => l.msg === 'toolwire: call ended' && l.call === callId), 'the host log line');
     expect(hostLine).toMatchObject({ level: 30, call: callId, wire: serverLine.wire, tool: 'env', exitCode: 0, trace: TRACE_ID });
+    // …with the pid of the tool's process (pino's own `pid` is the host's).
+    expect(hostLine.toolPid).toBe(Number(toolPid));
+    expect(hostLine.pid).toBe(hostPid);
 
     // output.json in the call's record folder (named by the same id).
     const output = JSON.parse(await readFile(join(records, 'agent', callId!, 'output.json'), 'utf8')) as Record<string, unknown>;

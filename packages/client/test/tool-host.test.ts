@@ -93,6 +93,30 @@ describe('ToolHost against a fake server', () => {
     expect(result).toEqual({ type: 'result', id: 'c1', stdout: '{"a":1} agent-1 /ws c1', stderr: '', exitCode: 0 });
   });
 
+  it('logs one info line per call with its tool and exit code, and the pid of its subprocess tool (spawned here or by the spawn helper), none for an in-process tool', async () => {
+    for (const spawnHelper of [false, true]) {
+      const s = await server();
+      const lines: Record<string, unknown>[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+      const h = host({ server: s.url, root: dir, logger, spawnHelper })
+        .tool('echo', { inputSchema: object }, () => 'x')
+        .command('pid', { inputSchema: object, command: ['sh', '-c', 'printf %s "$$"'] });
+      await h.start();
+      const conn = s.connections[0]!;
+      conn.send(call('p', 'pid'));
+      const pid = Number((await conn.next('result')).stdout);
+      conn.send(call('e', 'echo'));
+      await conn.next('result');
+      const ended = lines.filter((l) => l.msg === 'toolwire: call ended');
+      expect(ended, `spawnHelper: ${spawnHelper}`).toEqual([
+        expect.objectContaining({ level: 30, call: 'p', tool: 'pid', exitCode: 0, toolPid: pid, pid: process.pid }),
+        expect.objectContaining({ level: 30, call: 'e', tool: 'echo', exitCode: 0, pid: process.pid }),
+      ]);
+      expect(pid).not.toBe(process.pid);
+      expect(ended[1]!.toolPid).toBeUndefined();
+    }
+  });
+
   it('answers a throwing handler with 70 and the message on stderr', async () => {
     const s = await server();
     const h = host({ server: s.url }).tool('boom', { inputSchema: object }, () => {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ToolwireServer } from '../src/index.js';
+import { ToolwireServer, type ToolwireServerOptions } from '../src/index.js';
 
 const CALLER = 'metrics-caller-token-ccccccccccccccccc';
 const TRACE_ID = '0af7651916cd43dd8448eb211c80319c';
@@ -21,7 +21,7 @@ afterEach(async () => {
 });
 
 /** A server whose local tools (`fallback`) answer `exit<N>` with exit code N, and record what they were routed. */
-async function start(options: { metrics?: boolean; recordDir?: string } = {}) {
+async function start(options: Pick<ToolwireServerOptions, 'metrics' | 'recordDir' | 'toolControl'> = {}) {
   const routed: { traceparent?: string | undefined; id: string }[] = [];
   const server = new ToolwireServer({
     callers: [{ name: 'agent', token: CALLER }],
@@ -85,6 +85,42 @@ describe('/metrics', () => {
       expect(s.has(family), family).toBe(true);
     }
     expect(s.get('toolwire_calls_in_flight')).toBe(0);
+  });
+
+  it('counts calls that never ran: declined by the grant gate and refused by tool control, by outcome; input refused 65 by exit code', async () => {
+    const { server, base } = await start({
+      toolControl: (request) => (request.name === 'exit1' ? { action: 'refuse', reason: 'not today' } : { action: 'pass' }),
+    });
+    const declined = await server.executor.execute({ name: 'exit0', input: {}, agent: 'agent', grant: ['exit2'] });
+    expect(declined.outcome).toBe('declined');
+    expect((await server.executor.execute({ name: 'exit1', input: {}, agent: 'agent' })).outcome).toBe('refused');
+    const invalid = await server.executor.execute({ name: 'exit0', input: {}, agent: 'agent', inputError: 'input.x: must be a string' });
+    expect(invalid.outcome === 'completed' && invalid.capture.exitCode).toBe(65);
+    const s = samples(await (await scrape(base)).text());
+    // Neither name was advertised by a host: counted under "(other)", as completed calls are.
+    expect(s.get('toolwire_calls_refused_total{tool="(other)",outcome="declined"}')).toBe(1);
+    expect(s.get('toolwire_calls_refused_total{tool="(other)",outcome="refused"}')).toBe(1);
+    expect(s.get('toolwire_calls_total{tool="(other)",host="",exit_code="65"}')).toBe(1);
+    expect(s.get('toolwire_call_duration_seconds_count{tool="(other)",host=""}')).toBe(1); // only the call that ran
+  });
+
+  it('keeps a duration exemplar (trace_id, call_id) only for a call with trace context', async () => {
+    const { server, base } = await start();
+    await server.executor.execute({ id: 'plain-call', name: 'exit0', input: {}, agent: 'agent' });
+    let text = await (await scrape(base)).text();
+    expect(text).not.toContain(' # {');
+    await server.executor.execute({ id: 'traced-call', name: 'exit0', input: {}, agent: 'agent', traceparent: TRACEPARENT });
+    text = await (await scrape(base)).text();
+    const exemplars = text.split('\n').filter((line) => line.includes(' # {'));
+    expect(exemplars.length).toBeGreaterThan(0);
+    for (const line of exemplars) {
+      expect(line).toMatch(
+        new RegExp(`^toolwire_call_duration_seconds_bucket\\{[^}]*\\} \\d+ # \\{trace_id="${TRACE_ID}",call_id="traced-call"\\} [0-9.e-]+ [0-9.]+$`),
+      );
+    }
+    const s = samples(text);
+    expect(s.get('toolwire_call_duration_seconds_count{tool="(other)",host=""}')).toBe(2);
+    expect(s.get('toolwire_call_duration_seconds_bucket{le="+Inf",tool="(other)",host=""}')).toBe(2);
   });
 
   it('refuses a scrape without a caller token (401) and counts it as an auth failure', async () => {

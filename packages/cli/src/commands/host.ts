@@ -240,7 +240,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
     return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
-  const logger = deps.logger ?? pino({ level }, logFormat === 'json' ? pino.destination({ dest: 2, sync: true }) : logDestination(logFormat, process.stderr));
+  const logger = deps.logger ?? pino({ level }, logDestination(logFormat, process.stderr));
   const root = resolve(values.root ?? '.');
   tools = await runnableTools(tools, root, logger);
   let host: ToolHost;

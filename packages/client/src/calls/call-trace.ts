@@ -3,7 +3,10 @@
  * `@opentelemetry/api` only (a no-op unless the embedding program registered an SDK), the trace
  * context its tool gets (`TRACEPARENT`/`TRACESTATE`), and its one info line when it ends:
  * `call` (the call's own id), `wire` (the connection's id, when different), `tool`, `exitCode`,
- * `ms`, `trace` (the trace id). Never its input.
+ * `ms`, `trace` (the trace id), `toolPid` (the pid of its subprocess tool, when it started one; pino's
+ * own `pid` is the host's). Never its input.
+ * The line is made by a child logger per tool (pino serializes `tool` once per child, not per
+ * line), at most {@link MAX_TOOL_LOGGERS} per logger; nothing is made when info is off.
  */
 import { type Span, SpanKind, SpanStatusCode, ROOT_CONTEXT, TraceFlags, context, createTraceState, isSpanContextValid, trace } from '@opentelemetry/api';
 import { type CallMessage, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
@@ -13,6 +16,43 @@ import type { Logger } from '../types.js';
 /** Tracer name (instrumentation scope) of the tool host's spans. */
 export const TRACER_NAME = '@toolwire/client';
 const tracer = trace.getTracer(TRACER_NAME);
+
+/** Child loggers kept at most per logger (one per tool name seen; emptied when full). */
+export const MAX_TOOL_LOGGERS = 1024;
+
+/** What the call line uses of a logger beyond {@link Logger}: pino's `child` and `isLevelEnabled`, when present. */
+interface Parent extends Logger {
+  child?: (bindings: Record<string, string>) => Logger;
+  isLevelEnabled?: (level: string) => boolean;
+}
+/** The per-tool children of each logger. */
+const toolLoggers = new WeakMap<Logger, Map<string, Logger>>();
+
+/** The fields of a call line beside `tool`. */
+interface LineFields {
+  call: string;
+  exitCode: number;
+  /** ms */
+  ms: number;
+  wire?: string;
+  trace?: string;
+  toolPid?: number;
+}
+
+/** Log a call's end line through `logger`'s child for `tool` (see the file's comment). */
+function logCallEnd(logger: Parent, tool: string, fields: LineFields): void {
+  if (logger.isLevelEnabled !== undefined && !logger.isLevelEnabled('info')) return;
+  if (logger.child === undefined) return logger.info({ ...fields, tool }, 'toolwire: call ended');
+  let children = toolLoggers.get(logger);
+  if (children === undefined) toolLoggers.set(logger, (children = new Map<string, Logger>()));
+  let child = children.get(tool);
+  if (child === undefined) {
+    if (children.size >= MAX_TOOL_LOGGERS) children.clear();
+    child = logger.child({ tool });
+    children.set(tool, child);
+  }
+  child.info(fields, 'toolwire: call ended');
+}
 
 /** One call as the host observes it, from its arrival to its answer. */
 export class HostCall {
@@ -25,6 +65,8 @@ export class HostCall {
   readonly tracestate: string | undefined;
   readonly #span: Span;
   readonly #t0 = performance.now();
+  /** The pid of its subprocess tool, once started (none for in-process and MCP tools). */
+  #pid: number | undefined;
   #ended = false;
 
   constructor(call: CallMessage) {
@@ -56,6 +98,11 @@ export class HostCall {
     }
   }
 
+  /** Its subprocess tool started as process `pid` (told through the call's context). */
+  toolStarted(pid: number): void {
+    this.#pid = pid;
+  }
+
   /**
    * The call was answered with `exitCode`: end its span, log its line and count it in `metrics`
    * (once). `known`: false for a tool this host does not have.
@@ -67,7 +114,11 @@ export class HostCall {
     const ms = Math.round(elapsed);
     const traceId = this.traceparent?.slice(3, 35);
     metrics?.callEnded({ id: this.id, tool: this.tool, known, exitCode, ms: elapsed, traceId });
-    logger.info({ call: this.id, wire: this.wire === this.id ? undefined : this.wire, tool: this.tool, exitCode, ms, trace: traceId }, 'toolwire: call ended');
+    const fields: LineFields = { call: this.id, exitCode, ms };
+    if (this.wire !== this.id) fields.wire = this.wire;
+    if (traceId !== undefined) fields.trace = traceId;
+    if (this.#pid !== undefined) fields.toolPid = this.#pid;
+    logCallEnd(logger, this.tool, fields);
     const span = this.#span;
     if (span.isRecording()) {
       span.setAttribute('toolwire.exit_code', exitCode);

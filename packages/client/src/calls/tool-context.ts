@@ -9,6 +9,7 @@ import type { CallAbort } from './abort.js';
 import type { Failing } from './in-process.js';
 import type { OutputChannel } from './output-channel.js';
 import type { CallOutput } from './output-sink.js';
+import { TOOL_STARTED, type ToolStartedListener } from '../subprocess/run-command.js';
 
 const STREAMS: ReadonlySet<string> = new Set(['stdout', 'stderr']);
 
@@ -18,7 +19,7 @@ const STREAMS: ReadonlySet<string> = new Set(['stdout', 'stderr']);
  * in the session's methods would share their context, and with it the call message and its whole
  * input, for as long as the call runs.
  */
-export class CallContext implements ToolContext, Failing {
+export class CallContext implements ToolContext, Failing, ToolStartedListener {
   readonly id: string;
   readonly agent: string;
   readonly workspace: string;
@@ -29,6 +30,8 @@ export class CallContext implements ToolContext, Failing {
   readonly #wire: string;
   readonly #abort: CallAbort;
   readonly #channel: OutputChannel;
+  /** Told the pid of the call's subprocess tool (the host's call line), when there is one. */
+  readonly #started: ((pid: number) => void) | undefined;
   #output: CallOutput | undefined;
 
   /** @param wire the call's wire id and trace context (issue 16); default: `id`, none */
@@ -39,7 +42,7 @@ export class CallContext implements ToolContext, Failing {
     deadlineMs: number,
     abort: CallAbort,
     channel: OutputChannel,
-    wire?: { wire: string; traceparent: string | undefined; tracestate: string | undefined },
+    wire?: { wire: string; traceparent: string | undefined; tracestate: string | undefined; toolStarted?(pid: number): void },
   ) {
     this.id = id;
     this.#wire = wire?.wire ?? id;
@@ -50,6 +53,12 @@ export class CallContext implements ToolContext, Failing {
     this.deadlineMs = deadlineMs;
     this.#abort = abort;
     this.#channel = channel;
+    this.#started = wire?.toolStarted?.bind(wire);
+  }
+
+  /** Its subprocess tool started as process `pid` (`run-command.ts`). */
+  [TOOL_STARTED](pid: number): void {
+    this.#started?.(pid);
   }
 
   get signal(): AbortSignal {

@@ -84,17 +84,15 @@ export class HostMetrics {
     });
   }
 
-  /** Count one answered call. */
+  /** Count one answered call; its duration gets an exemplar (trace_id, call_id) only when it has trace context. */
   callEnded(end: HostCallEnd): void {
     const tool = end.known ? end.tool : OTHER_TOOL;
     this.#calls.inc({ tool, exit_code: end.exitCode });
-    const exemplarLabels: Record<string, string> = {};
-    let used = 0;
+    const exemplarLabels: Record<string, string> = {}; // none: prom-client keeps no exemplar
     if (end.traceId !== undefined) {
       exemplarLabels.trace_id = end.traceId;
-      used = 'trace_id'.length + end.traceId.length;
+      if ('trace_id'.length + end.traceId.length + 'call_id'.length + end.id.length <= MAX_EXEMPLAR_CHARS) exemplarLabels.call_id = end.id;
     }
-    if (used + 'call_id'.length + end.id.length <= MAX_EXEMPLAR_CHARS) exemplarLabels.call_id = end.id;
     this.#duration.observe({ labels: { tool }, value: end.ms / 1000, exemplarLabels });
   }
 

@@ -16,6 +16,13 @@ import { launchTool } from './spawn-helper.js';
 import { type EnvPolicy, toolEnv } from './tool-env.js';
 import { EXPIRED, type ToolEvents, type ToolLaunch, type ToolProcess } from './tool-process.js';
 
+/** The method a call context may have to learn its subprocess tool's pid (issue 16: the host's call line). Internal. */
+export const TOOL_STARTED = Symbol('toolwire.toolStarted');
+/** A call context that listens for its tool's pid. */
+export interface ToolStartedListener {
+  [TOOL_STARTED](pid: number): void;
+}
+
 /** Options of {@link runCommandTool}. Times in ms, sizes in bytes. */
 export interface RunCommandOptions {
   /** Working directory when the tool sets no `cwd`, and base of a relative `cwd`. Default `process.cwd()`. */
@@ -98,6 +105,7 @@ export async function runCommandTool(spec: CommandSpec, input: unknown, ctx: Cal
     cancelGraceMs: options.cancelGraceMs ?? Defaults.cancelGraceMs,
     drainMs: options.drainMs ?? Defaults.drainMs,
     spawnHelper: options.spawnHelper ?? true,
+    started: pidListenerOf(ctx),
   });
 }
 
@@ -110,7 +118,10 @@ function cwdCapture(argv0: string, cwd: string): Capture {
   return failureCapture('cannot_execute', `cannot execute ${JSON.stringify(argv0)}: cwd ${JSON.stringify(cwd)} is not a directory`);
 }
 
-type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'spawnHelper'>>;
+type Settings = Required<Pick<RunCommandOptions, 'cancelGraceMs' | 'drainMs' | 'spawnHelper'>> & {
+  /** Told the tool's pid when it starts (the host's call context), if anyone listens. */
+  started: ((pid: number) => void) | undefined;
+};
 
 /**
  * Launch, feed stdin, collect output, handle abort/exit/drain; resolve exactly once. The closures
@@ -121,7 +132,8 @@ function supervise(launch: ToolLaunch, signal: AbortSignal, output: CallOutput, 
   let resolve!: (capture: Capture) => void;
   const result = new Promise<Capture>((r) => (resolve = r));
   const watcher = watch(launch.file, launch.cwd, signal, output, t, resolve);
-  watcher.attach(launchTool(launch, watcher.events, t.spawnHelper));
+  const events = t.started === undefined ? watcher.events : { ...watcher.events, started: t.started };
+  watcher.attach(launchTool(launch, events, t.spawnHelper));
   return result;
 }
 
@@ -232,4 +244,10 @@ function watch(
     }
   };
   return { events, attach };
+}
+
+/** The tool-started listener of a call context that has one (the tool host's, {@link TOOL_STARTED}). */
+function pidListenerOf(ctx: CallFacts): ((pid: number) => void) | undefined {
+  const listener = (ctx as Partial<ToolStartedListener>)[TOOL_STARTED];
+  return typeof listener === 'function' ? listener.bind(ctx) : undefined;
 }

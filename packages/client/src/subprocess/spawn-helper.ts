@@ -163,6 +163,7 @@ class Helper {
         remote.pid = m.pid;
         remote.register?.(m.pid);
         remote.register = undefined;
+        remote.events.started?.(m.pid);
         return;
       case 'error': {
         this.#forget(m.id);

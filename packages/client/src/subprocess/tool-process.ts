@@ -45,6 +45,8 @@ export function expiredError(): Error {
 export interface ToolEvents {
   /** It never started: `error.code` is the spawn's errno name (ENOENT, EACCES…). */
   spawnFailed(error: Error): void;
+  /** It started as process `pid` (for the host's call line, issue 16). */
+  started?(pid: number): void;
   /** Bytes from stdout (1) or stderr (2). */
   data(fd: 1 | 2, chunk: Uint8Array): void;
   /** The tool process exited (its group may live on). */
@@ -141,6 +143,7 @@ export function launchLocal(launch: ToolLaunch, events: ToolEvents): ToolProcess
   if (proc.pid === undefined) return control; // 'error' follows
   pid = proc.pid;
   started(pid); // killed by the reaper if this process dies before the call ends
+  events.started?.(pid);
   const streams = [
     [1, proc.stdout],
     [2, proc.stderr],

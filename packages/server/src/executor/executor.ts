@@ -16,7 +16,8 @@
  */
 import { type Capture, checkTracestate, failureCapture, parseTraceparent } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
-import type { CallEnd } from '../observe/metrics.js';
+import { CallLines, type CallLineFields } from '../observe/call-lines.js';
+import type { CallEnd, CallRefusal } from '../observe/metrics.js';
 import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
 import type { Logger } from '../options.js';
 import { type Compiled, checkInput, compileInputSchema } from '../registry/schema-cache.js';
@@ -55,8 +56,11 @@ export interface ExecutorDeps {
   fallback?: Fallback;
   /** Optional: told of every call past the gates, its routing and its end (the status page). */
   board?: CallBoard;
-  /** Told of every completed call (the server's metrics, issue 16). Must not throw. */
-  observer?: { callEnded(end: CallEnd): void };
+  /**
+   * Told of every completed call, and of every call declined by the grant gate or refused by tool
+   * control before it ran (the server's metrics, issue 16). Must not throw.
+   */
+  observer?: { callEnded(end: CallEnd): void; callRefused(refusal: CallRefusal): void };
 }
 
 /** One invocation. */
@@ -131,6 +135,8 @@ export class Executor {
   readonly #record: DiskRecord | undefined;
   readonly #board: CallBoard | undefined;
   readonly #observer: ExecutorDeps['observer'];
+  /** The info line of each completed call (issue 16). */
+  readonly #lines: CallLines;
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
@@ -144,6 +150,7 @@ export class Executor {
     this.#fallback = deps.fallback;
     this.#board = deps.board;
     this.#observer = deps.observer;
+    this.#lines = new CallLines(deps.options.logger);
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
   }
 
@@ -218,6 +225,7 @@ export class Executor {
     if (!isGranted(req.grant, name)) {
       const reason = `tool ${quote(name)} is not granted to agent ${quote(agent)}`;
       log.info({ id, agent, tool: name }, 'call declined by the grant gate');
+      this.#refused('declined', name);
       return { outcome: 'declined', id, reason };
     }
     // No controller or AbortSignal.any() per call: see call-signals.ts.
@@ -237,6 +245,7 @@ export class Executor {
         const verdict = await untilAborted(consultToolControl(this.#toolControl, request), signal);
         if (verdict && !verdict.pass) {
           log.info({ id, agent, tool: name, reason: verdict.reason }, 'call refused by tool control');
+          this.#refused('refused', name);
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
@@ -303,10 +312,11 @@ export class Executor {
     traceId: string | undefined,
   ): void {
     const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
-    this.#options.logger.info(
-      { call: id, wire, tool, host, agent, exitCode: capture.exitCode, failure: capture.failure, ms, bytesOut, trace: traceId },
-      'call ended',
-    );
+    const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
+    if (wire !== undefined) fields.wire = wire;
+    if (capture.failure !== undefined) fields.failure = capture.failure;
+    if (traceId !== undefined) fields.trace = traceId;
+    this.#lines.ended(tool, host, agent, fields);
     const observer = this.#observer;
     if (observer === undefined) return;
     const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
@@ -314,6 +324,17 @@ export class Executor {
       observer.callEnded({ id, tool, known, host, exitCode: capture.exitCode, ms, bytesOut, traceId });
     } catch (error) {
       this.#options.logger.error({ err: error, call: id }, 'call observer failed');
+    }
+  }
+
+  /** Count a call declined (grant gate) or refused (tool control) before it ran, in the metrics. */
+  #refused(outcome: CallRefusal['outcome'], tool: string): void {
+    const observer = this.#observer;
+    if (observer === undefined) return;
+    try {
+      observer.callRefused({ outcome, tool, known: toolIndex(this.#injection.tools()).has(tool) });
+    } catch (error) {
+      this.#options.logger.error({ err: error, tool }, 'call observer failed');
     }
   }
 

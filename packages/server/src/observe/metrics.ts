@@ -1,12 +1,13 @@
 /**
  * `/metrics` (issue 16): the server's metric families in a prom-client registry of its own (two
  * servers in one process do not mix), in the OpenMetrics text format (what Prometheus scrapes; it
- * carries exemplars). Per call one counter and one histogram update ({@link ServerMetrics.callEnded});
+ * carries exemplars). Per call a few additions into the call's tool/host series ({@link ServerMetrics.callEnded}, `call-series.ts`);
  * everything else is read when scraped. Labels are bounded: `tool` is an advertised name (or
  * `(other)` for a name no host advertised), `host` a connected identity, `exit_code` 0–255; call
  * ids and trace ids appear only as exemplars of the duration histogram.
  */
-import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry } from 'prom-client';
+import { Counter, Gauge, type OpenMetricsContentType, Registry } from 'prom-client';
+import { CallDurationHistogram, CallSeries } from './call-series.js';
 import { REFUSED_FRAME_KINDS, type SessionCounters } from './counters.js';
 
 /** The `tool` label of a call to a name no host advertised (a typo must not add a series). */
@@ -33,6 +34,14 @@ export interface CallEnd {
   traceId: string | undefined;
 }
 
+/** A call that never ran: declined by the grant gate or refused by tool control. */
+export interface CallRefusal {
+  outcome: 'declined' | 'refused';
+  tool: string;
+  /** True when the name is advertised; else counted under `(other)`. */
+  known: boolean;
+}
+
 /** What the scrape-time gauges read. */
 export interface MetricSources {
   inFlight: () => number;
@@ -46,34 +55,43 @@ export interface MetricSources {
   sessions: SessionCounters;
 }
 
-/** Longest exemplar label set OpenMetrics allows (names and values together), characters. */
-const MAX_EXEMPLAR_CHARS = 128;
-
 /** The metric families of one server. */
 export class ServerMetrics {
   /** The registry; `metrics()` renders it. */
   readonly registry = openMetricsRegistry();
-  readonly #calls: Counter<'tool' | 'host' | 'exit_code'>;
-  readonly #duration: Histogram<'tool' | 'host'>;
-  readonly #bytesOut: Counter;
+  readonly #series = new CallSeries(DURATION_BUCKETS);
+  readonly #refused: Counter<'tool' | 'outcome'>;
+  #bytesOut = 0;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
-    this.#calls = new Counter({
+    const total = (name: string, help: string, read: () => number): void => {
+      new Counter({ name, help, registers, collect: countInto(read) });
+    };
+    const series = this.#series;
+    new Counter({
       name: 'toolwire_calls',
       help: 'Calls completed, by tool, host and exit code.',
       labelNames: ['tool', 'host', 'exit_code'],
       registers,
+      collect() {
+        this.reset();
+        for (const s of series.all()) for (const [code, n] of s.byExitCode) this.inc({ tool: s.tool, host: s.host, exit_code: code }, n);
+      },
     });
-    this.#duration = new Histogram({
-      name: 'toolwire_call_duration_seconds',
-      help: 'Call duration from admission to capture, seconds (exemplars: call_id, trace_id).',
-      labelNames: ['tool', 'host'],
-      buckets: [...DURATION_BUCKETS],
-      enableExemplars: true,
+    new CallDurationHistogram(
+      'toolwire_call_duration_seconds',
+      'Call duration from admission to capture, seconds (exemplars of traced calls: trace_id, call_id).',
+      series,
+      this.registry,
+    );
+    this.#refused = new Counter({
+      name: 'toolwire_calls_refused',
+      help: 'Calls that never ran, by tool and outcome: declined (the grant gate) or refused (tool control).',
+      labelNames: ['tool', 'outcome'],
       registers,
     });
-    this.#bytesOut = new Counter({ name: 'toolwire_call_output_bytes', help: 'stdout and stderr bytes of completed calls.', registers });
+    total('toolwire_call_output_bytes', 'stdout and stderr bytes of completed calls.', () => this.#bytesOut);
     const gauge = (name: string, help: string, read: () => number): void => {
       new Gauge({ name, help, registers, collect: readInto(read) });
     };
@@ -81,9 +99,6 @@ export class ServerMetrics {
     gauge('toolwire_hosts_connected', 'Tool hosts connected (hello done).', sources.hosts);
     gauge('toolwire_tools_advertised', 'Tools advertised by connected hosts.', sources.tools);
     gauge('toolwire_mcp_sessions', 'Open MCP sessions.', sources.mcpSessions);
-    const total = (name: string, help: string, read: () => number): void => {
-      new Counter({ name, help, registers, collect: countInto(read) });
-    };
     total('toolwire_advertise_rejected', 'Advertised tool entries rejected.', sources.advertiseRejected);
     total('toolwire_auth_failures', 'Failed authentications (host upgrades and MCP requests).', sources.authFailures);
     total('toolwire_heartbeat_terminations', 'Host connections terminated for a missed heartbeat.', () => sources.sessions.heartbeatTerminations);
@@ -111,13 +126,15 @@ export class ServerMetrics {
     });
   }
 
-  /** Count one completed call (hot path: one counter and one histogram update). */
+  /** Count one completed call (hot path: additions into its tool/host series, read when scraped). */
   callEnded(end: CallEnd): void {
-    const tool = end.known ? end.tool : OTHER_TOOL;
-    const host = end.host ?? '';
-    this.#calls.inc({ tool, host, exit_code: end.exitCode });
-    this.#duration.observe({ labels: { tool, host }, value: end.ms / 1000, exemplarLabels: exemplarOf(end.id, end.traceId) });
-    if (end.bytesOut > 0) this.#bytesOut.inc(end.bytesOut);
+    this.#series.record(end.known ? end.tool : OTHER_TOOL, end.host ?? '', end.exitCode, end.ms / 1000, end.id, end.traceId);
+    this.#bytesOut += end.bytesOut;
+  }
+
+  /** Count one call declined or refused before it ran. */
+  callRefused(refusal: CallRefusal): void {
+    this.#refused.inc({ tool: refusal.known ? refusal.tool : OTHER_TOOL, outcome: refusal.outcome });
   }
 
   /** The OpenMetrics text of every family. */
@@ -129,18 +146,6 @@ export class ServerMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
-}
-
-/** An exemplar's labels: `trace_id` when there is one, `call_id` when it fits OpenMetrics' 128 characters. */
-function exemplarOf(id: string, traceId: string | undefined): Record<string, string> {
-  const labels: Record<string, string> = {};
-  let used = 0;
-  if (traceId !== undefined) {
-    labels.trace_id = traceId;
-    used = 'trace_id'.length + traceId.length;
-  }
-  if (used + 'call_id'.length + id.length <= MAX_EXEMPLAR_CHARS) labels.call_id = id;
-  return labels;
 }
 
 function readInto(read: () => number): (this: Gauge) => void {

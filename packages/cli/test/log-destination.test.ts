@@ -1,0 +1,74 @@
+/**
+ * The JSON log destination of `toolwire serve` and `toolwire host` on stderr (issue 16): lines are
+ * held for at most one event-loop turn and written together, and nothing held is lost when the
+ * process exits — by `process.exit()` in the same turn, or through the commands' SIGTERM handling.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const main = join(here, '..', 'src', 'main.ts');
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const fn of cleanups.splice(0).reverse()) await fn();
+});
+
+/** Start `node args…` with stderr collected; killed (SIGKILL) at cleanup if still running. */
+function start(args: string[], env: NodeJS.ProcessEnv = process.env): { child: ChildProcess; stderr: () => string } {
+  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let text = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  });
+  return { child, stderr: () => text };
+}
+
+/** The JSON lines of `text`. */
+const jsonLines = (text: string): Record<string, unknown>[] =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('TurnDestination (JSON logs on stderr)', () => {
+  it('writes every line logged in the turn process.exit() is called in', async () => {
+    const { child, stderr } = start([join(here, 'fixtures', 'log-burst.ts')], { ...process.env, LOG_BURST_LINES: '5000' });
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    const lines = jsonLines(stderr());
+    expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 5000 }, (_, i) => i));
+  });
+
+  it('toolwire host writes its last line ("stopping") before it exits on SIGTERM', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolwire-logdest-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const manifest = join(dir, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { t: { description: 't', input_schema: { type: 'object' }, command: ['true'] } } }));
+    // No server listens on port 1: the host keeps retrying (and logging) until it is stopped.
+    const { child, stderr } = start([main, 'host', '--manifest', manifest, '--server', 'ws://127.0.0.1:1', '--log-format', 'json', '--log-level', 'info'], {
+      ...process.env,
+      TOOLWIRE_TOKEN: 'logdest-host-token-aaaaaaaaaaaaaaaaaaa',
+    });
+    const deadline = Date.now() + 15_000;
+    while (!stderr().includes('ECONNREFUSED')) {
+      if (Date.now() > deadline) throw new Error(`the host logged no connection attempt: ${stderr()}`);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    child.kill('SIGTERM');
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+    const lines = jsonLines(stderr());
+    expect(lines.at(-1)).toMatchObject({ level: 30, msg: 'toolwire: stopping', signal: 'SIGTERM' });
+  });
+});
