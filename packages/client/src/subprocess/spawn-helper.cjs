@@ -31,7 +31,8 @@
  * paused while more than HIGH_WATER bytes wait to be written to the channel (backpressure), and a
  * tool's pipes while its allowance is used up (the call's window: the host's memory per streaming
  * call stays bounded without a round trip). A streaming tool's output (one with an allowance) goes
- * out within STREAM_BATCH_MS, not BATCH_MS: the caller watches it live.
+ * out at the end of the loop turn that read it, not within BATCH_MS: the caller watches it live, and
+ * a timer would cost this process one more wake-up (one more wait for a CPU) per chunk.
  */
 'use strict';
 const { spawn } = require('node:child_process');
@@ -42,8 +43,6 @@ const LOW_WATER = 1024 * 1024;
 const BATCH_BYTES = 64 * 1024;
 /** The longest an event waits for its batch (ms). */
 const BATCH_MS = 10;
-/** The longest a streaming tool's output waits for its batch (ms). */
-const STREAM_BATCH_MS = 1;
 /**
  * Output bytes of one tool after which its pipes are handed to the host (both still open): a short
  * tool's output rides in one batch with its exit, a big one skips this process.
@@ -67,8 +66,6 @@ let batch = [];
 let batchBytes = 0;
 let flushTimer;
 let flushNow = false;
-/** The pending flush timer is a STREAM_BATCH_MS one. */
-let flushSoon = false;
 
 function killGroup(pid, signal) {
   if (!(pid > 0)) return;
@@ -103,7 +100,6 @@ function flush() {
   clearTimeout(flushTimer);
   flushTimer = undefined;
   flushNow = false;
-  flushSoon = false;
   if (batch.length === 0) return;
   const events = batch;
   const bytes = batchBytes;
@@ -118,17 +114,13 @@ function flush() {
   }
 }
 
-/** Queue `event`; `urgent`: send the batch at the end of this loop turn; `soon`: within STREAM_BATCH_MS. */
-function send(event, bytes = 0, urgent = false, soon = false) {
+/** Queue `event`; `urgent`: send the batch at the end of this loop turn. */
+function send(event, bytes = 0, urgent = false) {
   batch.push(event);
   batchBytes += bytes;
   if (!flushNow && (urgent || batchBytes >= BATCH_BYTES)) {
     flushNow = true;
     setImmediate(flush);
-  } else if (!flushNow && soon && flushSoon === false) {
-    clearTimeout(flushTimer);
-    flushSoon = true;
-    flushTimer = setTimeout(flush, STREAM_BATCH_MS);
   } else if (flushTimer === undefined && !flushNow) {
     flushTimer = setTimeout(flush, BATCH_MS);
   }
@@ -178,7 +170,7 @@ function start({ id, file, args, cwd, env, input, umask, notAfter, allowance }) 
     if (!readable(entry)) stream.pause();
     stream.on('data', (chunk) => {
       if (!live() || entry.passed) return;
-      send({ ev: 'data', id, fd, chunk }, chunk.length, false, streaming);
+      send({ ev: 'data', id, fd, chunk }, chunk.length, streaming);
       if (streaming) {
         entry.allowance -= chunk.length;
         if (entry.allowance <= 0) pipes(entry, false);
