@@ -24,7 +24,7 @@
  * tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
 import { forgetGroup, toolStarting } from './reaper.js';
@@ -92,8 +92,8 @@ class Helper {
 
   constructor(child: ChildProcess) {
     this.#child = child;
-    child.on('message', (events: HelperEvent[] | PipeEvent, handle?: unknown) => {
-      if (handle !== undefined) this.#onPipe(events as PipeEvent, handle);
+    child.on('message', (events: HelperEvent[] | PipeEvent, pipe?: Socket) => {
+      if (pipe !== undefined) this.#onPipe(events as PipeEvent, pipe);
       else for (const m of events as HelperEvent[]) this.#onEvent(m);
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
@@ -222,8 +222,7 @@ class Helper {
   }
 
   /** One pipe of a tool, handed over by the helper after every `data` event it read: read here from now on. */
-  #onPipe(m: PipeEvent, handle: unknown): void {
-    const socket = new Socket({ handle: handle as never, readable: true, writable: false });
+  #onPipe(m: PipeEvent, socket: Socket): void {
     socket.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
     const remote = this.#calls.get(m.id);
     if (remote === undefined) {
