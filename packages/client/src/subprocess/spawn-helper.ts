@@ -93,8 +93,9 @@ class Helper {
   constructor(child: ChildProcess) {
     this.#child = child;
     child.on('message', (events: HelperEvent[] | PipeEvent, pipe?: Socket) => {
-      if (pipe !== undefined) this.#onPipe(events as PipeEvent, pipe);
-      else for (const m of events as HelperEvent[]) this.#onEvent(m);
+      if (Array.isArray(events)) for (const m of events) this.#onEvent(m);
+      // A `pipe` without its handle: the helper released the call before the handle went (nothing to read).
+      else if (pipe !== undefined) this.#onPipe(events, pipe);
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
       // Without a pid the helper never started: nothing of its calls ran, they run here instead.
