@@ -25,6 +25,7 @@
  *   and one with it off (`liveOutput: false`), segments alternating; ratio of calls/s (on / off).
  */
 import { decodeHostMessage, decodeOutputFrame, encodeMessage, encodeOutputFrame, fromWire, toWire } from '@toolwire/protocol';
+import { readFileSync } from 'node:fs';
 import { Helper } from './helpers.js';
 import { percentile } from './load.js';
 import type { Segment } from './load.js';
@@ -35,6 +36,17 @@ const median = (xs: number[]): number => {
   const mid = Math.floor(s.length / 2);
   return s.length === 0 ? NaN : s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
+/** CPU time of process `pid` so far (user + system), ms; 0 when it cannot be read (not Linux, gone). */
+function cpuMs(pid: number | undefined): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_S;
+  } catch {
+    return 0;
+  }
+}
+/** `/proc/<pid>/stat` counts CPU time in clock ticks (USER_HZ: 100 on Linux). */
+const TICKS_PER_S = 100;
 const flood = (bytes: number): string => `yes 'live output bench: a line of build log text, 0123456789' | head -c ${bytes}`;
 
 /** A server and one tool host (identity 0) in two fresh processes. */
@@ -61,9 +73,10 @@ async function startPair(command: string, serverOptions: object = {}, hostOption
 
 const stopPair = (p: Pair): Promise<unknown> => Promise.all([p.host.stop(), p.server.stop()]);
 
-async function floorMs(floor: Helper, command: string, detached: boolean, bytes: number): Promise<number> {
+async function floorMs(floor: Helper, command: string, detached: boolean, bytes: number, cpu?: number[]): Promise<number> {
   const f = await floor.request('flood', { command, detached });
   if (Number(f.bytes) !== bytes) throw new Error(`floor read ${String(f.bytes)} bytes`);
+  cpu?.push(Number(f.cpuMs));
   return Number(f.ms);
 }
 
@@ -82,6 +95,11 @@ export interface ThroughputResult {
   toolwireMiBps: number;
   floorMiBps: number;
   detachedFloorMiBps: number;
+  /**
+   * CPU ms per MiB streamed (medians over pairs) of the server, the host and its spawn helper, and of
+   * the floor's reader (attached): a count that holds on a loaded machine, where wall time does not.
+   */
+  cpuMsPerMiB: { server: number; host: number; helper: number; floorReader: number };
 }
 
 async function throughput(reps: number, bytes: number): Promise<ThroughputResult> {
@@ -91,10 +109,20 @@ async function throughput(reps: number, bytes: number): Promise<ThroughputResult
   try {
     await streamMs(pair.server, bytes); // warm-up: the spawn helper, V8
     await floorMs(floor, command, false, bytes);
+    const helperPid = Number((await pair.host.request('memory')).helperPid);
+    const pids = [pair.server.pid, pair.host.pid, helperPid];
+    const cpu: number[][] = [];
+    const floorCpu: number[] = [];
+    const streamed = async () => {
+      const before = pids.map(cpuMs);
+      const t = await streamMs(pair.server, bytes);
+      cpu.push(pids.map((pid, k) => (cpuMs(pid) - before[k]!) / (bytes / MiB)));
+      return t;
+    };
     const pairs: ThroughputResult['pairs'] = [];
     for (let i = 0; i < reps; i++) {
       // A B C, C B A, …: drift and other work on the machine hit every arm alike.
-      const arms = [() => floorMs(floor, command, false, bytes), () => floorMs(floor, command, true, bytes), () => streamMs(pair.server, bytes)] as const;
+      const arms = [() => floorMs(floor, command, false, bytes, floorCpu), () => floorMs(floor, command, true, bytes), streamed] as const;
       const order = i % 2 === 0 ? [0, 1, 2] : [2, 1, 0];
       const out: unknown[] = [];
       for (const k of order) out[k] = await arms[k]!();
@@ -110,6 +138,12 @@ async function throughput(reps: number, bytes: number): Promise<ThroughputResult
       toolwireMiBps: rate(pairs.map((p) => p.toolwireMs)),
       floorMiBps: rate(pairs.map((p) => p.floorMs)),
       detachedFloorMiBps: rate(pairs.map((p) => p.detachedFloorMs)),
+      cpuMsPerMiB: {
+        server: median(cpu.map((c) => c[0]!)),
+        host: median(cpu.map((c) => c[1]!)),
+        helper: median(cpu.map((c) => c[2]!)),
+        floorReader: median(floorCpu) / (bytes / MiB),
+      },
     };
   } finally {
     await Promise.all([stopPair(pair), floor.stop()]);
@@ -362,7 +396,7 @@ export function liveReport(run: number, l: LiveResult): string {
   const p = l.backpressure;
   const MB = (n: number) => (n / 1024).toFixed(0);
   return [
-    `run ${run} live throughput: ${t.bytes / MiB} MiB streamed ${t.toolwireMiBps.toFixed(0)} MiB/s; spawn floor ${t.floorMiBps.toFixed(0)} MiB/s (ratio ${t.ratio.toFixed(2)}), detached floor ${t.detachedFloorMiBps.toFixed(0)} MiB/s (ratio ${t.detachedRatio.toFixed(2)}); pairs ${t.pairs.map((x) => (x.floorMs / x.toolwireMs).toFixed(2)).join(' ')}`,
+    `run ${run} live throughput: ${t.bytes / MiB} MiB streamed ${t.toolwireMiBps.toFixed(0)} MiB/s; spawn floor ${t.floorMiBps.toFixed(0)} MiB/s (ratio ${t.ratio.toFixed(2)}), detached floor ${t.detachedFloorMiBps.toFixed(0)} MiB/s (ratio ${t.detachedRatio.toFixed(2)}); pairs ${t.pairs.map((x) => (x.floorMs / x.toolwireMs).toFixed(2)).join(' ')}; CPU ms per MiB server ${t.cpuMsPerMiB.server.toFixed(2)}, host ${t.cpuMsPerMiB.host.toFixed(2)}, spawn helper ${t.cpuMsPerMiB.helper.toFixed(2)} (floor's reader ${t.cpuMsPerMiB.floorReader.toFixed(2)})`,
     `run ${run} live ttfb: p50 ${l.ttfb.p50Ms.toFixed(2)} ms, p90 ${l.ttfb.p90Ms.toFixed(2)} ms`,
     `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
       `peak RSS above idle server/host/helper MiB: streamed ${MB(b.streamed.serverKiB)}/${MB(b.streamed.hostKiB)}/${MB(b.streamed.helperKiB)}, not streamed ${MB(b.buffered.serverKiB)}/${MB(b.buffered.hostKiB)}/${MB(b.buffered.helperKiB)}`,

@@ -9,6 +9,7 @@ import { send, serve } from './ipc.js';
 serve(async (command) => {
   if (command.cmd !== 'flood') throw new Error(`unknown command ${command.cmd}`);
   const start = performance.now();
+  const cpu0 = process.cpuUsage();
   const bytes = await new Promise<number>((resolve, reject) => {
     const child = spawn('sh', ['-c', String(command.command)], { stdio: ['ignore', 'pipe', 'ignore'], detached: command.detached === true });
     let n = 0;
@@ -16,6 +17,7 @@ serve(async (command) => {
     child.on('error', reject);
     child.on('close', () => resolve(n));
   });
-  return { ms: performance.now() - start, bytes };
+  const cpu = process.cpuUsage(cpu0);
+  return { ms: performance.now() - start, bytes, cpuMs: (cpu.user + cpu.system) / 1000 };
 });
 send({ event: 'ready' });

@@ -25,7 +25,12 @@ serve((command) => {
   const helper = spawnHelperPid();
   switch (command.cmd) {
     case 'memory':
-      return { self: memoryKiB(), helper: helper === undefined ? { peakKiB: 0, rssKiB: 0 } : memoryKiB(helper), settledKiB: settledRssKiB() };
+      return {
+        self: memoryKiB(),
+        helper: helper === undefined ? { peakKiB: 0, rssKiB: 0 } : memoryKiB(helper),
+        helperPid: helper ?? 0,
+        settledKiB: settledRssKiB(),
+      };
     case 'resetPeak':
       resetPeak();
       if (helper !== undefined) resetPeak(helper);

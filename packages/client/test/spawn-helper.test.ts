@@ -6,9 +6,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { BufferedOutput, type OutputStreamName } from '../src/calls/output-sink.js';
 import { runCommandTool } from '../src/subprocess/run-command.js';
 import { spawnHelperPid } from '../src/subprocess/spawn-helper.js';
 import type { CallFacts, CommandSpec } from '../src/types.js';
@@ -22,6 +24,15 @@ const sh = (script: string): CommandSpec => ({ inputSchema: {}, command: ['sh', 
 const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
 
 const scratch = useScratch('toolwire-helper-');
+
+/** Buffered output that counts the bytes written into it as they arrive. */
+class CountingOutput extends BufferedOutput {
+  arrived = 0;
+  override write(stream: OutputStreamName, bytes: Uint8Array): Promise<void> {
+    this.arrived += bytes.length;
+    return super.write(stream, bytes);
+  }
+}
 
 describe('the spawn helper', () => {
   it('spawns the tools: their parent is the helper, a process other than this one', async () => {
@@ -51,6 +62,42 @@ describe('the spawn helper', () => {
     expect(whole.stdout.length).toBe(bytes);
     const capped = await runCommandTool(sh(`head -c ${bytes} /dev/zero`), {}, ctx(), { maxCaptureBytes: 1000 });
     expect(text(capped.stdout)).toMatch(new RegExp(`stdout truncated: ${bytes} bytes`));
+  });
+
+  it('hands a big output’s pipes to this process: past 256 KiB the output still arrives while the helper is stopped, and the capture is whole', async () => {
+    const output = new CountingOutput(8 * 1024 * 1024);
+    const arrived = () => output.arrived;
+    const pidFile = join(scratch.dir, 'big.pid');
+    const go = join(scratch.dir, 'go');
+    const script = `head -c 400000 /dev/zero; echo $$ > ${pidFile}; while [ ! -e ${go} ]; do sleep 0.02; done; head -c 100000 /dev/zero; echo done >&2`;
+    const running = runCommandTool(sh(script), {}, ctx('big'), { output });
+    await scratch.readPid(pidFile);
+    await poll(() => arrived() >= 400_000, 5000, 'the first 400000 bytes');
+    const helper = spawnHelperPid()!;
+    process.kill(helper, 'SIGSTOP');
+    try {
+      await writeFile(go, '');
+      await poll(() => arrived() >= 500_005, 5000, 'the rest, read here while the helper is stopped');
+    } finally {
+      process.kill(helper, 'SIGCONT');
+    }
+    const c = await running;
+    expect([c.exitCode, c.stdout.length, c.stdout.every((b) => b === 0), text(c.stderr)]).toEqual([0, 500_000, true, 'done\n']);
+  });
+
+  it('a stop after the pipes were handed over: 130 with the output so far, and the whole group is killed (a background holder of the pipes too)', async () => {
+    const pidFile = join(scratch.dir, 'holder.pid');
+    const abort = new AbortController();
+    const output = new CountingOutput(8 * 1024 * 1024);
+    const script = `head -c 300000 /dev/zero; sleep 1000 & echo $! > ${pidFile}; printf tail; wait`;
+    const running = runCommandTool(sh(script), {}, { ...ctx('stop'), signal: abort.signal }, { cancelGraceMs: 300, drainMs: 300, output });
+    const holder = await scratch.readPid(pidFile);
+    await poll(() => output.arrived === 300_004, 5000, 'the output so far');
+    abort.abort();
+    const c = await running;
+    expect(c.exitCode).toBe(130);
+    expect(c.stdout.length).toBe(300_004);
+    await poll(() => isGone(holder), 3000, 'the background holder to be gone');
   });
 
   it('a helper killed mid-call: the call ends 70 with the reason and the output that had arrived, the tool group is killed, the next call starts a new helper', async () => {

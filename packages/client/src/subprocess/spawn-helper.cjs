@@ -20,12 +20,19 @@
  *   helper has already SIGKILLed what was left of the group and forgotten the tool: the host sends
  *   no `release` then. Nothing after `release`.
  *
+ * - helper → host, once a tool has output HANDOVER_BYTES: `{ev:'pipe', id, fd}` with the handle of its
+ *   stdout (fd 1), then its stderr (fd 2) (each a net.Socket, `sendHandle`), after every `data` event read here: from then on the host
+ *   reads the pipes itself (one process and one copy fewer for a big output), counts the tool's
+ *   allowance, and sees the pipes close; this helper sends no `data` or `closed` for it any more,
+ *   and the host always sends `release` at the end.
+ *
  * Tools are spawned `detached` (their own process group). When the IPC channel closes — the host
  * process ended, however — every group still known is sent SIGKILL and the helper exits. Output is
  * paused while more than HIGH_WATER bytes wait to be written to the channel (backpressure), and a
  * tool's pipes while its allowance is used up (the call's window: the host's memory per streaming
  * call stays bounded without a round trip). A streaming tool's output (one with an allowance) goes
- * out within STREAM_BATCH_MS, not BATCH_MS: the caller watches it live.
+ * out at the end of the loop turn that read it, not within BATCH_MS: the caller watches it live, and
+ * a timer would cost this process one more wake-up (one more wait for a CPU) per chunk.
  */
 'use strict';
 const { spawn } = require('node:child_process');
@@ -36,10 +43,16 @@ const LOW_WATER = 1024 * 1024;
 const BATCH_BYTES = 64 * 1024;
 /** The longest an event waits for its batch (ms). */
 const BATCH_MS = 10;
-/** The longest a streaming tool's output waits for its batch (ms). */
-const STREAM_BATCH_MS = 1;
+/**
+ * Output bytes of one tool after which its pipes are handed to the host (both still open): a short
+ * tool's output rides in one batch with its exit, a big one skips this process.
+ */
+const HANDOVER_BYTES = 256 * 1024;
 
-/** id → { child, pid, allowance } of every tool not yet released (`allowance`: bytes it may still output, or undefined). */
+/**
+ * id → { child, pid, allowance, read, passed } of every tool not yet released (`allowance`: bytes it may still
+ * output, or undefined; `read`: bytes read here; `passed`: its pipes were handed to the host).
+ */
 const tools = new Map();
 /** Bytes handed to the channel and not yet written. */
 let queued = 0;
@@ -53,8 +66,6 @@ let batch = [];
 let batchBytes = 0;
 let flushTimer;
 let flushNow = false;
-/** The pending flush timer is a STREAM_BATCH_MS one. */
-let flushSoon = false;
 
 function killGroup(pid, signal) {
   if (!(pid > 0)) return;
@@ -71,6 +82,7 @@ function readable(entry) {
 }
 
 function pipes(entry, read) {
+  if (entry.passed) return; // the host reads them
   for (const s of [entry.child.stdout, entry.child.stderr]) if (s) read ? s.resume() : s.pause();
 }
 
@@ -88,7 +100,6 @@ function flush() {
   clearTimeout(flushTimer);
   flushTimer = undefined;
   flushNow = false;
-  flushSoon = false;
   if (batch.length === 0) return;
   const events = batch;
   const bytes = batchBytes;
@@ -99,21 +110,17 @@ function flush() {
   process.send(events, undefined, undefined, sent(bytes));
   if (!paused && queued > HIGH_WATER) {
     paused = true;
-    for (const { child } of tools.values()) for (const s of [child.stdout, child.stderr]) s && s.pause();
+    for (const entry of tools.values()) pipes(entry, false);
   }
 }
 
-/** Queue `event`; `urgent`: send the batch at the end of this loop turn; `soon`: within STREAM_BATCH_MS. */
-function send(event, bytes = 0, urgent = false, soon = false) {
+/** Queue `event`; `urgent`: send the batch at the end of this loop turn. */
+function send(event, bytes = 0, urgent = false) {
   batch.push(event);
   batchBytes += bytes;
   if (!flushNow && (urgent || batchBytes >= BATCH_BYTES)) {
     flushNow = true;
     setImmediate(flush);
-  } else if (!flushNow && soon && flushSoon === false) {
-    clearTimeout(flushTimer);
-    flushSoon = true;
-    flushTimer = setTimeout(flush, STREAM_BATCH_MS);
   } else if (flushTimer === undefined && !flushNow) {
     flushTimer = setTimeout(flush, BATCH_MS);
   }
@@ -135,7 +142,7 @@ function start({ id, file, args, cwd, env, input, umask, notAfter, allowance }) 
     return;
   }
   process.umask(ownMask);
-  const entry = { child, pid: child.pid, allowance };
+  const entry = { child, pid: child.pid, allowance, read: 0, passed: false };
   const streaming = allowance !== undefined;
   tools.set(id, entry);
   const live = () => tools.get(id) === entry;
@@ -162,16 +169,18 @@ function start({ id, file, args, cwd, env, input, umask, notAfter, allowance }) 
   ]) {
     if (!readable(entry)) stream.pause();
     stream.on('data', (chunk) => {
-      if (!live()) return;
-      send({ ev: 'data', id, fd, chunk }, chunk.length, false, streaming);
+      if (!live() || entry.passed) return;
+      send({ ev: 'data', id, fd, chunk }, chunk.length, streaming);
       if (streaming) {
         entry.allowance -= chunk.length;
         if (entry.allowance <= 0) pipes(entry, false);
       }
+      entry.read += chunk.length;
+      if (entry.read >= HANDOVER_BYTES && open === 2 && !entry.handing) handOver(id, entry);
     });
     stream.on('error', () => {});
     stream.on('close', () => {
-      if (--open !== 0 || !live()) return;
+      if (entry.passed || --open !== 0 || !live()) return;
       send({ ev: 'closed', id }, 0, exited);
       if (exited) over();
     });
@@ -179,16 +188,39 @@ function start({ id, file, args, cwd, env, input, umask, notAfter, allowance }) 
   child.on('exit', (code, signal) => {
     exited = true;
     if (!live()) return;
-    send({ ev: 'exit', id, code, signal }, 0, open === 0);
-    if (open === 0) over();
+    send({ ev: 'exit', id, code, signal }, 0, open === 0 || entry.passed);
+    if (open === 0 && !entry.passed) over();
   });
   child.stdin.on('error', () => {}); // EPIPE: the tool did not read its input
   child.stdin.end(input);
 }
 
+/**
+ * Hand a tool's two pipes to the host: stop reading them here, send what was read (in order), then
+ * each pipe's handle; this process's copy of each is closed once its handle is sent.
+ */
+function handOver(id, entry) {
+  const streams = [
+    [1, entry.child.stdout],
+    [2, entry.child.stderr],
+  ];
+  if (!process.connected || streams.some(([, s]) => !s || s.destroyed || !s._handle)) return;
+  entry.handing = true;
+  for (const [, s] of streams) {
+    s.pause();
+    s._handle.readStop();
+    s._handle.reading = true; // keeps net.Socket#_read from reading again (read() below, a later resume)
+    while (s.read() !== null); // what it had buffered goes out through the 'data' listener
+  }
+  entry.passed = true;
+  flush(); // the data read here goes before the handles
+  // Sent as a net.Socket (the host gets one); kept open until sent, then closed here.
+  for (const [fd, s] of streams) process.send({ ev: 'pipe', id, fd }, s, { keepOpen: true }, () => s.destroy());
+}
+
 function allow(id, bytes) {
   const entry = tools.get(id);
-  if (entry === undefined || entry.allowance === undefined) return;
+  if (entry === undefined || entry.allowance === undefined || entry.passed) return;
   const was = readable(entry);
   entry.allowance += bytes;
   if (!was && readable(entry)) pipes(entry, true);

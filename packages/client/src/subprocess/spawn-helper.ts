@@ -10,7 +10,9 @@
  * One helper per process, started with the first subprocess tool, never keeping the process alive
  * while idle. If it cannot start (no usable `process.execPath`, Windows) tools are spawned locally
  * ({@link launchLocal}); nothing else changes. Output arrives in batches (at a tool's end, every
- * 64 KiB, else within 10 ms). If the helper dies, the calls it carried end as `lost` (exit code 70,
+ * 64 KiB, else within 10 ms); once a tool has output 256 KiB the helper hands its two pipes over
+ * and they are read here (one process and one copy fewer per byte; the read bound of its live-output
+ * window is then kept here). If the helper dies, the calls it carried end as `lost` (exit code 70,
  * the reason on stderr, the output that had arrived) with their groups killed from here, and the
  * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
  * process ended, however (SIGKILL included). Every tool it spawns is also registered with this
@@ -22,6 +24,7 @@
  * tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
 import { forgetGroup, toolStarting } from './reaper.js';
@@ -44,6 +47,20 @@ type HelperEvent =
   | { ev: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { ev: 'closed'; id: number };
 
+/** The helper hands over one pipe of a tool (sent alone, with the pipe's handle). */
+interface PipeEvent {
+  ev: 'pipe';
+  id: number;
+  fd: 1 | 2;
+}
+
+/** A tool's pipes once the helper handed them over: read here. */
+interface Passed {
+  sockets: Socket[];
+  /** Pipes not closed yet (of 2). */
+  open: number;
+}
+
 interface Remote {
   /** Kept for a relaunch here until the helper answers about it (then dropped: it holds the whole input). */
   launch: ToolLaunch | undefined;
@@ -56,6 +73,10 @@ interface Remote {
   local?: ToolProcess;
   exited?: boolean;
   closed?: boolean;
+  /** Output bytes the tool may still output (its allowance less what arrived), `undefined`: no bound. */
+  left: number | undefined;
+  /** Its pipes, once the helper handed them over. */
+  passed?: Passed;
 }
 
 /** Spawn errors of the helper itself that will not go away by trying again. */
@@ -71,8 +92,10 @@ class Helper {
 
   constructor(child: ChildProcess) {
     this.#child = child;
-    child.on('message', (events: HelperEvent[]) => {
-      for (const m of events) this.#onEvent(m);
+    child.on('message', (events: HelperEvent[] | PipeEvent, pipe?: Socket) => {
+      if (Array.isArray(events)) for (const m of events) this.#onEvent(m);
+      // A `pipe` without its handle: the helper released the call before the handle went (nothing to read).
+      else if (pipe !== undefined) this.#onPipe(events, pipe);
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
       // Without a pid the helper never started: nothing of its calls ran, they run here instead.
@@ -95,13 +118,21 @@ class Helper {
     const id = ++this.#nextId;
     // The reaper learns of the tool before the helper forks it: if this process and the helper die
     // together, the reaper still kills its group (or finds it by its call id, on Linux).
-    const remote: Remote = { launch, events, register: toolStarting(launch.callId) };
+    const remote: Remote = { launch, events, register: toolStarting(launch.callId), left: launch.allowance };
     this.#calls.set(id, remote);
     if (this.#calls.size === 1) this.#busy();
     this.#send({ op: 'spawn', id, umask: process.umask(), ...launch }); // this process's umask now, as a local spawn would
     return {
       allow: (bytes) => {
         if (remote.local) return remote.local.allow(bytes);
+        if (remote.left !== undefined) {
+          const was = remote.left;
+          remote.left += bytes;
+          if (remote.passed !== undefined) {
+            if (was <= 0 && remote.left > 0) for (const s of remote.passed.sockets) s.resume();
+            return;
+          }
+        }
         // Kept with the launch too: if the helper never started, the call is relaunched here with it.
         if (remote.launch?.allowance !== undefined) remote.launch.allowance += bytes;
         if (this.#calls.has(id)) this.#send({ op: 'allow', id, bytes });
@@ -114,8 +145,8 @@ class Helper {
       release: () => {
         if (remote.local) return remote.local.release();
         if (!this.#forget(id)) return;
-        if (!(remote.exited && remote.closed)) {
-          // Not over yet (when it is, the helper killed the rest of the group before it said so).
+        if (remote.passed !== undefined || !(remote.exited && remote.closed)) {
+          // Not over yet, or its pipes were read here (else the helper killed the rest of the group before it said so).
           this.#send({ op: 'release', id });
           killGroup(remote.pid, 'SIGKILL');
         }
@@ -148,7 +179,10 @@ class Helper {
   }
 
   #forget(id: number): boolean {
-    if (!this.#calls.delete(id)) return false;
+    const remote = this.#calls.get(id);
+    if (remote === undefined) return false;
+    this.#calls.delete(id);
+    for (const s of remote.passed?.sockets ?? []) s.destroy();
     if (this.#calls.size === 0) this.#idle();
     return true;
   }
@@ -173,6 +207,7 @@ class Helper {
         return;
       }
       case 'data':
+        if (remote.left !== undefined) remote.left -= m.chunk.byteLength;
         // A copy when the chunk is a small view into the channel's read buffer: the capture may
         // keep it, and a view would keep the whole buffer (every tool's output of that read) alive.
         remote.events.data(m.fd, m.chunk.byteLength * 2 < m.chunk.buffer.byteLength ? new Uint8Array(m.chunk) : m.chunk);
@@ -186,6 +221,33 @@ class Helper {
         remote.events.closed();
         return;
     }
+  }
+
+  /** One pipe of a tool, handed over by the helper after every `data` event it read: read here from now on. */
+  #onPipe(m: PipeEvent, socket: Socket): void {
+    socket.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
+    const remote = this.#calls.get(m.id);
+    if (remote === undefined) {
+      socket.destroy(); // released meanwhile
+      return;
+    }
+    const passed = (remote.passed ??= { sockets: [], open: 2 });
+    passed.sockets.push(socket);
+    if (remote.left !== undefined && remote.left <= 0) socket.pause();
+    const live = (): boolean => this.#calls.get(m.id) === remote;
+    socket.on('data', (chunk: Buffer) => {
+      if (!live()) return;
+      if (remote.left !== undefined) {
+        remote.left -= chunk.length;
+        if (remote.left <= 0) for (const s of passed.sockets) s.pause();
+      }
+      remote.events.data(m.fd, chunk);
+    });
+    socket.on('close', () => {
+      if (--passed.open !== 0 || !live()) return;
+      remote.closed = true;
+      remote.events.closed();
+    });
   }
 
   /**
@@ -202,6 +264,7 @@ class Helper {
     this.#idle();
     const calls = [...this.#calls.values()];
     this.#calls.clear();
+    for (const remote of calls) for (const s of remote.passed?.sockets ?? []) s.destroy();
     for (const remote of calls) {
       if (how.relaunch && remote.launch !== undefined) {
         remote.register?.(undefined); // launchLocal registers it again
