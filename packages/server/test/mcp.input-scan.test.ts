@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { numberSurvives, scanInput } from '../src/mcp/input-scan.js';
-import { inputErrorsOf } from '../src/mcp/raw-body.js';
+import { argumentsAsSent, inputErrorsOf } from '../src/mcp/raw-body.js';
 import { argumentsText, canonical, numberText, reference, survives } from './json-quirks.js';
 
 /** A tools/call message around `args`, with other members (and their numbers) around it. */
@@ -99,5 +99,22 @@ describe('each refused shape names its path and reason', () => {
   it('scans nothing when the body holds no tools/call', () => {
     const text = '{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{"a":1,"a":2}}}';
     expect(inputErrorsOf(JSON.parse(text), text)).toBeUndefined();
+  });
+});
+
+describe('argumentsAsSent (for the stdio door, which forwards what was written)', () => {
+  it('gives the arguments text of each call the door would refuse, from the first arguments value to the last', () => {
+    const single = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments": { "a" : 1, "a": [2] } }}';
+    expect(argumentsAsSent(single)).toEqual(new Map([[1, '{ "a" : 1, "a": [2] }']]));
+    const twice = '{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"arguments":{"a":1},"name":"t","arguments":{}}}';
+    expect(argumentsAsSent(twice)).toEqual(new Map([['x', '{"a":1},"name":"t","arguments":{}']]));
+    const batch = `[${call(1, '{"ok":1}')},${call(2, '{"n":1e999}')}]`;
+    expect(argumentsAsSent(batch)).toEqual(new Map([[2, '{"n":1e999}']]));
+  });
+
+  it('gives nothing for arguments that pass, other methods, or text that is not JSON', () => {
+    expect(argumentsAsSent(call(1, '{"a":1.0}'))).toBeUndefined();
+    expect(argumentsAsSent('{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"arguments":{"a":1,"a":1}}}')).toBeUndefined();
+    expect(argumentsAsSent('{"id":1,"method":"tools/call",')).toBeUndefined();
   });
 });

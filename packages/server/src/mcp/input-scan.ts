@@ -108,9 +108,11 @@ function shown(text: string): string {
 /**
  * Scan `text` (JSON that `JSON.parse` accepts) and give, for each message whose `params.arguments`
  * would reach the tool changed, the first finding. `batch`: the text is a JSON array of messages.
- * An empty array in the usual case.
+ * An empty array in the usual case. `spans`, when given, gets for each message (by index) where its
+ * `arguments` text lies: from the start of the first such value to the end of the last (the same
+ * value unless the member is repeated).
  */
-export function scanInput(text: string, batch: boolean): InputIssue[] {
+export function scanInput(text: string, batch: boolean, spans?: Map<number, [start: number, end: number]>): InputIssue[] {
   const issues: InputIssue[] = [];
   const base = batch ? 1 : 0; // index of a message object among the open containers
   /** Per open container: `{` or `[`. */
@@ -128,13 +130,20 @@ export function scanInput(text: string, batch: boolean): InputIssue[] {
 
   /** Whether the innermost open container is `params.arguments` of the current message or inside it. */
   const underArguments = (): boolean => kinds.length > base + 2 && at[base] === 'params' && at[base + 1] === 'arguments';
-  const path = (extra?: string): string => {
+  const path = (): string => {
     let out = 'arguments';
     for (let d = base + 2; d < at.length; d++) {
       const step = at[d]!;
       out += typeof step === 'number' ? `[${step}]` : `.${step}`;
     }
-    return extra === undefined ? out : `${out}.${extra}`;
+    return out;
+  };
+  /** Whether a value starting (or ending) here is the value of a message's `params.arguments`. */
+  const argumentsValue = (): boolean => kinds.length === base + 2 && kinds[base + 1] === OPEN_OBJECT && at[base] === 'params' && at[base + 1] === 'arguments';
+  const span = (start: number, end: number): void => {
+    const known = spans!.get(message);
+    if (known === undefined) spans!.set(message, [start, end]);
+    else if (end > 0) known[1] = end;
   };
   const report = (where: string, reason: string): void => {
     if (flagged === message) return;
@@ -151,6 +160,7 @@ export function scanInput(text: string, batch: boolean): InputIssue[] {
     } else if (c === QUOTE) {
       const end = skipString(text, i);
       const depth = kinds.length;
+      if (!expectKey && spans !== undefined && argumentsValue()) span(i, end);
       if (expectKey) {
         expectKey = false;
         if (depth <= base + 2 || inArgs) {
@@ -172,6 +182,7 @@ export function scanInput(text: string, batch: boolean): InputIssue[] {
       i = end;
     } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
       if (batch && kinds.length === 1) message = at[0] as number;
+      if (spans !== undefined && argumentsValue()) span(i, -1);
       kinds.push(c);
       at.push(0);
       inArgs = underArguments();
@@ -185,6 +196,7 @@ export function scanInput(text: string, batch: boolean): InputIssue[] {
       inArgs = underArguments();
       expectKey = false;
       i++;
+      if (spans !== undefined && argumentsValue()) span(-1, i);
     } else if (c === COMMA) {
       const top = kinds.length - 1;
       if (kinds[top] === OPEN_ARRAY) at[top] = (at[top] as number) + 1;
@@ -199,13 +211,8 @@ export function scanInput(text: string, batch: boolean): InputIssue[] {
         if (isSpace(d) || d === COMMA || d === CLOSE_ARRAY || d === CLOSE_OBJECT) break;
         i++;
       }
-      if (
-        (inArgs || (kinds.length === base + 2 && at[base] === 'params' && at[base + 1] === 'arguments')) &&
-        flagged !== message &&
-        c !== 0x74 &&
-        c !== 0x66 &&
-        c !== 0x6e
-      ) {
+      if (spans !== undefined && argumentsValue()) span(start, i);
+      if ((inArgs || argumentsValue()) && flagged !== message && c !== 0x74 && c !== 0x66 && c !== 0x6e) {
         const number = text.slice(start, i);
         if (!numberSurvives(number)) {
           report(path(), `input number ${JSON.stringify(path())} (${shown(number)}) would reach the tool as ${JSON.stringify(Number(number))}; send it as a string`);

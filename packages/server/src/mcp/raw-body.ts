@@ -62,3 +62,32 @@ export function inputErrorsOf(body: unknown, text: string): Map<string | number,
   }
   return errors;
 }
+
+/**
+ * For a door that reads MCP messages itself and forwards them to `/mcp` (the stdio door, `toolwire
+ * mcp`): for each `tools/call` in `text` (one JSON-RPC message or a batch) whose arguments
+ * `JSON.parse` would hand on changed, request id → its `arguments` text as sent (from the first
+ * `arguments` value to the last, when the member is repeated), to be forwarded in place of the parsed
+ * value so that `/mcp` judges what the agent sent and refuses the call 65 with the reason.
+ * `undefined` when there is none, or when `text` is not JSON.
+ */
+export function argumentsAsSent(text: string): Map<string | number, string> | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const messages = Array.isArray(body) ? body : [body];
+  if (!messages.some(isCall)) return undefined;
+  const spans = new Map<number, [number, number]>();
+  let found: Map<string | number, string> | undefined;
+  for (const issue of scanInput(text, Array.isArray(body), spans)) {
+    const message: unknown = messages[issue.message];
+    const span = spans.get(issue.message);
+    if (!isCall(message) || span === undefined) continue;
+    found ??= new Map();
+    found.set(message.id, text.slice(span[0], span[1]));
+  }
+  return found;
+}
