@@ -342,6 +342,7 @@ describe('public API: the names each package root exports', () => {
       'FaultProxy',
       'HostTools',
       'InProcessTool',
+      'NetnsLink',
       'NetnsSupport',
       'ProxyConnection',
       'ProxyTarget',

@@ -16,3 +16,4 @@ export { expectCapture, CaptureAssertion, type CaptureLike } from './expect.js';
 export { waitUntil, waitForTools, waitForToolsChanged, waitForHost, waitForCallInFlight, type WaitOptions } from './wait.js';
 export { closeAll, openHandles } from './cleanup.js';
 export { netnsSupport, type NetnsSupport } from './netns.js';
+export type { NetnsLink } from './netns-link.js';
