@@ -23,6 +23,8 @@ export class FaultProxy implements FaultControls {
   readonly port: number;
   /** Connections open now, oldest first. */
   readonly connections: ProxyConnection[] = [];
+  /** Connections accepted so far (open or closed, refused ones included). */
+  accepted = 0;
   readonly #server: Server;
   readonly #faults: Faults = clean();
   #budget: number | undefined;
@@ -59,6 +61,7 @@ export class FaultProxy implements FaultControls {
 
   #accept(client: Socket, host: string, port: number): void {
     client.on('error', () => {});
+    this.accepted++;
     if (this.#refusing || this.#closing) {
       client.resetAndDestroy();
       return;
