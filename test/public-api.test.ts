@@ -340,6 +340,7 @@ describe('public API: the names each package root exports', () => {
       'CaptureLike',
       'FaultControls',
       'FaultProxy',
+      'HostTarget',
       'HostTools',
       'InProcessTool',
       'NetnsLink',

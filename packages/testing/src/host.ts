@@ -13,6 +13,15 @@ import type { TestServer } from './server.js';
 import { type HostTools, registerTools } from './tools.js';
 import { waitForHost, waitUntil } from './wait.js';
 
+/**
+ * A server the kit did not start (a `toolwire serve` process, a staging server): where hosts dial
+ * and a host token it accepts. `startHost`'s `name` is then only a label.
+ */
+export interface HostTarget {
+  url: string;
+  token: string;
+}
+
 /** Options of {@link startHost}. Times in ms. */
 export interface StartHostOptions {
   /** Host identity (its token is made with `server.hostToken(name)`). Default `host1`, `host2`… */
@@ -58,7 +67,7 @@ export interface TestHost extends AsyncDisposable {
   pause(): void;
   /** Child: SIGCONT. In this process: `net.heal()`. */
   resume(): void;
-  /** Cut the connection (RST) and refuse new ones; resolves once the server no longer lists the host. */
+  /** Cut the connection (RST) and refuse new ones; resolves once the server no longer lists the host (a {@link HostTarget}: once the proxy has no connection open). */
   disconnect(options?: { timeoutMs?: number }): Promise<void>;
   /** Heal `net` (and `netns`) and resolve once the host has connected and advertised again. */
   reconnect(options?: { timeoutMs?: number }): Promise<void>;
@@ -78,16 +87,17 @@ function childCommand(): { entry: string; args: string[] } {
 }
 
 /**
- * Start a real tool host advertising `tools` to `server` (through its own fault proxy, `net`) and
- * resolve once the server answered its first advertise.
+ * Start a real tool host advertising `tools` to `server` — a {@link TestServer}, or any server as
+ * `{url, token}` — (through its own fault proxy, `net`) and resolve once the server answered its
+ * first advertise.
  * @throws TypeError when `tools` is a map and `process: true` (a child can load only a path), when `netns`
  *   comes without `process`, or on a bad tool; Error when the netns mode cannot run here (`netnsSupport()`)
  */
-export async function startHost(server: TestServer, tools: HostTools, options: StartHostOptions = {}): Promise<TestHost> {
+export async function startHost(server: TestServer | HostTarget, tools: HostTools, options: StartHostOptions = {}): Promise<TestHost> {
   if (options.process && typeof tools !== 'string') throw new TypeError('startHost: with {process: true}, tools must be a manifest or module path');
   const name = options.name ?? `host${++hostCount}`;
   if (options.netns && !options.process) throw new TypeError('startHost: {netns: true} needs {process: true} (a namespace holds a process)');
-  const token = await server.hostToken(name);
+  const token = 'hostToken' in server ? await server.hostToken(name) : server.token;
   const netns = options.netns ? await Netns.create() : undefined;
   let net: FaultProxy;
   try {
@@ -160,7 +170,9 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
     },
     async disconnect(o = {}) {
       net.refuse().reset();
-      await waitForHost(server, name, { connected: false, timeoutMs: o.timeoutMs ?? 10_000 });
+      const timeoutMs = o.timeoutMs ?? 10_000;
+      if ('hostToken' in server) await waitForHost(server, name, { connected: false, timeoutMs });
+      else await waitUntil(() => net.connections.length === 0, `host ${name}'s connections to close`, { timeoutMs });
     },
     async reconnect(o = {}) {
       const before = advertised;
