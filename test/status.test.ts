@@ -131,10 +131,11 @@ describe('/status access', () => {
   });
 
   it('ends a browser session once its caller token is revoked', async () => {
-    const { server, base, hostToken } = await setup();
+    const started = await setup();
+    const { server, base } = started;
     const cookie = await session(base);
     expect((await fetch(`${base}/status/snapshot`, { headers: { cookie } })).status).toBe(200);
-    await server.updateCredentials([{ name: 'alpha', token: await hostToken('alpha') }], [{ name: 'agent', token: generateToken() }]);
+    await server.updateCredentials([{ name: 'alpha', token: await started.hostToken('alpha') }], [{ name: 'agent', token: generateToken() }]);
     expect((await fetch(`${base}/status/snapshot`, { headers: { cookie } })).status).toBe(401);
   });
 });

@@ -32,7 +32,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     await toolsOn(b, 10, 'node b to list the host’s tools');
 
     const ok = await call(b, 'alpha__echo', { from: 'b' });
-    expect(ok.code).toBe(0);
+    expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toBe('{"from":"b"}');
     expect((await call(b, 'alpha__strict', { n: 'x' })).code).toBe(65);
     expect((await call(b, 'alpha__wait', {}, ['--timeout', '500'])).code).toBe(124);
