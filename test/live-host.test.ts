@@ -1,6 +1,6 @@
 /**
  * Live output end to end (issue 13) with the real parts: a `ToolwireServer` on 127.0.0.1:0 and a real
- * `ToolHost` process (@toolwire/testing's, with the tools of `fixtures/live-host.ts`) whose subprocess tools stream through the spawn
+ * `ToolHost` process (@toolwire/testing's, with the tools of `fixtures/live-tools.json`) whose subprocess tools stream through the spawn
  * helper: chunks reach `executor.execute`'s `onOutput` while the tool runs, a host killed
  * mid-stream leaves what it streamed in the record, and a capture over the cap is byte-identical
  * whether or not it streamed.
@@ -16,7 +16,7 @@ afterEach(async () => {
   await closeAll();
 });
 
-const HOST = join(repoRoot, 'test', 'fixtures', 'live-host.ts');
+const HOST = join(repoRoot, 'test', 'fixtures', 'live-tools.json');
 
 /** The live host process `alpha` (no reconnect: a killed host stays gone). */
 const startLiveHost = (started: TestServer, liveOutput = true) =>

@@ -14,7 +14,7 @@ import { cleanup, defer, repoRoot } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot, 'test', 'artifacts');
-const LIVE_HOST = join(repoRoot, 'test', 'fixtures', 'live-host.ts');
+const LIVE_HOST = join(repoRoot, 'test', 'fixtures', 'live-tools.json');
 const READONLY_TOKEN = 'caller-token-readonly-dddddddddddddddd';
 
 let browser: Browser;

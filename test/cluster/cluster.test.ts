@@ -114,7 +114,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: stop', () => {
 describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: live output across nodes', () => {
   it('streams a remote tool’s output to node B’s listener in order, and the capture is complete', async () => {
     const { a, b } = await twoNodes();
-    await startHost(a, join(repoRoot, 'test', 'fixtures', 'live-host.ts'), { name: 'beta', process: true, hostOptions: { reconnect: false } });
+    await startHost(a, join(repoRoot, 'test', 'fixtures', 'live-tools.json'), { name: 'beta', process: true, hostOptions: { reconnect: false } });
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'beta__ticker'), 'node b to list beta__ticker', 20_000);
     const chunks: string[] = [];
     const result = await run(b, 'beta__ticker', {}, { onOutput: (c: { bytes: Uint8Array }) => void chunks.push(text(c.bytes)) });
