@@ -1,18 +1,33 @@
+/**
+ * End to end: a @toolwire/testing server, a real tool-host process (the kit's, loading
+ * test/fixtures/host-tools.ts), the executor; and the toolwire CLI against such a server.
+ */
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { type Started, CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, finish, repoRoot, spawnTs, startFixtureHost, startServer, text, waitFor } from './helpers.js';
+import { type TestServer, closeAll, startHost, startServer, waitForCallInFlight, waitForTools } from '@toolwire/testing';
+import { cleanup, cliPath, finish, repoRoot, spawnTs, text, waitFor } from './helpers.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
+
+const FIXTURE_TOOLS = join(repoRoot, 'test', 'fixtures', 'host-tools.ts');
+
+/** A kit server with the fixture host process `alpha`. */
+async function withFixtureHost(): Promise<TestServer> {
+  const started = await startServer();
+  await startHost(started, FIXTURE_TOOLS, { name: 'alpha', process: true, hostOptions: { cancelGraceMs: 1_000 } });
+  return started;
+}
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the expects read each outcome's own fields (capture, envelope) directly
-const run = (started: Started, name: string, input: unknown = {}, extra: object = {}): Promise<any> =>
-  started.server.executor.execute({ name, input, agent: 'agent', ...extra });
+const run = (started: TestServer, name: string, input: unknown = {}, extra: object = {}): Promise<any> => started.call(name, input, extra);
 
 describe('end to end: server, a real tool-host process, the executor', () => {
   it('lists the host tools under qualified names and runs in-process and subprocess tools', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
+    const started = await withFixtureHost();
     const names = started.server.router.tools().map((t) => t.name);
     expect(names).toEqual(expect.arrayContaining(['alpha__echo', 'alpha__cat', 'alpha__tree', 'alpha__exit3']));
 
@@ -31,16 +46,14 @@ describe('end to end: server, a real tool-host process, the executor', () => {
   });
 
   it('carries non-UTF-8 output bytes exactly', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
+    const started = await withFixtureHost();
     const result = await run(started, 'alpha__bytes');
     expect(result.capture.exitCode).toBe(3);
     expect([...result.capture.stdout]).toEqual([0xff, 0x00, 0xfe, 0x41]);
   });
 
   it('answers a missing command with 127 and a throwing handler with 70', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
+    const started = await withFixtureHost();
     const missing = await run(started, 'alpha__missing');
     expect(missing.capture.exitCode).toBe(127);
     expect(text(missing.capture.stderr)).toMatch(/toolwire: .*\n$/);
@@ -50,8 +63,7 @@ describe('end to end: server, a real tool-host process, the executor', () => {
   });
 
   it('answers an unknown tool with 127 and input that fails the schema with 65, not routed', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
+    const started = await withFixtureHost();
     const unknown = await run(started, 'alpha__nope');
     expect(unknown.capture.exitCode).toBe(127);
     const bad = await run(started, 'alpha__strict', { n: 'one' });
@@ -62,8 +74,7 @@ describe('end to end: server, a real tool-host process, the executor', () => {
   });
 
   it('bounds a long stdout in the envelope but keeps it whole in the capture', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
+    const started = await withFixtureHost();
     const big = await run(started, 'alpha__big', { bytes: 100_000 });
     expect(big.capture.stdout.length).toBe(100_000);
     expect(big.envelope.text).toContain('[... stdout truncated: 100000 bytes / 1 lines total; showing the first 16384 and last 16384 bytes ...]');
@@ -74,10 +85,21 @@ describe('end to end: server, a real tool-host process, the executor', () => {
 describe('the toolwire CLI against a real server', () => {
   it('host runs the example manifest; tools lists it; call prints a file and exits 0', async () => {
     const started = await startServer();
-    spawnTs([cliPath, 'host', '--server', started.url, '--token', HOST_TOKEN, '--manifest', join(repoRoot, 'examples', 'tools.json'), '--root', repoRoot]);
-    await waitFor(() => started.server.router.tools().some((t) => t.name === 'alpha__read_file'), 'example tools', 15_000);
+    spawnTs([
+      cliPath,
+      'host',
+      '--server',
+      started.url,
+      '--token',
+      await started.hostToken('alpha'),
+      '--manifest',
+      join(repoRoot, 'examples', 'tools.json'),
+      '--root',
+      repoRoot,
+    ]);
+    await waitForTools(started, ['alpha__read_file'], { timeoutMs: 15_000 });
 
-    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: started.callerToken };
     const tools = await finish(spawnTs([cliPath, 'tools'], env));
     expect(tools.code).toBe(0);
     for (const name of ['alpha__list_dir', 'alpha__read_file', 'alpha__search', 'alpha__git_status', 'alpha__sleep']) {
@@ -89,15 +111,15 @@ describe('the toolwire CLI against a real server', () => {
     expect(call.code).toBe(0);
     expect(call.stdout).toBe(await readFile(join(repoRoot, 'README.md'), 'utf8'));
 
-    const json = await finish(spawnTs([cliPath, 'tools', '--json', '--server', started.mcpUrl, '--token', CALLER_TOKEN]));
+    const json = await finish(spawnTs([cliPath, 'tools', '--json', '--server', started.mcpUrl, '--token', started.callerToken]));
     expect(JSON.parse(json.stdout).map((t: { name: string }) => t.name)).toContain('alpha__sleep');
   });
 
   it('call with --timeout 500 on a sleeping tool exits 124 within about a second', async () => {
     const started = await startServer();
-    spawnTs([cliPath, 'host', '--server', started.url, '--token', HOST_TOKEN, '--manifest', join(repoRoot, 'examples', 'tools.json')]);
-    await waitFor(() => started.server.router.tools().some((t) => t.name === 'alpha__sleep'), 'example tools', 15_000);
-    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    spawnTs([cliPath, 'host', '--server', started.url, '--token', await started.hostToken('alpha'), '--manifest', join(repoRoot, 'examples', 'tools.json')]);
+    await waitForTools(started, ['alpha__sleep'], { timeoutMs: 15_000 });
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: started.callerToken };
     const child = spawnTs([cliPath, 'call', 'alpha__sleep', '{"seconds":30}', '--timeout', '500'], env);
     const started_ = Date.now();
     const result = await finish(child);
@@ -108,12 +130,11 @@ describe('the toolwire CLI against a real server', () => {
   });
 
   it('Ctrl-C (SIGINT) on call stops the call and exits 130', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
-    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const started = await withFixtureHost();
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: started.callerToken };
     const child = spawnTs([cliPath, 'call', 'alpha__wait', '{}'], env);
     const done = finish(child);
-    await waitFor(() => started.server.router.hosts().some((h) => h.inFlight > 0), 'the call to be in flight', 15_000);
+    await waitForCallInFlight(started, { timeoutMs: 15_000 });
     child.kill('SIGINT');
     const result = await done;
     expect(result.code).toBe(130);
@@ -121,9 +142,8 @@ describe('the toolwire CLI against a real server', () => {
   });
 
   it('call prints the whole capture, not the bounded projection the model reads', async () => {
-    const started = await startServer();
-    await startFixtureHost(started);
-    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: CALLER_TOKEN };
+    const started = await withFixtureHost();
+    const env = { TOOLWIRE_SERVER: started.url, TOOLWIRE_TOKEN: started.callerToken };
     const result = await finish(spawnTs([cliPath, 'call', 'alpha__big', '{"bytes":100000}'], env));
     expect(result.code).toBe(0);
     expect(result.stdout).toBe('x'.repeat(100_000));
@@ -133,7 +153,7 @@ describe('the toolwire CLI against a real server', () => {
     const started = await startServer();
     const wrong = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', 'nope']));
     expect(wrong.code).toBe(77);
-    const hostToken = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', HOST_TOKEN]));
+    const hostToken = await finish(spawnTs([cliPath, 'tools', '--server', started.url, '--token', await started.hostToken('alpha')]));
     expect(hostToken.code).toBe(77);
   });
 });

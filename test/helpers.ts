@@ -114,27 +114,6 @@ export async function finish(child: ChildProcess, timeoutMs = 15_000): Promise<{
   return { code, stdout, stderr, ms: Date.now() - started };
 }
 
-/**
- * Start a fixture tool host process (default test/fixtures/host.ts; `script` picks another) and wait
- * until `<name>__echo` is listed.
- */
-export async function startFixtureHost(
-  started: Started,
-  opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv; script?: string } = {},
-): Promise<ChildProcess> {
-  const name = opts.name ?? 'alpha';
-  const child = spawnTs([opts.script ?? join(repoRoot, 'test', 'fixtures', 'host.ts')], {
-    TOOLWIRE_SERVER: started.url,
-    TOOLWIRE_TOKEN: opts.token ?? HOST_TOKEN,
-    ...opts.env,
-  });
-  let log = '';
-  child.stderr!.on('data', (d: string) => (log += d));
-  await waitFor(() => started.server.router.tools().some((t) => t.name === `${name}__echo`) || child.exitCode !== null, `host ${name} to advertise`, 15_000);
-  if (child.exitCode !== null) throw new Error(`fixture host exited ${child.exitCode}: ${log}`);
-  return child;
-}
-
 /** Open a raw WebSocket as a host (no client library), tracked for teardown. */
 export async function rawHost(url: string, token = HOST_TOKEN, options: { autoPong?: boolean } = {}): Promise<WebSocket> {
   const ws = new WebSocket(url, { headers: { authorization: `Bearer ${token}` }, autoPong: options.autoPong ?? true });

@@ -1,6 +1,6 @@
 /**
  * Live output end to end (issue 13) with the real parts: a `ToolwireServer` on 127.0.0.1:0 and a real
- * `ToolHost` process (`fixtures/live-host.ts`) whose subprocess tools stream through the spawn
+ * `ToolHost` process (@toolwire/testing's, with the tools of `fixtures/live-tools.json`) whose subprocess tools stream through the spawn
  * helper: chunks reach `executor.execute`'s `onOutput` while the tool runs, a host killed
  * mid-stream leaves what it streamed in the record, and a capture over the cap is byte-identical
  * whether or not it streamed.
@@ -8,14 +8,22 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Started, cleanup, repoRoot, startFixtureHost, startServer, tempDir, text, waitFor } from './helpers.js';
+import { type TestServer, closeAll, startHost, startServer } from '@toolwire/testing';
+import { cleanup, repoRoot, tempDir, text, waitFor } from './helpers.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
 
-const HOST = join(repoRoot, 'test', 'fixtures', 'live-host.ts');
+const HOST = join(repoRoot, 'test', 'fixtures', 'live-tools.json');
 
-async function run(started: Started, name: string, extra: object = {}) {
-  const result = await started.server.executor.execute({ name, input: {}, agent: 'agent', ...extra });
+/** The live host process `alpha` (no reconnect: a killed host stays gone). */
+const startLiveHost = (started: TestServer, liveOutput = true) =>
+  startHost(started, HOST, { name: 'alpha', process: true, hostOptions: { reconnect: false, liveOutput } });
+
+async function run(started: TestServer, name: string, extra: object = {}) {
+  const result = await started.call(name, {}, extra);
   if (result.outcome !== 'completed') throw new Error(`${name}: ${result.outcome}`);
   return result;
 }
@@ -23,7 +31,7 @@ async function run(started: Started, name: string, extra: object = {}) {
 describe('live output: a real server and a real tool host process', () => {
   it("chunks reach executor.execute's onOutput in order while the tool runs, and add up to the capture", async () => {
     const started = await startServer();
-    await startFixtureHost(started, { script: HOST });
+    await startLiveHost(started);
     const chunks: { stream: string; text: string; seq: number; at: number }[] = [];
     const result = await run(started, 'alpha__ticker', {
       onOutput: (c: { stream: string; bytes: Uint8Array; seq: number }) => void chunks.push({ stream: c.stream, text: text(c.bytes), seq: c.seq, at: Date.now() }),
@@ -46,14 +54,14 @@ describe('live output: a real server and a real tool host process', () => {
   it('a host killed mid-stream: 69, and the lines it streamed are in the record (stdout.log) and the capture', async () => {
     const recordDir = await tempDir('toolwire-live-record-');
     const started = await startServer({ recordDir });
-    const host = await startFixtureHost(started, { script: HOST });
+    const host = await startLiveHost(started);
     const seen: string[] = [];
     const running = run(started, 'alpha__forever', {
       id: 'killed',
       onOutput: (c: { stream: string; bytes: Uint8Array }) => void (c.stream === 'stdout' && seen.push(text(c.bytes))),
     });
     await waitFor(() => seen.join('').includes('line 3\n'), 'a few lines streamed', 10_000);
-    process.kill(-host.pid!, 'SIGKILL'); // the host process and its spawn helper
+    await host.kill('SIGKILL'); // the host process (its reaper ends the spawn helper and the tool)
     const result = await running;
     expect(result.capture.exitCode).toBe(69);
     const log = await readFile(join(recordDir, 'agent', 'killed', 'stdout.log'), 'utf8');
@@ -66,7 +74,7 @@ describe('live output: a real server and a real tool host process', () => {
     const captures = [];
     for (const live of ['1', '0']) {
       const started = await startServer();
-      await startFixtureHost(started, { script: HOST, env: { LIVE_OUTPUT: live } });
+      await startLiveHost(started, live === '1');
       let chunks = 0;
       const result = await run(started, 'alpha__big', { onOutput: () => void chunks++ });
       expect(result.capture.exitCode).toBe(0);

@@ -9,11 +9,12 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { CALLER_TOKEN, cleanup, defer, repoRoot, startFixtureHost, startServer } from './helpers.js';
+import { closeAll, startHost, startServer } from '@toolwire/testing';
+import { cleanup, defer, repoRoot } from './helpers.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ARTIFACTS = join(repoRoot, 'test', 'artifacts');
-const LIVE_HOST = join(repoRoot, 'test', 'fixtures', 'live-host.ts');
+const LIVE_HOST = join(repoRoot, 'test', 'fixtures', 'live-tools.json');
 const READONLY_TOKEN = 'caller-token-readonly-dddddddddddddddd';
 
 let browser: Browser;
@@ -26,18 +27,18 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
 });
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
 
-/** A server with caller `agent` (grant all) and `viewer` (grant: alpha__echo only), and the live host `alpha`. */
+/** A kit server with its caller `agent` (grant all) and `viewer` (grant: alpha__echo only), and the live host `alpha`. */
 async function setup() {
   const started = await startServer({
-    callers: [
-      { name: 'agent', token: CALLER_TOKEN },
-      { name: 'viewer', token: READONLY_TOKEN, grant: ['alpha__echo'] },
-    ],
+    callers: [{ name: 'viewer', token: READONLY_TOKEN, grant: ['alpha__echo'] }],
     cancelGraceMs: 2_000,
   });
-  await startFixtureHost(started, { script: LIVE_HOST });
+  await startHost(started, LIVE_HOST, { name: 'alpha', process: true, hostOptions: { reconnect: false } });
   const base = started.url.replace(/^ws/, 'http');
   const context = await browser.newContext({ viewport: { width: 1100, height: 900 } });
   defer(() => context.close());
@@ -66,13 +67,13 @@ describe('the status page in Chromium', () => {
     await page.goto(`${base}/status`);
     // Keyboard only: type the token, press Enter.
     await page.getByLabel('Caller token').focus();
-    await page.keyboard.type(CALLER_TOKEN);
+    await page.keyboard.type(started.callerToken);
     await page.keyboard.press('Enter');
     const host = page.getByRole('article', { name: 'host alpha' });
     await host.waitFor();
     const cookie = (await context.cookies()).find((c) => c.name === 'toolwire_status');
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/status' });
-    expect(cookie?.value).not.toContain(CALLER_TOKEN);
+    expect(cookie?.value).not.toContain(started.callerToken);
     await expect(host.getByText('127.0.0.1').isVisible()).resolves.toBe(true);
     const tools = host.getByRole('list', { name: 'tools of alpha' });
     for (const tool of ['alpha__echo', 'alpha__ticker', 'alpha__forever']) await tools.getByText(tool, { exact: true }).waitFor();
@@ -126,7 +127,7 @@ describe('the status page in Chromium', () => {
     const { started, base, page } = await setup();
     await page.setViewportSize({ width: 320, height: 800 });
     await page.goto(`${base}/status`);
-    await page.getByLabel('Caller token').fill(CALLER_TOKEN);
+    await page.getByLabel('Caller token').fill(started.callerToken);
     await page.getByRole('button', { name: 'Log in' }).click();
     const call = started.server.executor.execute({ id: 'narrow-call', name: 'alpha__forever', input: {}, agent: 'agent' });
     await page.locator('#calls tr', { hasText: 'narrow-call' }).waitFor({ timeout: 10_000 });

@@ -1,19 +1,23 @@
 /**
  * The status endpoints over HTTP (issue 16, item 5), without a browser: who is refused, how a
  * login is held (cookie flags, no token in it), CSRF refusals, the snapshot's facts, the stop (130,
- * and `cancel` sent to the host), grants, revocation, the feed's bounds. A real server on port 0
- * and a raw tool host (no client library) that never answers, so calls stay in flight.
+ * and `cancel` sent to the host), grants, revocation, the feed's bounds. A @toolwire/testing server
+ * and a rogue tool host (no client library) that never answers, so calls stay in flight.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { CALLER_TOKEN, cleanup, nextFrame, rawAdvertise, rawHost, startServer, waitFor } from './helpers.js';
+import { closeAll, generateToken, startRogueHost, startServer } from '@toolwire/testing';
+import { waitFor } from './helpers.js';
 
-afterEach(cleanup);
+afterEach(closeAll);
 
-const VIEWER_TOKEN = 'caller-token-viewer-eeeeeeeeeeeeeeeeeee';
+const CALLER_TOKEN = generateToken();
+const VIEWER_TOKEN = generateToken();
 const object = { type: 'object' };
 
 async function setup(options: Parameters<typeof startServer>[0] = {}) {
+  // Callers `agent` and `viewer` of this file (the kit's own generated caller, `rig`, is unused).
   const started = await startServer({
+    caller: 'rig',
     callers: [
       { name: 'agent', token: CALLER_TOKEN },
       { name: 'viewer', token: VIEWER_TOKEN, grant: ['alpha__quick'] },
@@ -21,11 +25,13 @@ async function setup(options: Parameters<typeof startServer>[0] = {}) {
     cancelGraceMs: 300,
     ...options,
   });
-  const host = await rawHost(started.url);
-  await rawAdvertise(host, [
-    { name: 'slow', description: 'never answers\nsecond line', inputSchema: object },
-    { name: 'quick', inputSchema: object },
-  ]);
+  const host = await startRogueHost(started, {
+    name: 'alpha',
+    tools: [
+      { name: 'slow', description: 'never answers\nsecond line', inputSchema: object },
+      { name: 'quick', inputSchema: object },
+    ],
+  });
   const base = started.url.replace(/^ws/, 'http');
   return { ...started, host, base, origin: base };
 }
@@ -125,13 +131,11 @@ describe('/status access', () => {
   });
 
   it('ends a browser session once its caller token is revoked', async () => {
-    const { server, base } = await setup();
+    const started = await setup();
+    const { server, base } = started;
     const cookie = await session(base);
     expect((await fetch(`${base}/status/snapshot`, { headers: { cookie } })).status).toBe(200);
-    await server.updateCredentials(
-      [{ name: 'alpha', token: 'host-token-aaaaaaaaaaaaaaaaaaaaaaaa' }],
-      [{ name: 'agent', token: 'caller-token-rotated-ffffffffffffffff' }],
-    );
+    await server.updateCredentials([{ name: 'alpha', token: await started.hostToken('alpha') }], [{ name: 'agent', token: generateToken() }]);
     expect((await fetch(`${base}/status/snapshot`, { headers: { cookie } })).status).toBe(401);
   });
 });
@@ -140,7 +144,7 @@ describe('/status data', () => {
   it('shows the host (address, protocol, tools) and a call in flight, then the finished call with its exit code', async () => {
     const { server, base, host } = await setup();
     const call = server.executor.execute({ id: 'call-1', name: 'alpha__slow', input: {}, agent: 'agent' });
-    const frame = await nextFrame(host, 'call');
+    const frame = await host.next('call');
     const snapshot: Json = await (await fetch(`${base}/status/snapshot`, { headers: bearer(CALLER_TOKEN) })).json();
     expect(snapshot.you).toEqual({ caller: 'agent', grant: ['*'] });
     expect(snapshot.hosts).toHaveLength(1);
@@ -151,7 +155,7 @@ describe('/status data', () => {
     ]);
     expect(snapshot.callsInFlight).toBe(1);
     expect(snapshot.calls).toEqual([{ id: 'call-1', agent: 'agent', tool: 'alpha__slow', host: 'alpha', startedAt: expect.any(Number), bytes: 0 }]);
-    host.send(JSON.stringify({ type: 'result', id: frame.id, stdout: 'hi', stderr: '', exitCode: 3 }));
+    host.send({ type: 'result', id: frame.id, stdout: 'hi', stderr: '', exitCode: 3 });
     await expect(call).resolves.toMatchObject({ capture: { exitCode: 3 } });
     const after = server.status();
     expect(after.calls).toEqual([]);
@@ -171,14 +175,14 @@ describe('/status data', () => {
   it('stops a call in flight as the caller would: cancel sent to the host, the call ends 130; only with a grant that allows the tool', async () => {
     const { server, base, host } = await setup();
     const call = server.executor.execute({ id: 'call-2', name: 'alpha__slow', input: {}, agent: 'agent' });
-    const frame = await nextFrame(host, 'call');
+    const frame = await host.next('call');
     const stop = (token: string, body: unknown) =>
       fetch(`${base}/status/stop`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const refused = await stop(VIEWER_TOKEN, { id: 'call-2', agent: 'agent' });
     expect(refused.status).toBe(403);
     expect((await stop(CALLER_TOKEN, { id: 'other', agent: 'agent' })).status).toBe(404);
     expect((await stop(CALLER_TOKEN, { agent: 'agent' })).status).toBe(400);
-    const cancel = nextFrame(host, 'cancel');
+    const cancel = host.next('cancel');
     const ok = await stop(CALLER_TOKEN, { id: 'call-2', agent: 'agent' });
     expect(ok.status).toBe(202);
     await expect(cancel).resolves.toEqual({ type: 'cancel', id: frame.id, reason: 'stop' });

@@ -1,11 +1,12 @@
 /**
  * The server process of the abuse tests (`server-proc.ts`, with `--expose-gc`) and a tool-host
- * process beside it, with tracked teardown (`defer` of test/helpers.ts).
+ * process beside it (a @toolwire/testing host process), with tracked teardown (`defer` of test/helpers.ts).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { defer, repoRoot, spawnTs, waitFor } from '../helpers.js';
+import { type TestHost, startHost } from '@toolwire/testing';
+import { defer, repoRoot, waitFor } from '../helpers.js';
 import { SOURCE_NODE_ARGS } from '../source-node.js';
 
 export const ALPHA = 'abuse-alpha-token-0123456789abcdef';
@@ -66,17 +67,15 @@ export async function startServerProc(options: object = {}, env: NodeJS.ProcessE
   };
 }
 
-/** Start the fixture tool host (test/fixtures/host.ts) as `token`, and wait until the server lists `<name>__echo`. */
-export async function startHostProc(server: ServerProc, token: string, name: string): Promise<ChildProcess> {
-  const child = spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], { TOOLWIRE_SERVER: server.url, TOOLWIRE_TOKEN: token });
-  await waitFor(
-    async () => (await server.request<{ tools: string[] }>('tools')).tools.includes(`${name}__echo`) || child.exitCode !== null,
-    `host ${name} to advertise`,
-    30_000,
-    100,
-  );
-  if (child.exitCode !== null) throw new Error(`host process exited ${child.exitCode}`);
-  return child;
+/**
+ * Start the integration fixture host (a @toolwire/testing host process with test/fixtures/host-tools.ts)
+ * on the server process as `token`, and wait until the server lists `<name>__echo`.
+ */
+export async function startHostProc(server: ServerProc, token: string, name: string): Promise<TestHost> {
+  const host = await startHost({ url: server.url, token }, join(repoRoot, 'test', 'fixtures', 'host-tools.ts'), { name, process: true, timeoutMs: 30_000 });
+  defer(() => host.close());
+  await waitFor(async () => (await server.request<{ tools: string[] }>('tools')).tools.includes(`${name}__echo`), `host ${name} to advertise`, 30_000, 100);
+  return host;
 }
 
 /** The `q`-quantile of `values` (0 ≤ q ≤ 1), nearest rank. */

@@ -7,14 +7,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanup, text } from '../helpers.js';
 import { waitFor } from './harness.js';
-import { ITERATIONS, expectQuiet, inLanes, rig, routeTagged } from './race-rig.js';
+import { ITERATIONS, expectQuiet, inLanes, rigWithSeams, routeTagged } from './race-rig.js';
 
 afterEach(cleanup);
 
 describe('forced wire-id collisions (ServerSeams.newCallId test seam)', () => {
   it('two calls dispatched in the same tick with a colliding id: the second draws again, and one result never settles two calls', async () => {
     const ids = ['dup', 'dup', 'fresh'];
-    const r = await rig({}, { newCallId: () => ids.shift() ?? 'spare' });
+    const r = await rigWithSeams({ newCallId: () => ids.shift() ?? 'spare' });
     const a = routeTagged(r.started, 'a');
     const b = routeTagged(r.started, 'b');
     await waitFor(() => r.host.calls.size === 2, 'two call frames');
@@ -30,7 +30,7 @@ describe('forced wire-id collisions (ServerSeams.newCallId test seam)', () => {
   });
 
   it('a generator that always collides settles the newer call 70 at once and leaves the pending one intact', async () => {
-    const r = await rig({}, { newCallId: () => 'same' });
+    const r = await rigWithSeams({ newCallId: () => 'same' });
     const first = routeTagged(r.started, 'first');
     const second = routeTagged(r.started, 'second');
     const refused = await second.pending;
@@ -45,7 +45,7 @@ describe('forced wire-id collisions (ServerSeams.newCallId test seam)', () => {
   it('1000 concurrent calls drawing from a pool of 3 ids each settle once, with their own output or 70', async () => {
     const pool = ['0', 'x', 'y'];
     let draws = 0;
-    const r = await rig({}, { newCallId: () => pool[draws++ % pool.length]! });
+    const r = await rigWithSeams({ newCallId: () => pool[draws++ % pool.length]! });
     const outcomes = { own: 0, refused: 0 };
     const runs: { settled: { count: number } }[] = [];
     await inLanes(ITERATIONS, 8, async (n) => {

@@ -8,10 +8,14 @@ import { runInNewContext } from 'node:vm';
 import type { Capture } from '@toolwire/protocol';
 import type { RoutedCall } from '@toolwire/server';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOST2_TOKEN, cleanup, startServer, text, waitFor, type Started } from '../helpers.js';
+import { type TestServer, closeAll, startServer } from '@toolwire/testing';
+import { cleanup, text, waitFor } from '../helpers.js';
 import { drivenHost, recordingLogger, SLOW } from './harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
 
 setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
@@ -24,7 +28,7 @@ async function collectGarbage(): Promise<void> {
 }
 
 /** A raw host on `started` that answers every call at once with stdout `x`. */
-async function answeringHost(started: Started): Promise<void> {
+async function answeringHost(started: TestServer): Promise<void> {
   const host = await drivenHost(started);
   host.ws.on('message', (data: Buffer) => {
     const frame = JSON.parse(data.toString('utf8')) as { type: string; id: string };
@@ -33,7 +37,7 @@ async function answeringHost(started: Started): Promise<void> {
 }
 
 let seq = 0;
-function routed(started: Started, signal: AbortSignal, extra: Partial<RoutedCall> = {}): Promise<Capture> {
+function routed(started: TestServer, signal: AbortSignal, extra: Partial<RoutedCall> = {}): Promise<Capture> {
   const call: RoutedCall = { id: `c${seq++}`, name: 'alpha__slow', input: {}, workspace: '', agent: 'agent', signal, ...extra };
   return started.server.router.route(call) as Promise<Capture>;
 }
@@ -157,7 +161,7 @@ describe('stops through the shared abort listener', () => {
   it('calls on two sessions sharing one signal both stop: cancel stop, then 130 with partial output or at the grace', async () => {
     const started = await startServer({ cancelGraceMs: 300 });
     const a = await drivenHost(started);
-    const b = await drivenHost(started, [{ ...SLOW, name: 'slow' }], HOST2_TOKEN);
+    const b = await drivenHost(started, [{ ...SLOW, name: 'slow' }], 'beta');
     const run = new AbortController();
     const onA = routed(started, run.signal);
     const onB = routed(started, run.signal, { name: 'beta__slow' });

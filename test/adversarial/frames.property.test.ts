@@ -10,13 +10,14 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { WebSocket } from 'ws';
 import type { RoutedCapture } from '@toolwire/server';
-import { HOST2_TOKEN, HOST_TOKEN, cleanup, startServer, text, type Started } from '../helpers.js';
+import { type TestServer, closeAll, startServer } from '@toolwire/testing';
+import { cleanup, text } from '../helpers.js';
 import { SLOW, buildFrame, drivenHost, rawSocketAdvertise, rawSocketHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
 const MAX_PAYLOAD = 32 * 1024;
 const CALLS_PER_RUN = 3;
 
-let started: Started;
+let started: TestServer;
 let log: ReturnType<typeof recordingLogger>;
 let beta: DrivenHost;
 let betaCall: Promise<RoutedCapture | undefined>;
@@ -31,12 +32,15 @@ beforeAll(async () => {
     maxConnectionsPerHost: 64,
     cancelGraceMs: 50,
   });
-  beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
+  beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], 'beta');
   const frame = beta.nextCall();
   betaCall = route('beta__other', 'beta');
   betaId = (await frame).id as string;
 });
-afterAll(cleanup);
+afterAll(async () => {
+  await cleanup();
+  await closeAll();
+});
 
 function route(name: string, tag: string, extra: { signal?: AbortSignal; deadlineMs?: number } = {}) {
   return started.server.router.route({
@@ -194,7 +198,7 @@ describe('a live session under random frames', () => {
     let frames = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(frameArb, { minLength: 1, maxLength: 12 }), async (bufs) => {
-        const alpha = await rawSocketHost(started.url, HOST_TOKEN);
+        const alpha = await rawSocketHost(started.url, await started.hostToken('alpha'));
         await rawSocketAdvertise(alpha, [SLOW]);
         const calls = issueCalls();
         await waitFor(

@@ -9,15 +9,19 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { WebSocket } from 'ws';
 import type { RoutedCapture } from '@toolwire/server';
-import { HOST2_TOKEN, cleanup, rawAdvertise, startServer, text, type Started } from '../helpers.js';
+import { type TestServer, closeAll, startServer } from '@toolwire/testing';
+import { cleanup, rawAdvertise, text } from '../helpers.js';
 import { Opcode, SLOW, buildFrame, drivenHost, rawSocketAdvertise, rawSocketHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
 
 const MAX_PAYLOAD = 64 * 1024;
 
 interface Scene {
-  started: Started;
+  started: TestServer;
   errors: () => unknown[];
   /** beta, with one call pending: must be untouched by whatever alpha does. */
   beta: DrivenHost;
@@ -25,14 +29,14 @@ interface Scene {
   betaId: string;
 }
 
-function route(started: Started, name: string, tag = name) {
+function route(started: TestServer, name: string, tag = name) {
   return started.server.router.route({ id: tag, name, input: { tag }, workspace: '', agent: 'agent', signal: new AbortController().signal });
 }
 
 async function scene(extra: Record<string, unknown> = {}): Promise<Scene> {
   const log = recordingLogger();
   const started = await startServer({ logger: log.logger, maxPayload: MAX_PAYLOAD, ...extra });
-  const beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
+  const beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], 'beta');
   const frame = beta.nextCall();
   const betaCall = route(started, 'beta__other');
   const betaId = (await frame).id as string;
@@ -41,7 +45,7 @@ async function scene(extra: Record<string, unknown> = {}): Promise<Scene> {
 
 /** alpha over a raw byte-level socket, with two calls pending. */
 async function alphaWithCalls(s: Scene) {
-  const alpha = await rawSocketHost(s.started.url);
+  const alpha = await rawSocketHost(s.started.url, await s.started.hostToken('alpha'));
   await rawSocketAdvertise(alpha, [SLOW]);
   const first = alpha.next('call');
   const one = route(s.started, 'alpha__slow', 'one');
@@ -149,7 +153,7 @@ describe('frames that end the connection', () => {
 describe('compression', () => {
   it('is not negotiated by default: an offer of permessage-deflate is answered without it, and a compressed frame closes 1002', async () => {
     const s = await scene();
-    const alpha = await rawSocketHost(s.started.url, undefined, 'permessage-deflate; client_max_window_bits');
+    const alpha = await rawSocketHost(s.started.url, await s.started.hostToken('alpha'), 'permessage-deflate; client_max_window_bits');
     expect(alpha.headers.toLowerCase()).not.toContain('sec-websocket-extensions');
     await rawSocketAdvertise(alpha, [SLOW]);
     const frame = alpha.next('call');
@@ -163,7 +167,7 @@ describe('compression', () => {
 
   it('when enabled, a compressed frame that inflates past maxPayload closes 1009 and settles the calls 76', async () => {
     const s = await scene({ perMessageDeflate: true });
-    const alpha = new WebSocket(s.started.url, { headers: { authorization: 'Bearer host-token-aaaaaaaaaaaaaaaaaaaaaaaa' }, perMessageDeflate: true });
+    const alpha = new WebSocket(s.started.url, { headers: { authorization: `Bearer ${await s.started.hostToken('alpha')}` }, perMessageDeflate: true });
     alpha.on('error', () => {});
     await once(alpha, 'open');
     expect(alpha.extensions).toContain('permessage-deflate');

@@ -4,15 +4,14 @@
  * liveness that treats zombies as dead (the byte-level WebSocket client lives in `raw-socket.ts`).
  * Everything opened here is torn down through `defer` (test/helpers.ts).
  */
-import type { ChildProcess } from 'node:child_process';
 import dc from 'node:diagnostics_channel';
 import { readFileSync } from 'node:fs';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from '@toolwire/server';
 import type { WebSocket } from 'ws';
-import { startRogueHost } from '@toolwire/testing';
-import { HOST_TOKEN, defer, repoRoot, startFixtureHost, type Started, waitFor } from '../helpers.js';
+import { type RogueTarget, type TestServer, startRogueHost } from '@toolwire/testing';
+import { defer, repoRoot, waitFor } from '../helpers.js';
 
 // ---- server-side sockets ---------------------------------------------------------------------
 
@@ -86,15 +85,17 @@ export interface DrivenHost {
 }
 
 /**
- * Connect a raw host with `token`, hello, advertise `tools` and start collecting frames: a
- * @toolwire/testing rogue host whose calls are answered by hand (closed at `cleanup()`).
+ * Connect a raw host as `name` to a kit server (or to `{url, token}`), hello, advertise `tools` and
+ * start collecting frames: a @toolwire/testing rogue host whose calls are answered by hand (closed
+ * at `cleanup()`); `via` is a fault proxy's URL to dial through.
  */
-export async function drivenHost(started: Started, tools: unknown[] = [SLOW], token = HOST_TOKEN): Promise<DrivenHost> {
+export async function drivenHost(server: TestServer | RogueTarget, tools: unknown[] = [SLOW], name = 'alpha', via?: string): Promise<DrivenHost> {
   const calls = new Map<string, Record<string, unknown>>();
   const waiters: { tag: unknown; resolve: (f: Record<string, unknown>) => void }[] = [];
   const rogue = await startRogueHost(
-    { url: started.url, token },
+    server,
     {
+      name,
       tools,
       onCall: (call) => {
         const frame = call as unknown as Record<string, unknown>;
@@ -104,6 +105,7 @@ export async function drivenHost(started: Started, tools: unknown[] = [SLOW], to
         if (i >= 0) waiters.splice(i, 1)[0]!.resolve(frame);
       },
     },
+    { via },
   );
   defer(() => rogue.close());
   return {
@@ -117,16 +119,8 @@ export async function drivenHost(started: Started, tools: unknown[] = [SLOW], to
 
 // ---- processes ---------------------------------------------------------------------------------
 
-/** The adversarial fixture host (test/adversarial/fixtures/host.ts). */
-export const FIXTURE_HOST = join(repoRoot, 'test', 'adversarial', 'fixtures', 'host.ts');
-
-/**
- * Start the fixture host process as `name` (token `token`) and wait until `<name>__echo` is listed.
- * `env` adds FIXTURE_GRACE_MS, FIXTURE_DRAIN_MS, PIDDIR…
- */
-export function startHostProcess(started: Started, opts: { token?: string; name?: string; env?: NodeJS.ProcessEnv } = {}): Promise<ChildProcess> {
-  return startFixtureHost(started, { ...opts, script: FIXTURE_HOST });
-}
+/** The adversarial suite's host tools, for `startHost(server, ADVERSARIAL_TOOLS, {process: true})` (test/adversarial/fixtures/host-tools.ts). */
+export const ADVERSARIAL_TOOLS = join(repoRoot, 'test', 'adversarial', 'fixtures', 'host-tools.ts');
 
 /** True while `pid` exists and is not a zombie (Linux /proc; elsewhere `kill(pid, 0)`). */
 export function running(pid: number): boolean {

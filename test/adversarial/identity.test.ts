@@ -4,18 +4,20 @@
  * settle 69 at once and are never replayed, nothing the old socket sends afterwards is accepted, and
  * the old socket's late close never removes the new session.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { RoutedCapture } from '@toolwire/server';
 import { WebSocket } from 'ws';
-import { HOST_TOKEN, cleanup, defer, rawHost, startServer, tempDir, text, type Started } from '../helpers.js';
-import { SLOW, drivenHost, killAll, pidsIn, recordingLogger, running, startHostProcess, trackServerSockets, waitFor, type DrivenHost } from './harness.js';
+import { type TestServer, closeAll, startHost, startServer, waitForCallInFlight } from '@toolwire/testing';
+import { cleanup, defer, rawHost, tempDir, text } from '../helpers.js';
+import { ADVERSARIAL_TOOLS, SLOW, drivenHost, killAll, pidsIn, recordingLogger, running, trackServerSockets, waitFor, type DrivenHost } from './harness.js';
 
 afterEach(cleanup);
+afterAll(closeAll);
 
-function route(started: Started, name: string, tag = name, input: Record<string, unknown> = {}) {
+function route(started: TestServer, name: string, tag = name, input: Record<string, unknown> = {}) {
   const out = { count: 0, pending: undefined as unknown as Promise<RoutedCapture> };
   out.pending = started.server.router
     .route({ id: tag, name, input: { tag, ...input }, workspace: '', agent: 'agent', signal: new AbortController().signal })
@@ -27,7 +29,7 @@ function route(started: Started, name: string, tag = name, input: Record<string,
 }
 
 /** The new session is bound: alpha__slow answers from `fresh`, and nothing else of alpha is listed. */
-async function expectNewSessionServes(started: Started, fresh: DrivenHost, tag: string): Promise<void> {
+async function expectNewSessionServes(started: TestServer, fresh: DrivenHost, tag: string): Promise<void> {
   expect(
     started.server.router
       .tools()
@@ -42,24 +44,17 @@ async function expectNewSessionServes(started: Started, fresh: DrivenHost, tag: 
 
 describe('the same host connects again while the old socket is half-open', () => {
   it('old host process stopped (SIGSTOP) with calls pending: they settle 69 at the new hello, are never replayed, and the old socket’s late close keeps the new session', async () => {
-    const sockets = trackServerSockets();
     const log = recordingLogger();
-    const started = await startServer({ logger: log.logger });
+    await using started = await startServer({ logger: log.logger });
     const piddir = await tempDir();
-    const old = await startHostProcess(started, { env: { PIDDIR: piddir } });
+    await using old = await startHost(started, ADVERSARIAL_TOOLS, { name: 'alpha', process: true, env: { PIDDIR: piddir } });
+    const oldLink = await old.net.nextConnection({ existing: true });
     // `late` answers only after a minute: all three calls are surely in flight when the host stops, however slow the machine.
     const calls = [route(started, 'alpha__wait', 'w1'), route(started, 'alpha__late', 'l1', { ms: 60_000 }), route(started, 'alpha__tree', 't1')];
     const pids = await pidsIn(join(piddir, 'pids'), 2);
     defer(() => killAll(pids));
-    await waitFor(() => started.server.router.hosts()[0]?.inFlight === 3, 'three calls in flight');
-    process.kill(old.pid!, 'SIGSTOP'); // half-open: the kernel keeps the connection, nobody reads or answers
-    defer(() => {
-      try {
-        process.kill(old.pid!, 'SIGCONT');
-      } catch {
-        // gone
-      }
-    });
+    await waitForCallInFlight(started, { host: 'alpha', count: 3 });
+    old.pause(); // SIGSTOP — half-open: the kernel keeps the connection, nobody reads or answers
 
     const fresh = await drivenHost(started); // hello → the old session is replaced
     const replacedAt = performance.now();
@@ -73,11 +68,11 @@ describe('the same host connects again while the old socket is half-open', () =>
     await expectNewSessionServes(started, fresh, 'a');
 
     // The old process dies; the server sees its socket go only now. The new session stays.
-    const oldSocket = sockets.find((s) => s.goneAt === undefined && s.socket.remotePort !== (fresh.ws as unknown as { _socket: Socket })._socket.localPort);
-    expect(oldSocket).toBeDefined();
-    process.kill(old.pid!, 'SIGKILL');
-    await waitFor(() => oldSocket!.goneAt !== undefined, 'the old socket’s late close');
-    await new Promise((r) => setImmediate(r));
+    expect(oldLink.open).toBe(true);
+    expect(old.net.accepted).toBe(1);
+    await old.kill('SIGKILL');
+    await oldLink.closed; // the proxy passed the close on to the server
+    await waitFor(() => started.server.hostEndpoint.sessionCount === 1, 'the old session to be gone from the endpoint');
     expect(started.server.router.hosts().map((h) => h.name)).toEqual(['alpha']);
     await expectNewSessionServes(started, fresh, 'b');
     expect(fresh.calls.size).toBe(2);
@@ -89,7 +84,7 @@ describe('the same host connects again while the old socket is half-open', () =>
   it('an old socket that stopped reading keeps writing after it was replaced: its advertise, results and hello are ignored, and its late close keeps the new session', async () => {
     const sockets = trackServerSockets();
     const log = recordingLogger();
-    const started = await startServer({ logger: log.logger });
+    await using started = await startServer({ logger: log.logger });
     const old = await drivenHost(started);
     const calls = [route(started, 'alpha__slow', 'o1'), route(started, 'alpha__slow', 'o2')];
     await waitFor(() => old.calls.size === 2, 'the old call frames');
@@ -124,9 +119,10 @@ describe('the same host connects again while the old socket is half-open', () =>
   });
 
   it('two connections of one host saying hello in the same tick: exactly one is bound, the other is closed 4000', async () => {
-    const started = await startServer();
-    const a = await rawHost(started.url, HOST_TOKEN);
-    const b = await rawHost(started.url, HOST_TOKEN);
+    await using started = await startServer();
+    const token = await started.hostToken('alpha');
+    const a = await rawHost(started.url, token);
+    const b = await rawHost(started.url, token);
     const closes = [a, b].map((ws) => once(ws, 'close').then(([code]) => code as number));
     const hello = JSON.stringify({ type: 'hello', protocol: 1 });
     a.send(hello);

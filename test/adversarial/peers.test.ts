@@ -1,21 +1,23 @@
 /**
- * Issue 3 §1–2 — a peer that dies and a peer that goes silent, with real tool-host processes.
- * Times are measured from the moment that matters: the server-side TCP socket seeing the peer go
- * (diagnostics channel `net.server.socket`) for a death; a SIGSTOP placed half a heartbeat after the
- * host's last pong for a silent peer.
+ * Issue 3 §1–2 — a peer that dies and a peer that goes silent, with real tool-host processes
+ * (@toolwire/testing hosts, each dialling through its own fault proxy). Times are measured from the
+ * moment that matters: the proxy seeing the host's side of the TCP connection go for a death; a
+ * SIGSTOP placed half a heartbeat after the host's last pong (read on the proxy) for a silent peer.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import type { ExecuteResult } from '@toolwire/server';
-import { HOST2_TOKEN, cleanup, defer, startServer, tempDir, text, type Started } from '../helpers.js';
-import { drivenHost, killAll, pidsIn, running, startHostProcess, trackServerSockets, waitFor } from './harness.js';
+import { type TestServer, closeAll, startHost, startProxy, startServer, waitForCallInFlight } from '@toolwire/testing';
+import { cleanup, defer, tempDir, text } from '../helpers.js';
+import { ADVERSARIAL_TOOLS, drivenHost, killAll, pidsIn, running, waitFor } from './harness.js';
 
 afterEach(cleanup);
+afterAll(closeAll);
 
 type Completed = Extract<ExecuteResult, { outcome: 'completed' }>;
 
 /** Execute `name` and note when it settled (performance.now()). */
-function timed(started: Started, name: string, input: unknown = {}, extra: Record<string, unknown> = {}) {
+function timed(started: TestServer, name: string, input: unknown = {}, extra: Record<string, unknown> = {}) {
   const entry = { settledAt: 0, count: 0, result: undefined as unknown as Promise<Completed> };
   entry.result = started.server.executor.execute({ name, input, agent: 'agent', ...extra }).then((r) => {
     entry.settledAt = performance.now();
@@ -25,28 +27,28 @@ function timed(started: Started, name: string, input: unknown = {}, extra: Recor
   return entry;
 }
 
-const inFlightOf = (started: Started, host: string) => started.server.router.hosts().find((h) => h.name === host)?.inFlight ?? 0;
+const inFlightOf = (started: TestServer, host: string) => started.server.router.hosts().find((h) => h.name === host)?.inFlight ?? 0;
 
 describe('peer death', () => {
   it('a host killed with SIGKILL mid-call: every pending call of it settles 69 within 100 ms of the socket close; other hosts keep working', async () => {
-    const sockets = trackServerSockets();
-    const started = await startServer();
+    await using started = await startServer();
     const piddir = await tempDir();
-    const alpha = await startHostProcess(started, { env: { PIDDIR: piddir } });
-    const beta = await startHostProcess(started, { token: HOST2_TOKEN, name: 'beta' });
+    await using alpha = await startHost(started, ADVERSARIAL_TOOLS, { name: 'alpha', process: true, env: { PIDDIR: piddir } });
+    await using beta = await startHost(started, ADVERSARIAL_TOOLS, { name: 'beta', process: true });
+    const alphaLink = await alpha.net.nextConnection({ existing: true });
     const calls = [timed(started, 'alpha__wait'), timed(started, 'alpha__wait'), timed(started, 'alpha__late', { ms: 60_000 }), timed(started, 'alpha__tree')];
     const betaCall = timed(started, 'beta__wait');
     const pids = await pidsIn(join(piddir, 'pids'), 2);
     defer(() => killAll(pids));
     await waitFor(() => inFlightOf(started, 'alpha') === 4 && inFlightOf(started, 'beta') === 1, 'all calls in flight');
-    const before = sockets.filter((s) => s.goneAt !== undefined).length;
+    expect(alphaLink.clientGoneAt).toBeUndefined();
 
-    process.kill(alpha.pid!, 'SIGKILL');
+    await alpha.kill('SIGKILL');
     const results = await Promise.all(calls.map((c) => c.result));
 
-    const gone = sockets.filter((s) => s.goneAt !== undefined);
-    expect(gone.length).toBe(before + 1);
-    const closedAt = gone.at(-1)!.goneAt!;
+    expect(alpha.net.accepted).toBe(1);
+    const closedAt = alphaLink.clientGoneAt!;
+    expect(closedAt).toBeDefined();
     for (const [i, r] of results.entries()) {
       expect(r.capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
       expect(text(r.capture.stderr)).toMatch(/^toolwire: host alpha disconnected \(close 1006 ABNORMAL_CLOSURE\)\n$/);
@@ -65,18 +67,18 @@ describe('peer death', () => {
     const stopped = await betaCall.result;
     expect(stopped.capture.exitCode).toBe(130);
     expect(text(stopped.capture.stdout)).toBe('partial\n');
-    expect(beta.exitCode).toBeNull();
+    expect(running(beta.pid!)).toBe(true);
   });
 
   it('a host whose connection is reset (RST) settles its calls 69 as promptly', async () => {
-    const sockets = trackServerSockets();
-    const started = await startServer();
-    const alpha = await drivenHost(started);
+    await using started = await startServer();
+    await using net = await startProxy(started.url);
+    const alpha = await drivenHost(started, undefined, 'alpha', net.url);
     const calls = [timed(started, 'alpha__slow'), timed(started, 'alpha__slow')];
     await waitFor(() => alpha.calls.size === 2, 'the call frames');
-    (alpha.ws as unknown as { _socket: { resetAndDestroy(): void } })._socket.resetAndDestroy();
+    const closedAt = performance.now();
+    net.reset();
     const results = await Promise.all(calls.map((c) => c.result));
-    const closedAt = (await waitFor(() => sockets.find((s) => s.goneAt !== undefined), 'the server to see the reset')).goneAt!;
     for (const [i, r] of results.entries()) {
       expect(r.capture.exitCode).toBe(69);
       expect(calls[i]!.settledAt - closedAt).toBeLessThan(100);
@@ -87,18 +89,17 @@ describe('peer death', () => {
 describe('silent peer', () => {
   it('a SIGSTOPped host: its calls settle 69 within 2 × heartbeat; after SIGCONT nothing from the old socket is accepted and its work is killed, not replayed', async () => {
     const HEARTBEAT = 500;
-    const sockets = trackServerSockets();
-    const started = await startServer({ heartbeatMs: HEARTBEAT });
+    await using started = await startServer({ heartbeatMs: HEARTBEAT });
     const piddir = await tempDir();
     // beta is an in-process raw host that keeps answering pings: silence of alpha must not touch it.
-    const beta = await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
-    const betaPort = (beta.ws as unknown as { _socket: { localPort: number } })._socket.localPort;
-    const alpha = await startHostProcess(started, { env: { PIDDIR: piddir } });
-    const alphaSide = (await waitFor(() => sockets.find((s) => s.socket.remotePort !== betaPort && s.goneAt === undefined), 'alpha’s socket')).socket;
+    await drivenHost(started, [{ name: 'other', inputSchema: { type: 'object' } }], 'beta');
+    await using alpha = await startHost(started, ADVERSARIAL_TOOLS, { name: 'alpha', process: true, env: { PIDDIR: piddir } });
+    // What alpha sends, as the proxy reads it (an extra 'data' listener only watches: the pump owns the flow).
+    const alphaSide = (await alpha.net.nextConnection({ existing: true })).client;
     const calls = [timed(started, 'alpha__wait'), timed(started, 'alpha__resume'), timed(started, 'alpha__tree')];
     const pids = await pidsIn(join(piddir, 'pids'), 2);
     defer(() => killAll(pids));
-    await waitFor(() => inFlightOf(started, 'alpha') === 3, 'alpha’s calls in flight');
+    await waitForCallInFlight(started, { host: 'alpha', count: 3 });
 
     // Place the SIGSTOP half an interval after a pong (a masked pong frame starts with 0x8A).
     const pongAt = await new Promise<number>((resolve) => {
@@ -111,14 +112,7 @@ describe('silent peer', () => {
     });
     await new Promise((r) => setTimeout(r, Math.max(0, pongAt + HEARTBEAT / 2 - performance.now())));
     const stoppedAt = performance.now();
-    process.kill(alpha.pid!, 'SIGSTOP');
-    defer(() => {
-      try {
-        process.kill(alpha.pid!, 'SIGCONT');
-      } catch {
-        // gone
-      }
-    });
+    alpha.pause(); // SIGSTOP; close() continues it
     const results = await Promise.all(calls.map((c) => c.result));
     for (const [i, r] of results.entries()) {
       expect(r.capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
@@ -133,7 +127,7 @@ describe('silent peer', () => {
     // Resume: the host answers `resume` at once — on the old socket, which the server destroyed, or
     // not at all once it saw the close; either way nothing of it is accepted. The host reconnects as a
     // fresh session with nothing pending (no replay) and kills the abandoned tree.
-    process.kill(alpha.pid!, 'SIGCONT');
+    alpha.resume();
     await waitFor(() => started.server.router.tools().some((t) => t.name === 'alpha__echo'), 'alpha to reconnect', 10_000);
     expect(inFlightOf(started, 'alpha')).toBe(0);
     expect(calls.every((c) => c.count === 1)).toBe(true);

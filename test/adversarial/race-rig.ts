@@ -6,27 +6,36 @@ import { expect } from 'vitest';
 import { WebSocket } from 'ws';
 import type { RoutedCall, RoutedCapture, ToolwireServerOptions } from '@toolwire/server';
 import type { ServerSeams } from '../../packages/server/src/options.js';
-import { startServer, text, type Started } from '../helpers.js';
+import { type TestServer, startServer } from '@toolwire/testing';
+import { HOST_TOKEN, defer, startServer as startServerWithSeams, text, type Started } from '../helpers.js';
 import { drivenHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';
 
 /** Iterations of each race (issue 3 §4). */
 export const ITERATIONS = 1000;
 
-export interface Rig {
-  started: Started;
+export interface Rig<S extends Started | TestServer = TestServer> {
+  started: S;
   host: DrivenHost;
   log: ReturnType<typeof recordingLogger>;
 }
 
-export async function rig(options: ToolwireServerOptions = {}, seams: ServerSeams = {}): Promise<Rig> {
+/** A kit server with a recording logger and the driven host alpha. */
+export async function rig(options: ToolwireServerOptions = {}): Promise<Rig> {
   const log = recordingLogger();
-  const started = await startServer({ logger: log.logger, cancelGraceMs: 2_000, ...options }, seams);
-  const host = await drivenHost(started);
-  return { started, host, log };
+  const started = await startServer({ logger: log.logger, cancelGraceMs: 2_000, ...options });
+  defer(() => started.close());
+  return { started, host: await drivenHost(started), log };
+}
+
+/** The same with the server's internal test seams (not public options, so not through the kit's server). */
+export async function rigWithSeams(seams: ServerSeams): Promise<Rig<Started>> {
+  const log = recordingLogger();
+  const started = await startServerWithSeams({ logger: log.logger, cancelGraceMs: 2_000 }, seams);
+  return { started, host: await drivenHost({ url: started.url, token: HOST_TOKEN }), log };
 }
 
 /** Route one call to alpha__slow tagged `tag`; resolves with the capture and the call's controller. */
-export function routeTagged(started: Started, tag: string, extra: Partial<RoutedCall> = {}) {
+export function routeTagged(started: Started | TestServer, tag: string, extra: Partial<RoutedCall> = {}) {
   const controller = new AbortController();
   const call: RoutedCall = { id: `c-${tag}`, name: 'alpha__slow', input: { tag }, workspace: '', agent: 'agent', signal: controller.signal, ...extra };
   const settled = { count: 0 };
@@ -58,7 +67,7 @@ export function expectOwnOr130(capture: RoutedCapture, tag: string): 'result' | 
   return 'stop';
 }
 
-export async function expectQuiet(r: Rig): Promise<void> {
+export async function expectQuiet(r: Rig<Started | TestServer>): Promise<void> {
   await waitFor(() => r.started.server.router.hosts().every((h) => h.inFlight === 0), 'every pending map to be empty');
   expect(r.log.errors()).toEqual([]);
   expect(r.host.ws.readyState).toBe(WebSocket.OPEN);

@@ -7,7 +7,7 @@
  * throws (no error-level log).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOST2_TOKEN, cleanup, text } from '../helpers.js';
+import { cleanup, text } from '../helpers.js';
 import { drivenHost, serverSideOf, trackServerSockets, waitFor } from './harness.js';
 import { ITERATIONS, delay, expectOwnOr130, expectQuiet, inLanes, rig, routeTagged } from './race-rig.js';
 
@@ -164,7 +164,7 @@ describe('duplicate, unknown and foreign results', () => {
   it('a result arriving twice, results for unknown ids, for id "0" and for another host’s call are dropped; each call settles once with its own output (1000 calls)', async () => {
     // Every drop logged: room for all of them in the per-host warning limit (issue 11 bounds it).
     const r = await rig({ maxLogLinesPerHost: 10_000 });
-    const beta = await drivenHost(r.started, [{ name: 'other', inputSchema: { type: 'object' } }], HOST2_TOKEN);
+    const beta = await drivenHost(r.started, [{ name: 'other', inputSchema: { type: 'object' } }], 'beta');
     const betaFrame = beta.nextCall();
     const betaCall = r.started.server.router.route({
       id: 'b',

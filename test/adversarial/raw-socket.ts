@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { connect, type Socket } from 'node:net';
-import { HOST_TOKEN, defer } from '../helpers.js';
+import { defer } from '../helpers.js';
 
 export const Opcode = { CONTINUATION: 0x0, TEXT: 0x1, BINARY: 0x2, CLOSE: 0x8, PING: 0x9, PONG: 0xa } as const;
 
@@ -73,7 +73,7 @@ export interface RawSocketHost {
  * `extensions`), and return a frame-level client. Rejects when the upgrade is not 101. The response
  * headers are available as `headers`.
  */
-export async function rawSocketHost(url: string, token = HOST_TOKEN, extensions?: string): Promise<RawSocketHost & { headers: string }> {
+export async function rawSocketHost(url: string, token: string, extensions?: string): Promise<RawSocketHost & { headers: string }> {
   const { hostname, port } = new URL(url);
   const socket = connect(Number(port), hostname);
   socket.on('error', () => {});

@@ -1,39 +1,30 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
 import { join } from 'node:path';
-import {
-  type Started,
-  HOST2_TOKEN,
-  HOST_TOKEN,
-  cleanup,
-  rawAdvertise,
-  rawHost,
-  repoRoot,
-  spawnTs,
-  startFixtureHost,
-  startServer,
-  text,
-  waitFor,
-} from '../helpers.js';
-import { NATS_SERVER, startNats } from './nats.js';
+import { type TestServer, closeAll, startHost, startServer, waitForCallInFlight } from '@toolwire/testing';
+import { cleanup, rawAdvertise, rawHost, repoRoot, text, waitFor } from '../helpers.js';
+import { NATS_SERVER, clusterHosts, fixtureHost, startNats } from './nats.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await closeAll(); // servers and hosts before their NATS (in cleanup)
+  await cleanup();
+});
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the expects read each outcome's fields directly
-const run = (started: Started, name: string, input: unknown = {}, extra: object = {}): Promise<any> =>
-  started.server.executor.execute({ name, input, agent: 'agent', ...extra });
+const run = (started: TestServer, name: string, input: unknown = {}, extra: object = {}): Promise<any> => started.call(name, input, extra);
 
-async function twoNodes(heartbeatMs = 200): Promise<{ a: Started; b: Started; nats: Awaited<ReturnType<typeof startNats>> }> {
+async function twoNodes(heartbeatMs = 200): Promise<{ a: TestServer; b: TestServer; nats: Awaited<ReturnType<typeof startNats>> }> {
   const nats = await startNats();
-  const a = await startServer({ cluster: { nats: [nats.url], name: 't', node: 'a', heartbeatMs } });
-  const b = await startServer({ cluster: { nats: [nats.url], name: 't', node: 'b', heartbeatMs } });
+  const hosts = clusterHosts();
+  const a = await startServer({ hosts, cluster: { nats: [nats.url], name: 't', node: 'a', heartbeatMs } });
+  const b = await startServer({ hosts, cluster: { nats: [nats.url], name: 't', node: 'b', heartbeatMs } });
   return { a, b, nats };
 }
 
 describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes act as one', () => {
   it('lists on node B the tools of a host connected to node A, and routes B’s calls to it', async () => {
     const { a, b } = await twoNodes();
-    await startFixtureHost(a);
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo');
     expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBe('a');
 
@@ -51,7 +42,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
 
   it('a deadline on node B ends the remote call 124, and a stop on B ends it 130 with the host’s partial output', async () => {
     const { a, b } = await twoNodes();
-    await startFixtureHost(a);
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
     const late = await run(b, 'alpha__wait', {}, { deadlineMs: 300 });
     expect(late.capture.exitCode).toBe(ExitCode.TIMEOUT);
@@ -67,11 +58,11 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
 
   it('a host killed on node A settles node B’s call 69, and its tools leave node B', async () => {
     const { a, b } = await twoNodes();
-    const host = await startFixtureHost(a);
+    const host = await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
     const pending = run(b, 'alpha__wait');
-    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 1, 'the call to reach the host');
-    process.kill(-host.pid!, 'SIGKILL');
+    await waitForCallInFlight(a, { host: 'alpha' });
+    await host.kill('SIGKILL');
     const lost = await pending;
     expect(lost.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
     await waitFor(() => !b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'alpha’s tools to leave node b');
@@ -79,13 +70,13 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
 
   it('node A lost (its NATS connection gone for good) settles B’s calls 69 within the bound and removes its hosts’ tools', async () => {
     const { a, b } = await twoNodes(200);
-    await startFixtureHost(a);
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'node b to list alpha__wait');
     const pending = run(b, 'alpha__wait');
     await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 1, 'the call to reach the host');
     // Node A leaves abruptly from B's view: it stops hearing and answering (SIGSTOP of a real node is in the process tests).
     const started = Date.now();
-    await a.server.close();
+    await a.close();
     const lost = await pending;
     expect(lost.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
     await waitFor(() => !b.server.router.tools().some((t) => t.name === 'alpha__wait'), 'alpha’s tools to leave node b', 2_000);
@@ -94,16 +85,13 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
 
   it('the same host identity connecting to node B takes it from node A (4000 there), and every node routes to the new session only', async () => {
     const { a, b } = await twoNodes();
-    const first = await startFixtureHost(a);
+    await fixtureHost(a);
     await waitFor(() => b.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'a', 'node b to see alpha on a');
-    await startFixtureHost(b);
+    await fixtureHost(b);
     await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')), 'node a to list alpha on b');
     expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
     // The first host process was closed 4000 (replaced) on node a and does not come back.
-    await waitFor(
-      () => first.exitCode !== null || first.signalCode !== null || a.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'b',
-      'the old session to end',
-    );
+    await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'b', 'the old session to end');
     expect(a.server.router.hosts().filter((h) => h.name === 'alpha')).toHaveLength(1);
     const echo = await run(a, 'alpha__echo', { via: 'a' });
     expect(echo.capture.exitCode).toBe(0);
@@ -113,7 +101,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: two server nodes 
 describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: stop', () => {
   it('stop(agent) on node B stops that agent’s calls made through node A (130), and other agents’ calls run on', async () => {
     const { a, b } = await twoNodes();
-    await startFixtureHost(a);
+    await fixtureHost(a);
     const mine = run(a, 'alpha__wait', {}, { agent: 'agent' });
     const theirs = run(a, 'alpha__wait', {}, { agent: 'other', deadlineMs: 3_000 });
     await waitFor(() => a.server.router.hosts().find((h) => h.name === 'alpha')?.inFlight === 2, 'both calls to reach the host');
@@ -126,7 +114,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: stop', () => {
 describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: live output across nodes', () => {
   it('streams a remote tool’s output to node B’s listener in order, and the capture is complete', async () => {
     const { a, b } = await twoNodes();
-    spawnTs([join(repoRoot, 'test', 'fixtures', 'live-host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST2_TOKEN });
+    await startHost(a, join(repoRoot, 'test', 'fixtures', 'live-tools.json'), { name: 'beta', process: true, hostOptions: { reconnect: false } });
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'beta__ticker'), 'node b to list beta__ticker', 20_000);
     const chunks: string[] = [];
     const result = await run(b, 'beta__ticker', {}, { onOutput: (c: { bytes: Uint8Array }) => void chunks.push(text(c.bytes)) });
@@ -140,12 +128,13 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: naming bare', () 
   it('a bare-name collision between hosts on different nodes resolves the same way on every node: the first host keeps the name', async () => {
     const nats = await startNats();
     const options = { naming: 'bare' as const, cluster: { nats: [nats.url], name: 'n', heartbeatMs: 200 } };
-    const a = await startServer({ ...options, cluster: { ...options.cluster, node: 'a' } });
-    const b = await startServer({ ...options, cluster: { ...options.cluster, node: 'b' } });
-    spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST_TOKEN });
+    const hosts = clusterHosts();
+    const a = await startServer({ ...options, hosts, cluster: { ...options.cluster, node: 'a' } });
+    const b = await startServer({ ...options, hosts, cluster: { ...options.cluster, node: 'b' } });
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'echo'), 'node b to list echo (alpha’s, on a)', 20_000);
     // beta on node b advertises echo too, and a name of its own.
-    const beta = await rawHost(b.url, HOST2_TOKEN);
+    const beta = await rawHost(b.url, await b.hostToken('beta'));
     const reply = await rawAdvertise(beta, [
       { name: 'echo', inputSchema: { type: 'object' } },
       { name: 'only_beta', inputSchema: { type: 'object' } },
@@ -163,9 +152,10 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: naming bare', () 
   it('two hosts on two nodes advertising one bare name at the same moment: exactly one gets it, and both nodes agree', async () => {
     const nats = await startNats();
     const cluster = { nats: [nats.url], name: 'race', heartbeatMs: 200 };
-    const a = await startServer({ naming: 'bare', cluster: { ...cluster, node: 'a' } });
-    const b = await startServer({ naming: 'bare', cluster: { ...cluster, node: 'b' } });
-    const [alpha, beta] = await Promise.all([rawHost(a.url, HOST_TOKEN), rawHost(b.url, HOST2_TOKEN)]);
+    const hosts = clusterHosts();
+    const a = await startServer({ naming: 'bare', hosts, cluster: { ...cluster, node: 'a' } });
+    const b = await startServer({ naming: 'bare', hosts, cluster: { ...cluster, node: 'b' } });
+    const [alpha, beta] = await Promise.all([rawHost(a.url, await a.hostToken('alpha')), rawHost(b.url, await b.hostToken('beta'))]);
     const tools = [{ name: 'same', inputSchema: { type: 'object' } }];
     const [ra, rb] = await Promise.all([rawAdvertise(alpha, tools), rawAdvertise(beta, tools)]);
     const winners = [ra, rb].filter((r) => (r.accepted as unknown[]).length === 1);

@@ -1,10 +1,14 @@
 /** Issue 17: the cluster on a 3-server NATS cluster, and NATS credentials. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
-import { cleanup, startFixtureHost, startServer, text, waitFor } from '../helpers.js';
-import { NATS_SERVER, startNats, startNatsCluster } from './nats.js';
+import { closeAll, startServer } from '@toolwire/testing';
+import { cleanup, text, waitFor } from '../helpers.js';
+import { NATS_SERVER, clusterHosts, fixtureHost, startNats, startNatsCluster } from './nats.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await closeAll(); // servers and hosts before their NATS (in cleanup)
+  await cleanup();
+});
 
 /** The exit code of an executor result (a declined call has none). */
 const exitOf = (r: Awaited<ReturnType<import('@toolwire/server').ToolwireServer['executor']['execute']>>): number | string =>
@@ -14,9 +18,10 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
   it('one NATS server of three killed: the nodes reconnect and calls across them keep working', async () => {
     const nats = await startNatsCluster();
     const urls = nats.map((n) => n.url);
-    const a = await startServer({ cluster: { nats: urls, name: 'f', node: 'a', heartbeatMs: 250 } });
-    const b = await startServer({ cluster: { nats: [...urls].reverse(), name: 'f', node: 'b', heartbeatMs: 250 } });
-    await startFixtureHost(a);
+    const hosts = clusterHosts();
+    const a = await startServer({ hosts, cluster: { nats: urls, name: 'f', node: 'a', heartbeatMs: 250 } });
+    const b = await startServer({ hosts, cluster: { nats: [...urls].reverse(), name: 'f', node: 'b', heartbeatMs: 250 } });
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo', 15_000);
     expect(exitOf(await b.server.executor.execute({ name: 'alpha__echo', input: { n: 1 }, agent: 'agent' }))).toBe(0);
 
@@ -41,9 +46,16 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
 describe.skipIf(NATS_SERVER === undefined)('cluster NATS credentials', () => {
   it('nodes join with the NATS user and password; a node with wrong credentials cannot join (ClusterError naming the servers)', async () => {
     const nats = await startNats(['--user', 'tw', '--pass', 'secret-pass-123']);
-    const a = await startServer({ cluster: { nats: [nats.url], name: 'c', node: 'a', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } } });
-    const b = await startServer({ cluster: { nats: [nats.url], name: 'c', node: 'b', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } } });
-    await startFixtureHost(a);
+    const hosts = clusterHosts();
+    const a = await startServer({
+      hosts,
+      cluster: { nats: [nats.url], name: 'c', node: 'a', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } },
+    });
+    const b = await startServer({
+      hosts,
+      cluster: { nats: [nats.url], name: 'c', node: 'b', heartbeatMs: 250, credentials: { user: 'tw', pass: 'secret-pass-123' } },
+    });
+    await fixtureHost(a);
     await waitFor(() => b.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b to list alpha__echo');
     expect(exitOf(await b.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(ExitCode.OK);
 

@@ -1,13 +1,17 @@
 /**
  * A real `nats-server` (Debian's package) for cluster tests: a random client port on 127.0.0.1,
- * JetStream in a temporary folder, stopped and removed by the harness's `cleanup()`.
+ * JetStream in a temporary folder, stopped and removed by the harness's `cleanup()`; and the
+ * host identities and fixture host of the cluster tests (@toolwire/testing).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { type AddressInfo, createServer } from 'node:net';
-import { defer, tempDir, waitForText } from '../helpers.js';
+import { join } from 'node:path';
+import type { HostCredential } from '@toolwire/server';
+import { type TestHost, type TestServer, generateToken, startHost } from '@toolwire/testing';
+import { defer, repoRoot, tempDir, waitForText } from '../helpers.js';
 
 export const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
 
@@ -56,3 +60,13 @@ export async function startNats(args: string[] = [], port?: number): Promise<Nat
   const listening = Number(found);
   return { url: `nats://127.0.0.1:${listening}`, port: listening, child, kill };
 }
+
+/** Host identities `alpha` and `beta` with generated tokens, for every node of one cluster (`startServer({hosts})`). */
+export const clusterHosts = (): HostCredential[] => [
+  { name: 'alpha', token: generateToken() },
+  { name: 'beta', token: generateToken() },
+];
+
+/** The integration fixture host process `alpha` (test/fixtures/host-tools.ts) on `node`. */
+export const fixtureHost = (node: TestServer): Promise<TestHost> =>
+  startHost(node, join(repoRoot, 'test', 'fixtures', 'host-tools.ts'), { name: 'alpha', process: true, hostOptions: { cancelGraceMs: 1_000 } });

@@ -5,11 +5,15 @@
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOST2_TOKEN, cleanup, repoRoot, spawnTs, waitForText } from '../helpers.js';
+import { HOST2_TOKEN, cleanup, cliPath, repoRoot, spawnTs, waitForText } from '../helpers.js';
 import { NATS_SERVER, startNats } from './nats.js';
 import { call, callOn, startNode, toolsOn } from './nodes.js';
 
 afterEach(cleanup);
+
+/** The live-output host `beta`: the `toolwire host` CLI serving test/fixtures/live-tools.json. */
+const liveHost = (url: string) =>
+  spawnTs([cliPath, 'host', '--server', url, '--token', HOST2_TOKEN, '--manifest', join(repoRoot, 'test', 'fixtures', 'live-tools.json')]);
 
 const fixtureHost = (url: string, token?: string) =>
   spawnTs([join(repoRoot, 'test', 'fixtures', 'host.ts')], { TOOLWIRE_SERVER: url, TOOLWIRE_TOKEN: token ?? 'host-token-aaaaaaaaaaaaaaaaaaaaaaaa' });
@@ -30,7 +34,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     expect((await call(b, 'alpha__nope')).code).toBe(127);
 
     // Ctrl-C on B's caller, once the tool on A's host is printing: the call stops, 130.
-    spawnTs([join(repoRoot, 'test', 'fixtures', 'live-host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST2_TOKEN });
+    liveHost(a.url);
     await toolsOn(b, 14, 'node b to list beta’s tools too');
     const child = callOn(b, 'beta__forever');
     const exited = once(child, 'exit');
@@ -44,7 +48,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     const nats = await startNats();
     const a = await startNode(nats.url, 'a');
     const b = await startNode(nats.url, 'b');
-    spawnTs([join(repoRoot, 'test', 'fixtures', 'live-host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST2_TOKEN });
+    liveHost(a.url);
     await toolsOn(b, 4, 'node b to list beta’s tools');
     const started = Date.now();
     const child = callOn(b, 'beta__ticker');
@@ -60,7 +64,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     const nats = await startNats();
     const a = await startNode(nats.url, 'a');
     const b = await startNode(nats.url, 'b');
-    spawnTs([join(repoRoot, 'test', 'fixtures', 'live-host.ts')], { TOOLWIRE_SERVER: a.url, TOOLWIRE_TOKEN: HOST2_TOKEN });
+    liveHost(a.url);
     await toolsOn(b, 4, 'node b to list beta’s tools');
     const child = callOn(b, 'beta__forever');
     const done = once(child, 'exit');

@@ -2,7 +2,8 @@
  * What the kit has open: every handle it returns is tracked here until it is closed, so
  * {@link closeAll} can close what a test forgot, and child processes are killed when the test
  * runner's process exits (an `exit` hook: only synchronous work is possible there, so servers and
- * sockets simply end with the process; the children are SIGKILLed with their process groups).
+ * sockets simply end with the process; the children are SIGKILLed with their process groups, then
+ * the network namespaces of the netns mode are deleted).
  */
 import type { ChildProcess } from 'node:child_process';
 
@@ -13,6 +14,8 @@ export interface Closeable {
 
 const open = new Set<Closeable>();
 const children = new Set<ChildProcess>();
+/** What must be undone synchronously at exit after the children are killed (network namespaces). */
+const removables = new Set<{ remove(): void }>();
 let hooked = false;
 
 function killGroup(child: ChildProcess): void {
@@ -32,6 +35,7 @@ function hookExit(): void {
   hooked = true;
   process.once('exit', () => {
     for (const child of children) killGroup(child);
+    for (const removable of removables) removable.remove();
   });
 }
 
@@ -51,6 +55,17 @@ export function trackChild(child: ChildProcess): void {
   hookExit();
   children.add(child);
   child.once('exit', () => children.delete(child));
+}
+
+/** Call `removable.remove()` (synchronous) when this process exits, unless {@link offExit} came first. */
+export function onExit(removable: { remove(): void }): void {
+  hookExit();
+  removables.add(removable);
+}
+
+/** Forget `removable` (it was removed). */
+export function offExit(removable: { remove(): void }): void {
+  removables.delete(removable);
 }
 
 /** SIGKILL `child` and its process group (SIGCONT first, so a stopped child dies too). */

@@ -38,6 +38,10 @@ export class ProxyConnection implements FaultControls {
   readonly faults: Faults;
   /** Resolves when both sockets are closed. */
   readonly closed: Promise<void>;
+  /** When the host side went away (FIN, close or error seen; `performance.now()`), else undefined. */
+  clientGoneAt: number | undefined;
+  /** When the server side went away (FIN, close or error seen; `performance.now()`), else undefined. */
+  upstreamGoneAt: number | undefined;
   #budget: number | undefined;
   /** slowClose and FIN-linger timers: cleared when the connection ends, so none outlives it. */
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -51,6 +55,11 @@ export class ProxyConnection implements FaultControls {
     this.upstream = upstream;
     this.faults = { ...faults };
     this.#budget = budget;
+    // Prepended, so the moment is taken before the pumps (or a test) react to the same event.
+    for (const event of ['end', 'close', 'error']) {
+      client.prependListener(event, () => (this.clientGoneAt ??= performance.now()));
+      upstream.prependListener(event, () => (this.upstreamGoneAt ??= performance.now()));
+    }
     client.setNoDelay(true);
     upstream.setNoDelay(true);
     this.#pumps = [new Pump(client, upstream, this), new Pump(upstream, client, this)];

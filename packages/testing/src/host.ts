@@ -7,10 +7,20 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { type Logger, ToolHost, type ToolHostOptions } from '@toolwire/client';
 import { killChild, track, trackChild, untrack } from './cleanup.js';
+import { Netns, type NetnsLink } from './netns-link.js';
 import { FaultProxy } from './proxy.js';
 import type { TestServer } from './server.js';
 import { type HostTools, registerTools } from './tools.js';
 import { waitForHost, waitUntil } from './wait.js';
+
+/**
+ * A server the kit did not start (a `toolwire serve` process, a staging server): where hosts dial
+ * and a host token it accepts. `startHost`'s `name` is then only a label.
+ */
+export interface HostTarget {
+  url: string;
+  token: string;
+}
 
 /** Options of {@link startHost}. Times in ms. */
 export interface StartHostOptions {
@@ -18,6 +28,12 @@ export interface StartHostOptions {
   name?: string;
   /** Run the host in a child process (so `kill('SIGKILL')` and `pause()` act on a real process). Default false. */
   process?: boolean;
+  /**
+   * With `process: true`: run the child in a network namespace of its own, joined by a veth pair
+   * (`host.netns`), so `host.netns.blackhole()` drops its packets in the kernel. Needs root, Linux,
+   * `ip netns` and `tc` (`netnsSupport()`). Default false.
+   */
+  netns?: boolean;
   /**
    * More `ToolHostOptions` (not `server`/`token`). Defaults here: reconnect 20 → 200 ms,
    * `cancelGraceMs` 500, `drainMs` 200, logging off (in this process).
@@ -34,6 +50,8 @@ export interface TestHost extends AsyncDisposable {
   readonly name: string;
   /** The fault proxy between this host and the server: `host.net.blackhole()`, `.latency(ms)`… */
   readonly net: FaultProxy;
+  /** The host's network namespace (`netns: true`): `host.netns.blackhole()` drops at the kernel. Else undefined. */
+  readonly netns: NetnsLink | undefined;
   /** The child's pid (`process: true`), else undefined. */
   readonly pid: number | undefined;
   /** The `ToolHost` (in this process), else undefined. */
@@ -49,11 +67,11 @@ export interface TestHost extends AsyncDisposable {
   pause(): void;
   /** Child: SIGCONT. In this process: `net.heal()`. */
   resume(): void;
-  /** Cut the connection (RST) and refuse new ones; resolves once the server no longer lists the host. */
+  /** Cut the connection (RST) and refuse new ones; resolves once the server no longer lists the host (a {@link HostTarget}: once the proxy has no connection open). */
   disconnect(options?: { timeoutMs?: number }): Promise<void>;
-  /** Heal `net` and resolve once the host has connected and advertised again. */
+  /** Heal `net` (and `netns`) and resolve once the host has connected and advertised again. */
   reconnect(options?: { timeoutMs?: number }): Promise<void>;
-  /** Close the host (gracefully; a child is SIGKILLed after 10 s) and its proxy. Idempotent. */
+  /** Close the host (gracefully; a child is SIGKILLed after 10 s), its proxy and its namespace. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -69,21 +87,31 @@ function childCommand(): { entry: string; args: string[] } {
 }
 
 /**
- * Start a real tool host advertising `tools` to `server` (through its own fault proxy, `net`) and
- * resolve once the server answered its first advertise.
- * @throws TypeError when `tools` is a map and `process: true` (a child can load only a path), or on a bad tool
+ * Start a real tool host advertising `tools` to `server` — a {@link TestServer}, or any server as
+ * `{url, token}` — (through its own fault proxy, `net`) and resolve once the server answered its
+ * first advertise.
+ * @throws TypeError when `tools` is a map and `process: true` (a child can load only a path), when `netns`
+ *   comes without `process`, or on a bad tool; Error when the netns mode cannot run here (`netnsSupport()`)
  */
-export async function startHost(server: TestServer, tools: HostTools, options: StartHostOptions = {}): Promise<TestHost> {
+export async function startHost(server: TestServer | HostTarget, tools: HostTools, options: StartHostOptions = {}): Promise<TestHost> {
   if (options.process && typeof tools !== 'string') throw new TypeError('startHost: with {process: true}, tools must be a manifest or module path');
   const name = options.name ?? `host${++hostCount}`;
-  const token = await server.hostToken(name);
-  const net = await FaultProxy.start(server.url);
+  if (options.netns && !options.process) throw new TypeError('startHost: {netns: true} needs {process: true} (a namespace holds a process)');
+  const token = 'hostToken' in server ? await server.hostToken(name) : server.token;
+  const netns = options.netns ? await Netns.create() : undefined;
+  let net: FaultProxy;
+  try {
+    net = await FaultProxy.start(server.url, { listen: netns?.serverAddress });
+  } catch (error) {
+    netns?.remove();
+    throw error;
+  }
   const hostOptions: ToolHostOptions = {
     reconnect: { baseMs: 20, maxMs: 200 },
     cancelGraceMs: 500,
     drainMs: 200,
     ...options.hostOptions,
-    server: net.url,
+    server: netns ? dialName(net.url, netns.serverName) : net.url,
     token,
   };
   const timeoutMs = options.timeoutMs ?? 20_000;
@@ -95,12 +123,15 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
 
   if (options.process) {
     const { entry, args } = childCommand();
-    child = spawn(process.execPath, [...args, entry], { env: { ...process.env, ...options.env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], detached: true });
+    const argv = [process.execPath, ...args, entry];
+    const { command, args: commandArgs } = netns ? netns.wrap(argv) : { command: argv[0]!, args: argv.slice(1) };
+    child = spawn(command, commandArgs, { env: { ...process.env, ...options.env }, stdio: ['ignore', 'ignore', 'pipe', 'ipc'], detached: true });
     trackChild(child);
     child.on('error', () => {}); // a failed spawn or IPC send: the exit or a bounded wait reports it
     child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-8192)));
-    child.on('message', (message: { type: string }) => {
+    child.on('message', (message: { type: string; message?: string }) => {
       if (message.type === 'advertised') advertised++;
+      else if (message.type === 'failed') stderr += `${message.message ?? ''}\n`; // why it will exit
     });
     child.send({ type: 'start', options: hostOptions, tools });
   } else {
@@ -114,6 +145,7 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
   const handle: TestHost = {
     name,
     net,
+    netns,
     pid: child?.pid,
     host: inProcess,
     get advertisedCount() {
@@ -138,11 +170,14 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
     },
     async disconnect(o = {}) {
       net.refuse().reset();
-      await waitForHost(server, name, { connected: false, timeoutMs: o.timeoutMs ?? 10_000 });
+      const timeoutMs = o.timeoutMs ?? 10_000;
+      if ('hostToken' in server) await waitForHost(server, name, { connected: false, timeoutMs });
+      else await waitUntil(() => net.connections.length === 0, `host ${name}'s connections to close`, { timeoutMs });
     },
     async reconnect(o = {}) {
       const before = advertised;
       net.heal();
+      await netns?.heal();
       await waitUntil(() => advertised > before, `host ${name} to advertise again`, { timeoutMs: o.timeoutMs ?? 10_000 });
     },
     close() {
@@ -158,6 +193,7 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
           killChild(child); // what is left of its group
         } else await inProcess!.close();
         await net.close();
+        netns?.remove();
         untrack(handle);
       })();
       return closing;
@@ -181,6 +217,13 @@ export async function startHost(server: TestServer, tools: HostTools, options: S
     throw error;
   }
   return handle;
+}
+
+/** `url` with its hostname replaced by `name`. */
+function dialName(url: string, name: string): string {
+  const u = new URL(url);
+  u.hostname = name;
+  return u.href.replace(/\/$/, '');
 }
 
 /** `promise`, or a rejection naming `what` after `ms`; the timer is cleared either way. */

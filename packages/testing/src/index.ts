@@ -8,7 +8,7 @@
  * @packageDocumentation
  */
 export { startServer, generateToken, type StartServerOptions, type TestServer, type CallOptions } from './server.js';
-export { startHost, type StartHostOptions, type TestHost } from './host.js';
+export { startHost, type HostTarget, type StartHostOptions, type TestHost } from './host.js';
 export type { HostTools, ToolMap, InProcessTool } from './tools.js';
 export { startProxy, FaultProxy, ProxyConnection, type FaultControls, type ProxyTarget } from './proxy.js';
 export { startRogueHost, type RogueBehaviour, type RogueCall, type RogueHost, type RogueScript, type RogueTarget } from './rogue.js';
@@ -16,3 +16,4 @@ export { expectCapture, CaptureAssertion, type CaptureLike } from './expect.js';
 export { waitUntil, waitForTools, waitForToolsChanged, waitForHost, waitForCallInFlight, type WaitOptions } from './wait.js';
 export { closeAll, openHandles } from './cleanup.js';
 export { netnsSupport, type NetnsSupport } from './netns.js';
+export type { NetnsLink } from './netns-link.js';

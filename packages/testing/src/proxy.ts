@@ -23,6 +23,8 @@ export class FaultProxy implements FaultControls {
   readonly port: number;
   /** Connections open now, oldest first. */
   readonly connections: ProxyConnection[] = [];
+  /** Connections accepted so far (open or closed, refused ones included). */
+  accepted = 0;
   readonly #server: Server;
   readonly #faults: Faults = clean();
   #budget: number | undefined;
@@ -37,17 +39,21 @@ export class FaultProxy implements FaultControls {
     this.port = port;
   }
 
-  /** Start a proxy in front of `target`; resolves once it listens. */
-  static async start(target: ProxyTarget): Promise<FaultProxy> {
+  /**
+   * Start a proxy in front of `target`; resolves once it listens on `options.listen` (a local
+   * address, default `127.0.0.1`; the netns mode uses its veth's address), port 0.
+   */
+  static async start(target: ProxyTarget, options: { listen?: string } = {}): Promise<FaultProxy> {
+    const listen = options.listen ?? '127.0.0.1';
     const parsed = typeof target === 'string' ? new URL(target) : undefined;
     const host = parsed ? parsed.hostname.replace(/^\[|\]$/g, '') : ((target as { host?: string }).host ?? '127.0.0.1');
     const port = parsed ? Number(parsed.port) : (target as { port: number }).port;
     if (!Number.isInteger(port) || port <= 0 || port > 65535) throw new RangeError(`FaultProxy: target needs a port 1-65535, got ${String(port)}`);
     const server = createServer({ allowHalfOpen: true }); // FINs are passed on by the proxy, not answered by Node
-    server.listen(0, '127.0.0.1');
+    server.listen(0, listen);
     await once(server, 'listening');
     const own = (server.address() as AddressInfo).port;
-    const url = parsed ? `${parsed.protocol}//127.0.0.1:${own}${parsed.pathname === '/' ? '' : parsed.pathname}` : `tcp://127.0.0.1:${own}`;
+    const url = parsed ? `${parsed.protocol}//${listen}:${own}${parsed.pathname === '/' ? '' : parsed.pathname}` : `tcp://${listen}:${own}`;
     const proxy = new FaultProxy(server, url, own);
     server.on('connection', (socket) => proxy.#accept(socket, host, port));
     return track(proxy);
@@ -55,6 +61,7 @@ export class FaultProxy implements FaultControls {
 
   #accept(client: Socket, host: string, port: number): void {
     client.on('error', () => {});
+    this.accepted++;
     if (this.#refusing || this.#closing) {
       client.resetAndDestroy();
       return;
@@ -160,7 +167,7 @@ export class FaultProxy implements FaultControls {
   }
 }
 
-/** Start a {@link FaultProxy} in front of `target` (a server's `url`, or `{port}`). */
-export function startProxy(target: ProxyTarget): Promise<FaultProxy> {
-  return FaultProxy.start(target);
+/** Start a {@link FaultProxy} in front of `target` (a server's `url`, or `{port}`), listening on `options.listen` (default 127.0.0.1). */
+export function startProxy(target: ProxyTarget, options: { listen?: string } = {}): Promise<FaultProxy> {
+  return FaultProxy.start(target, options);
 }
