@@ -39,8 +39,8 @@ describe('the tools of a stdio MCP server', () => {
     expect(structured.structuredContent).toEqual({ sum: 3 });
     expect(structured.isError).toBe(false);
 
-    // A call that reports MCP progress completes; the host sends it on as `progress` frames (which
-    // this server does not pass on yet: host-session drops them).
+    // A call that reports MCP progress completes; the host sends it on as `progress` frames, which the
+    // server passes to the door's `notifications/progress` (packages/server/test/mcp.live.test.ts).
     const progress = await client.callTool({ name: 'alpha__fake_progress', arguments: {} }, undefined, { onprogress: () => {} });
     expect(progress.content).toEqual([{ type: 'text', text: 'Exit code: 0\ndone' }]);
   });
