@@ -57,6 +57,8 @@ export interface ExecutorDeps {
   board?: CallBoard;
   /** Told of every completed call (the server's metrics, issue 16). Must not throw. */
   observer?: { callEnded(end: CallEnd): void };
+  /** This server's cluster node id (DESIGN §10): the node of a call to a host on this node. Absent on a single node. */
+  node?: string;
 }
 
 /** One invocation. */
@@ -131,6 +133,7 @@ export class Executor {
   readonly #record: DiskRecord | undefined;
   readonly #board: CallBoard | undefined;
   readonly #observer: ExecutorDeps['observer'];
+  readonly #node: string | undefined;
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
@@ -144,6 +147,7 @@ export class Executor {
     this.#fallback = deps.fallback;
     this.#board = deps.board;
     this.#observer = deps.observer;
+    this.#node = deps.node;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
   }
 
@@ -222,6 +226,7 @@ export class Executor {
     const trace = startCallTrace(id, name, agent, req.traceparent, req.tracestate);
     let host: string | undefined;
     let wireId: string | undefined;
+    let node: string | undefined;
     let capture: Capture | undefined;
     try {
       if (this.#toolControl) {
@@ -258,6 +263,7 @@ export class Executor {
         }
         capture = routed !== undefined && isCapture(routed) ? routed : await this.#settleRouted(call, routed);
         host = call.host;
+        node = call.node ?? (host === undefined ? undefined : this.#node);
         wireId = call.wireId;
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
@@ -266,7 +272,7 @@ export class Executor {
       const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
       if (record) await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
       const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
-      this.#ended(id, name, agent, host, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
+      this.#ended(id, name, agent, host, node, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
       return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
@@ -280,13 +286,15 @@ export class Executor {
 
   /**
    * The one info line of a completed call (issue 16: `call`, `tool`, `host`, `agent`, `exitCode`,
-   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are), and its metrics. Never the input.
+   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are; in a cluster `node`, the node
+   * of the host that answered), and its metrics. Never the input.
    */
   #ended(
     id: string,
     tool: string,
     agent: string,
     host: string | undefined,
+    node: string | undefined,
     wire: string | undefined,
     capture: Capture,
     ms: number,
@@ -294,14 +302,14 @@ export class Executor {
   ): void {
     const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
     this.#options.logger.info(
-      { call: id, wire, tool, host, agent, exitCode: capture.exitCode, failure: capture.failure, ms, bytesOut, trace: traceId },
+      { call: id, wire, tool, host, node, agent, exitCode: capture.exitCode, failure: capture.failure, ms, bytesOut, trace: traceId },
       'call ended',
     );
     const observer = this.#observer;
     if (observer === undefined) return;
     const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
     try {
-      observer.callEnded({ id, tool, known, host, exitCode: capture.exitCode, ms, bytesOut, traceId });
+      observer.callEnded({ id, tool, known, host, node, exitCode: capture.exitCode, ms, bytesOut, traceId });
     } catch (error) {
       this.#options.logger.error({ err: error, call: id }, 'call observer failed');
     }

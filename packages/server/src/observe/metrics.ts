@@ -3,8 +3,10 @@
  * servers in one process do not mix), in the OpenMetrics text format (what Prometheus scrapes; it
  * carries exemplars). Per call one counter and one histogram update ({@link ServerMetrics.callEnded});
  * everything else is read when scraped. Labels are bounded: `tool` is an advertised name (or
- * `(other)` for a name no host advertised), `host` a connected identity, `exit_code` 0–255; call
- * ids and trace ids appear only as exemplars of the duration histogram.
+ * `(other)` for a name no host advertised), `host` a connected identity, `exit_code` 0–255, and in
+ * a cluster `node`, the node of the host that answered (a cluster id; one per host at a time, so a
+ * host adds a series only when it moves to another node; absent on a single node); call ids and
+ * trace ids appear only as exemplars of the duration histogram.
  */
 import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry } from 'prom-client';
 import { REFUSED_FRAME_KINDS, type SessionCounters } from './counters.js';
@@ -24,6 +26,8 @@ export interface CallEnd {
   known: boolean;
   /** The host that answered, `undefined` when none did. */
   host: string | undefined;
+  /** In a cluster: the node of the host that answered (DESIGN §10); `undefined` on a single node or when no host did. */
+  node?: string | undefined;
   exitCode: number;
   /** Duration, ms. */
   ms: number;
@@ -53,22 +57,22 @@ const MAX_EXEMPLAR_CHARS = 128;
 export class ServerMetrics {
   /** The registry; `metrics()` renders it. */
   readonly registry = openMetricsRegistry();
-  readonly #calls: Counter<'tool' | 'host' | 'exit_code'>;
-  readonly #duration: Histogram<'tool' | 'host'>;
+  readonly #calls: Counter<'tool' | 'host' | 'exit_code' | 'node'>;
+  readonly #duration: Histogram<'tool' | 'host' | 'node'>;
   readonly #bytesOut: Counter;
 
   constructor(sources: MetricSources) {
     const registers = [this.registry];
     this.#calls = new Counter({
       name: 'toolwire_calls',
-      help: 'Calls completed, by tool, host and exit code.',
-      labelNames: ['tool', 'host', 'exit_code'],
+      help: 'Calls completed, by tool, host, exit code and (in a cluster) the host\'s node.',
+      labelNames: ['tool', 'host', 'exit_code', 'node'],
       registers,
     });
     this.#duration = new Histogram({
       name: 'toolwire_call_duration_seconds',
       help: 'Call duration from admission to capture, seconds (exemplars: call_id, trace_id).',
-      labelNames: ['tool', 'host'],
+      labelNames: ['tool', 'host', 'node'],
       buckets: [...DURATION_BUCKETS],
       enableExemplars: true,
       registers,
@@ -115,8 +119,10 @@ export class ServerMetrics {
   callEnded(end: CallEnd): void {
     const tool = end.known ? end.tool : OTHER_TOOL;
     const host = end.host ?? '';
-    this.#calls.inc({ tool, host, exit_code: end.exitCode });
-    this.#duration.observe({ labels: { tool, host }, value: end.ms / 1000, exemplarLabels: exemplarOf(end.id, end.traceId) });
+    const node = end.node;
+    const labels = node === undefined ? { tool, host } : { tool, host, node };
+    this.#calls.inc(node === undefined ? { tool, host, exit_code: end.exitCode } : { tool, host, node, exit_code: end.exitCode });
+    this.#duration.observe({ labels, value: end.ms / 1000, exemplarLabels: exemplarOf(end.id, end.traceId) });
     if (end.bytesOut > 0) this.#bytesOut.inc(end.bytesOut);
   }
 
