@@ -134,10 +134,10 @@ describe.skipIf(NATS_SERVER === undefined)('cluster NATS security: token, TLS, a
     }
     // And it overhears nothing: while the insider receives heartbeats, the outsider's subscription gets none.
     let overheard = 0;
-    outsider.subscribe('toolwire.c.>', { callback: () => overheard++ });
+    outsider.subscribe('toolwire.c.>', { callback: () => void overheard++ });
     await outsider.flush();
     let heard = 0;
-    insider.subscribe('toolwire.c.heartbeat', { callback: () => heard++ });
+    insider.subscribe('toolwire.c.heartbeat', { callback: () => void heard++ });
     await waitFor(() => heard >= 4, 'the insider to receive four heartbeats', 15_000);
     await outsider.flush();
     expect(overheard).toBe(0);
