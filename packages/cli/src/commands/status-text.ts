@@ -29,14 +29,17 @@ export function size(n: number): string {
 export function statusText(s: StatusAnswer): string {
   const at = s.at;
   const lines: string[] = [];
-  if (s.node !== undefined) lines.push(`cluster nodes (${s.nodes?.length ?? 1})  ${(s.nodes ?? [s.node]).map((n) => (n === s.node ? `${n} (this one)` : n)).join('  ')}`);
+  if (s.node !== undefined)
+    lines.push(`cluster nodes (${s.nodes?.length ?? 1})  ${(s.nodes ?? [s.node]).map((n) => (n === s.node ? `${n} (this one)` : n)).join('  ')}`);
   const onNode = (node: string | undefined): string => (node === undefined ? '' : `  node ${node}`);
   lines.push(`hosts (${s.hosts.length})`);
   if (s.hosts.length === 0) lines.push('  none connected');
   for (const h of s.hosts) {
     const beat = h.lastHeartbeatAt === undefined ? 'no heartbeat yet' : `heartbeat ${ago(at - h.lastHeartbeatAt)} ago`;
     const proto = h.protocol === undefined ? '' : `  v${h.protocol}`;
-    lines.push(`  ${h.name}${onNode(h.node)}  ${h.remote ?? '?'}${proto}  connected ${ago(at - h.connectedAt)} ago  ${beat}  ${h.tools.length} tools  ${h.inFlight} in flight`);
+    lines.push(
+      `  ${h.name}${onNode(h.node)}  ${h.remote ?? '?'}${proto}  connected ${ago(at - h.connectedAt)} ago  ${beat}  ${h.tools.length} tools  ${h.inFlight} in flight`,
+    );
   }
   const tools = s.hosts.flatMap((h) => h.tools);
   lines.push(`tools (${tools.length})`);

@@ -65,7 +65,7 @@ export class ServerMetrics {
     const registers = [this.registry];
     this.#calls = new Counter({
       name: 'toolwire_calls',
-      help: 'Calls completed, by tool, host, exit code and (in a cluster) the host\'s node.',
+      help: "Calls completed, by tool, host, exit code and (in a cluster) the host's node.",
       labelNames: ['tool', 'host', 'exit_code', 'node'],
       registers,
     });
