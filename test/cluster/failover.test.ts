@@ -45,7 +45,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
     const probe = await connect({ servers: urls, reconnect: true });
     defer(() => probe.close());
     const info = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-r-hosts', '', { timeout: 10_000 });
-    const stream = info.json() as { config: { num_replicas: number }; cluster?: { replicas?: unknown[] } };
+    const stream = info.json<{ config: { num_replicas: number }; cluster?: { replicas?: unknown[] } }>();
     expect(stream.config.num_replicas).toBe(3);
     expect(stream.cluster?.replicas).toHaveLength(2); // the leader's two followers
 
@@ -56,7 +56,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
     await waitFor(
       async () => {
         const msg = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-r-hosts', '', { timeout: 2_000 }).catch(() => undefined);
-        const now = msg?.json() as { cluster?: { leader?: string }; state?: { messages?: number } } | undefined;
+        const now = msg?.json<{ cluster?: { leader?: string }; state?: { messages?: number } }>();
         return now?.cluster?.leader !== undefined && (now.state?.messages ?? 0) >= 1;
       },
       'the lease bucket to have a leader again, with alpha’s lease',

@@ -163,7 +163,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster NATS security: token, TLS, a
     const insider = await connect({ servers: nats.url, user: 'tw-c', pass: 'tw-c-secret-0123456789', reconnect: false });
     defer(() => insider.close());
     const info = await insider.request('$JS.API.STREAM.INFO.KV_toolwire-c-hosts', '', { timeout: 5_000 });
-    expect((info.json() as { state?: { messages?: number } }).state?.messages).toBeGreaterThanOrEqual(1);
+    expect(info.json<{ state?: { messages?: number } }>().state?.messages).toBeGreaterThanOrEqual(1);
 
     const outsider = await connect({ servers: nats.url, user: 'other', pass: 'other-secret-0123456789', reconnect: false });
     defer(() => outsider.close());
