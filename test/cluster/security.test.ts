@@ -2,17 +2,19 @@
  * Issue 17 item 7 with a real nats-server configured for it: a NATS token, TLS (a self-signed
  * certificate made here with openssl, server-verified and mutual), and NATS accounts as the
  * boundary: a NATS client without the cluster's credentials cannot publish or subscribe on its
- * subjects, so it cannot call a tool. (User and password: failover.test.ts.)
+ * subjects, so it cannot call a tool; a `.creds` file of NATS decentralized auth (`creds.ts`). (User
+ * and password: failover.test.ts.)
  */
 import { execFile } from 'node:child_process';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/transport-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
 import { ToolwireServer } from '@toolwire/server';
 import { cleanup, defer, startFixtureHost, startServer, tempDir, waitFor } from '../helpers.js';
+import { decentralizedAuth } from './creds.js';
 import { NATS_SERVER, startNats } from './nats.js';
 
 afterEach(cleanup);
@@ -75,6 +77,30 @@ describe.skipIf(NATS_SERVER === undefined)('cluster NATS security: token, TLS, a
     const error = await joinError({ cluster: { nats: [nats.url], name: 'c', node: 'x', credentials: { token: 'wrong-token-0123456789abcdef' } } });
     expect(error?.name).toBe('ClusterError');
     expect(error?.message).not.toContain('wrong-token');
+  }, 60_000);
+
+  it('a .creds file (NATS decentralized auth: operator, account and user JWTs): nodes join with it and call across; a user of another account reaches none of the cluster’s subjects', async () => {
+    const dir = await tempDir('toolwire-nats-creds-');
+    const auth = await decentralizedAuth(dir);
+    const nats = await startNats(['-c', auth.config]);
+    await callAcross({ nats: [nats.url], credentials: { credsFile: auth.creds } });
+    // JetStream works in the account: the lease bucket holds alpha's identity.
+    const insider = await connect({ servers: nats.url, authenticator: credsAuthenticator(await readFile(auth.creds)), reconnect: false });
+    defer(() => insider.close());
+    const info = await insider.request('$JS.API.STREAM.INFO.KV_toolwire-c-hosts', '', { timeout: 5_000 });
+    expect(info.json<{ state?: { messages?: number } }>().state?.messages).toBeGreaterThanOrEqual(1);
+    const stranger = await connect({ servers: nats.url, authenticator: credsAuthenticator(await readFile(auth.strangerCreds)), reconnect: false });
+    defer(() => stranger.close());
+    const refused = await stranger.request('toolwire.c.node.a.state', '{}', { timeout: 5_000 }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(refused?.message).toMatch(/503|no responders/i);
+    const anonymous = await connect({ servers: nats.url, reconnect: false }).then(
+      (nc) => (defer(() => nc.close()), undefined),
+      (e: unknown) => e as Error,
+    );
+    expect(anonymous?.message).toMatch(/Authorization Violation/);
   }, 60_000);
 
   it('TLS to NATS with a self-signed certificate: nodes that trust it (tls.ca) and present a client certificate (tls.cert/key) join; without the CA or the client certificate they cannot', async () => {
