@@ -82,6 +82,8 @@ interface Proc {
   /** Incremented at each kill (a call in flight when its node was killed may fail). */
   generation: number;
   down: boolean;
+  /** When it last came up (ms since the epoch), after a restart. */
+  upAt?: number;
 }
 
 export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
@@ -166,7 +168,9 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
     n.child = child;
     // Callers use it (and chaos may kill it again) once it answers /healthz.
     void until(() => nodeUp(i), 60_000, 200).then(() => {
-      if (n.child === child) n.down = false;
+      if (n.child !== child) return;
+      n.down = false;
+      if (n.generation > 0) n.upAt = Date.now();
     });
   };
   const nodeHttp = (i: number): string => `http://127.0.0.1:${nodePorts[i]}`;
@@ -239,6 +243,8 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
   let unsettled = 0;
   const outcomes = new Map<string, number>();
   const unexpected: string[] = [];
+  /** Why calls ended non-zero: `<exit code> <toolwire's reason>` (host and node ids elided) → count. */
+  const reasons = new Map<string, number>();
   const count = (key: string): void => void outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
   const pending = new Set<Promise<void>>();
 
@@ -265,8 +271,18 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
     try {
       const params = { name, arguments: args, ...(deadline && { _meta: { 'toolwire/deadlineMs': deadline } }) };
       const result = await client.callTool(params, { signal: stop.signal, timeout: (deadline ?? DEADLINE_MS) + GRACE_MS + 20_000 });
-      const exitCode = (result.structuredContent as { exitCode?: number } | undefined)?.exitCode;
+      const { exitCode, stderr } = (result.structuredContent ?? {}) as { exitCode?: number; stderr?: string };
       count(`exit ${exitCode ?? '(none)'}`);
+      if (exitCode !== 0 && typeof stderr === 'string') {
+        const why = /toolwire: ([^\n]*)/
+          .exec(stderr)?.[1]
+          ?.replace(/\b(h\d+|n\d+)\b/g, '…')
+          .replace(/"h\d+__/g, '"…__')
+          .replace(/\d+ ms/g, 'N ms');
+        const fresh = exitCode === 127 && Date.now() - (node.upAt ?? 0) < 30_000 ? ' (node restarted < 30 s ago)' : '';
+        const key = `${exitCode} ${why}${fresh}`;
+        if (why !== undefined) reasons.set(key, (reasons.get(key) ?? 0) + 1);
+      }
       if (exitCode === undefined || !EXPECTED.has(exitCode)) unexpected.push(`${name} via n${at}: exit ${exitCode} ${JSON.stringify(result).slice(0, 200)}`);
       if ((exitCode === 69 || exitCode === 127) && kind !== 'missing') await sleep(10 + random() * 40);
     } catch (error) {
@@ -393,6 +409,8 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
   console.log(`  nodes ${o.nodes}, nats-servers ${o.natsServers}, hosts ${o.hosts}, callers ${o.callers}`);
   console.log(`  calls issued:               ${issued}`);
   console.log(`  outcomes:                   ${sorted.map(([k, v]) => `${k}: ${v}`).join(', ')}`);
+  const why = [...reasons.entries()].sort(([, a], [, b]) => b - a).slice(0, 8);
+  console.log(`  why non-zero (top):         ${why.map(([k, v]) => `${v} × ${k}`).join('\n                              ')}`);
   console.log(`  unsettled (caller side):    ${unsettled}`);
   console.log(`  calls in flight on nodes:   ${inFlight} (after the wind-down; all nodes)`);
   console.log(`  unexpected outcomes:        ${unexpected.length}${unexpected.length ? `\n    ${unexpected.slice(0, 10).join('\n    ')}` : ''}`);
