@@ -5,7 +5,8 @@
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CALLER_TOKEN, HOST2_TOKEN, cleanup, repoRoot, spawnTs, waitForText } from '../helpers.js';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CALLER_TOKEN, HOST2_TOKEN, cleanup, defer, repoRoot, spawnTs, waitForText } from '../helpers.js';
 import { NATS_SERVER, startNats } from './nats.js';
 import { call, callOn, startNode, status, toolsOn } from './nodes.js';
 
@@ -38,6 +39,24 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     child.kill('SIGINT');
     const [code] = (await exited) as [number | null];
     expect(code).toBe(130);
+  }, 180_000);
+
+  it('an MCP client of the 2026-07-28 revision (stateless) calls a host on node A through node B, and through A, with no session on either', async () => {
+    const nats = await startNats();
+    const a = await startNode(nats.url, 'a');
+    const b = await startNode(nats.url, 'b');
+    fixtureHost(a.url);
+    await toolsOn(b, 10, 'node b to list the host’s tools');
+    for (const node of [b, a]) {
+      const client = new Client({ name: 'stateless', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      defer(() => client.close());
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${node.http}/mcp`), { requestInit: { headers: { authorization: `Bearer ${CALLER_TOKEN}` } } }),
+      );
+      expect(client.getNegotiatedProtocolVersion()).toBe('2026-07-28');
+      const result = await client.callTool({ name: 'alpha__echo', arguments: { via: node === a ? 'a' : 'b' } });
+      expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: `{"via":"${node === a ? 'a' : 'b'}"}` });
+    }
   }, 180_000);
 
   it('live output crosses nodes: the first line of a ticking tool reaches B’s caller long before the tool ends', async () => {

@@ -13,7 +13,7 @@ import { connect, credsAuthenticator, type NatsConnection } from '@nats-io/trans
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
 import { ToolwireServer } from '@toolwire/server';
-import { cleanup, defer, startFixtureHost, startServer, tempDir, waitFor } from '../helpers.js';
+import { HOST2_TOKEN, cleanup, defer, startFixtureHost, startServer, tempDir, waitFor } from '../helpers.js';
 import { decentralizedAuth } from './creds.js';
 import { NATS_SERVER, startNats } from './nats.js';
 
@@ -71,6 +71,24 @@ async function callAcross(cluster: Record<string, unknown>): Promise<void> {
 }
 
 describe.skipIf(NATS_SERVER === undefined)('cluster NATS security: token, TLS, accounts', () => {
+  it('two clusters on one NATS (subjects toolwire.<name>.…): each node lists only its own cluster’s hosts', async () => {
+    const nats = await startNats();
+    const xa = await startServer({ cluster: { nats: [nats.url], name: 'x', node: 'a', heartbeatMs: 250 } });
+    const xb = await startServer({ cluster: { nats: [nats.url], name: 'x', node: 'b', heartbeatMs: 250 } });
+    const ya = await startServer({ cluster: { nats: [nats.url], name: 'y', node: 'a', heartbeatMs: 250 } });
+    const yb = await startServer({ cluster: { nats: [nats.url], name: 'y', node: 'b', heartbeatMs: 250 } });
+    const alpha = await startFixtureHost(xa);
+    await startFixtureHost(ya, { token: HOST2_TOKEN, name: 'beta' });
+    await waitFor(() => xb.server.router.tools().some((t) => t.name === 'alpha__echo'), 'node b of x to list alpha__echo', 15_000);
+    await waitFor(() => yb.server.router.tools().some((t) => t.name === 'beta__echo'), 'node b of y to list beta__echo', 15_000);
+    // An event of cluster x published after y's announcement reached y's node b: by then x's node b would have had y's too.
+    process.kill(-alpha.pid!, 'SIGKILL');
+    await waitFor(() => xb.server.router.hosts().length === 0, 'alpha to leave node b of x', 15_000);
+    expect(xb.server.router.tools()).toEqual([]);
+    expect(xa.server.router.hosts().map((h) => h.name)).not.toContain('beta');
+    expect(yb.server.router.hosts().map((h) => h.name)).toEqual(['beta']);
+  }, 60_000);
+
   it('nodes join with a NATS token and call across; a node with a wrong token cannot join', async () => {
     const nats = await startNats(['--auth', 'nats-token-0123456789abcdef']);
     await callAcross({ nats: [nats.url], credentials: { token: 'nats-token-0123456789abcdef' } });
