@@ -60,7 +60,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
         return now?.cluster?.leader !== undefined && (now.state?.messages ?? 0) >= 1;
       },
       'the lease bucket to have a leader again, with alpha’s lease',
-      30_000,
+      60_000,
       200,
     );
     // The same identity on b: the lease (compare-and-set on two servers of three) moves, a's session closes.
@@ -73,7 +73,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
     expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
     expect(first.exitCode !== null || first.signalCode !== null || a.server.router.hosts().find((h) => h.name === 'alpha')?.node === 'b').toBe(true);
     expect(exitOf(await a.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(0);
-  }, 90_000);
+  }, 150_000);
 });
 
 describe.skipIf(NATS_SERVER === undefined)('cluster NATS credentials', () => {
