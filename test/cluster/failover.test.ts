@@ -1,8 +1,9 @@
 /** Issue 17: the cluster on a 3-server NATS cluster, and NATS credentials. */
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
+import { connect } from '@nats-io/transport-node';
 import { closeAll, startServer } from '@toolwire/testing';
-import { cleanup, text, waitFor } from '../helpers.js';
+import { cleanup, defer, text, waitFor } from '../helpers.js';
 import { NATS_SERVER, clusterHosts, fixtureHost, startNats, startNatsCluster } from './nats.js';
 
 afterEach(async () => {
@@ -40,6 +41,18 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
       const r = await b.server.executor.execute({ name: 'alpha__echo', input: { i }, agent: 'agent' });
       expect(exitOf(r)).toBe(0);
     }
+  }, 90_000);
+  it('kvReplicas 3: the lease bucket is replicated on the three NATS servers, as configured', async () => {
+    const nats = await startNatsCluster();
+    const urls = nats.map((n) => n.url);
+    await startServer({ cluster: { nats: urls, name: 'r', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
+    await startServer({ cluster: { nats: [...urls].reverse(), name: 'r', node: 'b', heartbeatMs: 250, kvReplicas: 3 } });
+    const probe = await connect({ servers: urls });
+    defer(() => probe.close());
+    const info = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-r-hosts', '', { timeout: 10_000 });
+    const stream = info.json<{ config: { num_replicas: number }; cluster?: { replicas?: unknown[] } }>();
+    expect(stream.config.num_replicas).toBe(3);
+    expect(stream.cluster?.replicas).toHaveLength(2); // the leader's two followers
   }, 90_000);
 });
 

@@ -15,8 +15,17 @@ export interface Node {
   http: string;
 }
 
-/** Start `toolwire serve` as cluster node `node` on `nats` (URLs, comma-separated). */
-export async function startNode(nats: string, node: string, cluster: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Promise<Node> {
+/**
+ * Start `toolwire serve` as cluster node `node` on `nats` (URLs, comma-separated); `logLevel`
+ * (default `warn`) is `--log-level` (the JSON log lines are on the child's stderr).
+ */
+export async function startNode(
+  nats: string,
+  node: string,
+  cluster: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+  logLevel = 'warn',
+): Promise<Node> {
   const dir = await tempDir('toolwire-node-');
   const config = join(dir, 'config.json');
   await writeFile(
@@ -31,7 +40,7 @@ export async function startNode(nats: string, node: string, cluster: Record<stri
       ...extra,
     }),
   );
-  const child = spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--log-level', 'warn'], { TOOLWIRE_HOME: dir });
+  const child = spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--log-level', logLevel], { TOOLWIRE_HOME: dir });
   const [, url] = await waitForText(child.stdout!, /tool hosts connect to\s+(ws:\/\/127\.0\.0\.1:\d+)[\s\S]*cluster node\s+\S+/, 20_000);
   return { child, url: url!, http: url!.replace('ws://', 'http://') };
 }
@@ -63,4 +72,9 @@ export function callOn(node: Node, name: string, input: unknown = {}, args: stri
 /** Run a call to its end. */
 export function call(node: Node, name: string, input: unknown = {}, args: string[] = []): ReturnType<typeof finish> {
   return finish(callOn(node, name, input, args), 30_000);
+}
+
+/** `toolwire status ARGS…` against `node` as caller `agent`, to its end. */
+export function status(node: Node, args: string[] = []): ReturnType<typeof finish> {
+  return finish(spawnTs([cliPath, 'status', ...args], { TOOLWIRE_SERVER: node.http, TOOLWIRE_TOKEN: CALLER_TOKEN }), 30_000);
 }

@@ -10,6 +10,10 @@
  * server's process and its RSS before and after (after a GC).
  *
  * Usage: pnpm soak [--seconds 120] [--hosts 4] [--callers 16] [--garbage 3] [--seed N] [--no-attacks]
+ *
+ * `pnpm soak --cluster 3 [--nats 3] [--seconds 120] [--hosts 6] [--callers 12] [--seed N]`: the
+ * cluster soak instead (issue 17, `cluster.ts`): 3 `toolwire serve` nodes on real nats-servers with
+ * random node, host and NATS kills.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -33,6 +37,8 @@ const { values: args } = parseArgs({
     garbage: { type: 'string', default: '3' },
     seed: { type: 'string' },
     'no-attacks': { type: 'boolean' },
+    cluster: { type: 'string' },
+    nats: { type: 'string', default: '3' },
   },
 });
 const ATTACKS = args['no-attacks'] !== true;
@@ -55,6 +61,30 @@ const random = (): number => {
 };
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
 const firstSeed = seed;
+
+if (args.cluster !== undefined) {
+  const NODES = Number(args.cluster);
+  const NATS = Number(args.nats);
+  if (!Number.isInteger(NODES) || NODES < 2) throw new RangeError('--cluster must be an integer >= 2 (nodes)');
+  if (NATS !== 1 && NATS !== 3) throw new RangeError('--nats must be 1 or 3');
+  const { clusterSoak } = await import('./cluster.js');
+  const dir = mkdtempSync(join(tmpdir(), 'toolwire-soak-cluster-'));
+  const code = await clusterSoak({
+    nodes: NODES,
+    natsServers: NATS,
+    seconds: SECONDS,
+    hosts: process.argv.includes('--hosts') ? HOSTS : 6,
+    callers: process.argv.includes('--callers') ? CALLERS : 12,
+    random,
+    seed: firstSeed,
+    repoRoot: join(dirname(fileURLToPath(import.meta.url)), '..', '..'),
+    runId: `${process.pid}-${Date.now()}`,
+    dir,
+  });
+  if (code === 0) rmSync(dir, { recursive: true, force: true });
+  else console.log(`  logs:                       ${dir}`);
+  process.exit(code);
+}
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FIXTURE_HOST = join(repoRoot, 'test', 'adversarial', 'fixtures', 'host.ts');

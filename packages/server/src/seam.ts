@@ -65,6 +65,8 @@ export interface RoutedCall {
   tracestate?: string;
   /** Set by the router: the host identity the call was sent to (for logs and metrics). */
   host?: string;
+  /** Set by the router for a host on another cluster node: that node's id (for logs, metrics and status). */
+  node?: string;
   /**
    * Set by the host session: the connection's correlation id of the call (the `call` frame's `id`)
    * when it differs from `id`; logged with `id` and recorded in `output.json` as `wireId`.

@@ -39,7 +39,7 @@ import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/c
 import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
 import { CallBoard } from './status/call-board.js';
-import { type StatusSnapshot, statusSnapshot } from './status/snapshot.js';
+import { type StatusCluster, type StatusSnapshot, statusSnapshot } from './status/snapshot.js';
 import { StatusPage } from './status/status-http.js';
 
 /** What {@link ToolwireServer.updateCredentials} closed. */
@@ -91,6 +91,8 @@ export class ToolwireServer {
   readonly #clusterConfig: ClusterConfig | undefined;
   readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number; capBytes: number };
   #cluster: ClusterNode | undefined;
+  /** This node as the status snapshot shows it (cluster only). */
+  readonly #statusCluster: StatusCluster | undefined;
 
   /**
    * @param options see {@link ToolwireServerOptions}; defaults in `ServerDefaults`
@@ -114,7 +116,9 @@ export class ToolwireServer {
     this.preAuth = preAuth;
     const authenticated = (socket: Socket): void => preAuth.authenticated(socket);
     this.hostEndpoint = new HostEndpoint({ options: config.endpoint, tokens: this.tokens, router: this.router, limiter: this.limiter, authenticated });
-    this.#board = new CallBoard(this.router, config.status.recentCalls);
+    const clusterNode = config.cluster?.node;
+    this.#board = new CallBoard(this.router, config.status.recentCalls, clusterNode);
+    this.#statusCluster = clusterNode === undefined ? undefined : { node: clusterNode, peers: () => this.#cluster?.peers() ?? [] };
     const limiter = this.limiter;
     const router = this.router;
     const metrics = config.metrics
@@ -136,11 +140,13 @@ export class ToolwireServer {
       ...(metrics && { observer: metrics }),
       ...(toolControl && { toolControl }),
       ...(fallback && { fallback }),
+      ...(clusterNode !== undefined && { node: clusterNode }),
     });
     this.mcp = new McpDoor({ executor: this.executor, tools: this.router, auth: this.tokens, options: config.mcp, limiter: this.limiter, authenticated });
     this.#status = new StatusPage({
       router: this.router,
       board: this.#board,
+      ...(this.#statusCluster && { cluster: this.#statusCluster }),
       auth: this.tokens,
       isCurrent: (principal) => this.tokens.isCurrent(principal as Principal),
       limiter: this.limiter,
@@ -236,7 +242,7 @@ export class ToolwireServer {
    * `statusRecentCalls` finished calls, newest first. Times in ms since the epoch.
    */
   status(): StatusSnapshot {
-    return statusSnapshot(this.router, this.#board);
+    return statusSnapshot(this.router, this.#board, this.#statusCluster);
   }
 
   /**

@@ -142,6 +142,7 @@ const configSchema = {
         node: text,
         heartbeatMs: count,
         requestTimeoutMs: count,
+        kvReplicas: count,
         credentials: {
           type: 'object',
           properties: { token: text, tokenEnv: envName, user: text, pass: text, passEnv: envName, credsFile: text },

@@ -1,6 +1,7 @@
 /**
  * `toolwire status` as text: hosts, tools, calls in flight and recent failures, one line each,
- * fields separated by two spaces (easy to read, easy to `grep`).
+ * fields separated by two spaces (easy to read, easy to `grep`). From a cluster node: first the
+ * cluster's nodes, then every host of every node with `node <id>`, and each call with its host's node.
  */
 import type { StatusSnapshot } from '@toolwire/server';
 
@@ -28,12 +29,17 @@ export function size(n: number): string {
 export function statusText(s: StatusAnswer): string {
   const at = s.at;
   const lines: string[] = [];
+  if (s.node !== undefined)
+    lines.push(`cluster nodes (${s.nodes?.length ?? 1})  ${(s.nodes ?? [s.node]).map((n) => (n === s.node ? `${n} (this one)` : n)).join('  ')}`);
+  const onNode = (node: string | undefined): string => (node === undefined ? '' : `  node ${node}`);
   lines.push(`hosts (${s.hosts.length})`);
   if (s.hosts.length === 0) lines.push('  none connected');
   for (const h of s.hosts) {
     const beat = h.lastHeartbeatAt === undefined ? 'no heartbeat yet' : `heartbeat ${ago(at - h.lastHeartbeatAt)} ago`;
     const proto = h.protocol === undefined ? '' : `  v${h.protocol}`;
-    lines.push(`  ${h.name}  ${h.remote ?? '?'}${proto}  connected ${ago(at - h.connectedAt)} ago  ${beat}  ${h.tools.length} tools  ${h.inFlight} in flight`);
+    lines.push(
+      `  ${h.name}${onNode(h.node)}  ${h.remote ?? '?'}${proto}  connected ${ago(at - h.connectedAt)} ago  ${beat}  ${h.tools.length} tools  ${h.inFlight} in flight`,
+    );
   }
   const tools = s.hosts.flatMap((h) => h.tools);
   lines.push(`tools (${tools.length})`);
@@ -47,14 +53,14 @@ export function statusText(s: StatusAnswer): string {
   }
   lines.push(`calls in flight (${s.callsInFlight})`);
   for (const c of s.calls) {
-    lines.push(`  ${c.id}  ${c.tool}  on ${c.host ?? '(local)'}  by ${c.agent}  running ${ago(at - c.startedAt)}  ${size(c.bytes)} out`);
+    lines.push(`  ${c.id}  ${c.tool}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  running ${ago(at - c.startedAt)}  ${size(c.bytes)} out`);
   }
   if (s.callsInFlight > s.calls.length) lines.push(`  … and ${s.callsInFlight - s.calls.length} more`);
   const failures = s.recent.filter((c) => c.exitCode !== 0);
   lines.push(`recent failures (${failures.length} of the last ${s.recent.length} calls)`);
   for (const c of failures) {
     const kind = c.failure === undefined ? '' : ` (${c.failure})`;
-    lines.push(`  ${c.id}  ${c.tool}  exit ${c.exitCode}${kind}  on ${c.host ?? '(local)'}  by ${c.agent}  ended ${ago(at - c.endedAt)} ago`);
+    lines.push(`  ${c.id}  ${c.tool}  exit ${c.exitCode}${kind}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  ended ${ago(at - c.endedAt)} ago`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -131,20 +131,25 @@ export class ClusterNode {
     const names = subjects(config.name);
     let leases: Leases | undefined;
     try {
-      leases = await Leases.open(bus.connection, names.leaseBucket, {
-        node: config.node,
-        logger,
-        evict: async (node, host) => {
-          try {
-            await bus.request(names.node(node, 'evict'), encode({ host }), config.requestTimeoutMs);
-          } catch (error) {
-            logger.warn({ err: error, node, host }, 'cluster: the node that held a host identity did not confirm closing its session');
-          }
+      leases = await Leases.open(
+        bus.connection,
+        names.leaseBucket,
+        {
+          node: config.node,
+          logger,
+          evict: async (node, host) => {
+            try {
+              await bus.request(names.node(node, 'evict'), encode({ host }), config.requestTimeoutMs);
+            } catch (error) {
+              logger.warn({ err: error, node, host }, 'cluster: the node that held a host identity did not confirm closing its session');
+            }
+          },
+          lost: (host) => {
+            if (router.evict(host)) logger.info({ host }, 'cluster: host identity lease moved to another node; its session here closed (4000)');
+          },
         },
-        lost: (host) => {
-          if (router.evict(host)) logger.info({ host }, 'cluster: host identity lease moved to another node; its session here closed (4000)');
-        },
-      });
+        config.kvReplicas,
+      );
     } catch (error) {
       logger.warn({ err: error }, 'cluster: no JetStream key-value store; running without host identity leases');
     }

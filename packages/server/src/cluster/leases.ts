@@ -44,9 +44,9 @@ export class Leases {
     this.#deps = deps;
   }
 
-  /** Open (or create) the bucket and watch it. */
-  static async open(nc: NatsConnection, bucket: string, deps: LeasesDeps): Promise<Leases> {
-    const kv = await new Kvm(nc).create(bucket, { history: 1 });
+  /** Open (or create, with `replicas`, default 1) the bucket and watch it. */
+  static async open(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas = 1): Promise<Leases> {
+    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
     const leases = new Leases(kv, deps);
     await leases.#watch();
     return leases;

@@ -41,6 +41,12 @@ export interface ClusterOptions {
   heartbeatMs?: number;
   /** How long a request to another node (state, evict) may take, ms (default 2000). */
   requestTimeoutMs?: number;
+  /**
+   * Replicas of the lease key-value bucket when this cluster creates it (1–5, default 1): 3 on a
+   * NATS cluster of three or more servers, so the leases survive the loss of one. A bucket that
+   * already exists keeps the replicas it was made with.
+   */
+  kvReplicas?: number;
 }
 
 /** {@link ClusterOptions} with defaults applied and checked. */
@@ -52,6 +58,7 @@ export interface ClusterConfig {
   tls: NatsTls | undefined;
   heartbeatMs: number;
   requestTimeoutMs: number;
+  kvReplicas: number;
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,32}$/;
@@ -77,7 +84,9 @@ export function resolveClusterConfig(options: ClusterOptions, randomNode: () => 
   const requestTimeoutMs = options.requestTimeoutMs ?? 2000;
   if (!Number.isInteger(requestTimeoutMs) || requestTimeoutMs < 10 || requestTimeoutMs > 60_000)
     throw new RangeError(`cluster.requestTimeoutMs: expected an integer 10-60000, got ${requestTimeoutMs}`);
-  return { nats: [...nats], name, node, credentials: { ...options.credentials }, tls: options.tls, heartbeatMs, requestTimeoutMs };
+  const kvReplicas = options.kvReplicas ?? 1;
+  if (!Number.isInteger(kvReplicas) || kvReplicas < 1 || kvReplicas > 5) throw new RangeError(`cluster.kvReplicas: expected an integer 1-5, got ${kvReplicas}`);
+  return { nats: [...nats], name, node, credentials: { ...options.credentials }, tls: options.tls, heartbeatMs, requestTimeoutMs, kvReplicas };
 }
 
 /** The subjects of one cluster (`toolwire.<cluster>.…`). */

@@ -61,6 +61,8 @@ export interface ExecutorDeps {
    * control before it ran (the server's metrics, issue 16). Must not throw.
    */
   observer?: { callEnded(end: CallEnd): void; callRefused(refusal: CallRefusal): void };
+  /** This server's cluster node id (DESIGN §10): the node of a call to a host on this node. Absent on a single node. */
+  node?: string;
 }
 
 /** One invocation. */
@@ -137,6 +139,7 @@ export class Executor {
   readonly #observer: ExecutorDeps['observer'];
   /** The info line of each completed call (issue 16). */
   readonly #lines: CallLines;
+  readonly #node: string | undefined;
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
@@ -151,6 +154,7 @@ export class Executor {
     this.#board = deps.board;
     this.#observer = deps.observer;
     this.#lines = new CallLines(deps.options.logger);
+    this.#node = deps.node;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
   }
 
@@ -238,6 +242,7 @@ export class Executor {
     const trace = startCallTrace(id, name, agent, req.traceparent, req.tracestate);
     let host: string | undefined;
     let wireId: string | undefined;
+    let node: string | undefined;
     let capture: Capture | undefined;
     try {
       if (this.#toolControl) {
@@ -275,6 +280,7 @@ export class Executor {
         }
         capture = routed !== undefined && isCapture(routed) ? routed : await this.#settleRouted(call, routed);
         host = call.host;
+        node = call.node ?? (host === undefined ? undefined : this.#node);
         wireId = call.wireId;
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
@@ -285,7 +291,7 @@ export class Executor {
         await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
       }
       const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
-      this.#ended(id, name, agent, host, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
+      this.#ended(id, name, agent, host, node, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
       return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
@@ -299,13 +305,15 @@ export class Executor {
 
   /**
    * The one info line of a completed call (issue 16: `call`, `tool`, `host`, `agent`, `exitCode`,
-   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are), and its metrics. Never the input.
+   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are; in a cluster `node`, the node
+   * of the host that answered), and its metrics. Never the input.
    */
   #ended(
     id: string,
     tool: string,
     agent: string,
     host: string | undefined,
+    node: string | undefined,
     wire: string | undefined,
     capture: Capture,
     ms: number,
@@ -314,6 +322,7 @@ export class Executor {
     const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
     const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
     if (wire !== undefined) fields.wire = wire;
+    if (node !== undefined) fields.node = node;
     if (capture.failure !== undefined) fields.failure = capture.failure;
     if (traceId !== undefined) fields.trace = traceId;
     this.#lines.ended(tool, host, agent, fields);
@@ -321,7 +330,7 @@ export class Executor {
     if (observer === undefined) return;
     const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
     try {
-      observer.callEnded({ id, tool, known, host, exitCode: capture.exitCode, ms, bytesOut, traceId });
+      observer.callEnded({ id, tool, known, host, node, exitCode: capture.exitCode, ms, bytesOut, traceId });
     } catch (error) {
       this.#options.logger.error({ err: error, call: id }, 'call observer failed');
     }

@@ -25,6 +25,8 @@ export interface CallLineFields {
   ms: number;
   bytesOut: number;
   wire?: string;
+  /** In a cluster: the node of the host that answered (DESIGN §10). */
+  node?: string;
   failure?: string;
   trace?: string;
 }

@@ -20,10 +20,12 @@ export interface BucketExemplar {
   timestamp: number;
 }
 
-/** The aggregates of one `tool`/`host` pair. */
+/** The aggregates of one `tool`/`host` pair (and, in a cluster, the host's `node`). */
 export interface Series {
   readonly tool: string;
   readonly host: string;
+  /** In a cluster: the node of the host that answered (DESIGN §10); absent on a single node. */
+  readonly node: string | undefined;
   /** Calls by exit code (0–255). */
   readonly byExitCode: Map<number, number>;
   /** Calls per bucket: `buckets[i]` counts durations in (bounds[i-1], bounds[i]]; the last entry counts those above every bound. */
@@ -49,11 +51,12 @@ export class CallSeries {
    * Count one call. `seconds`: its duration. `callId`/`traceId`: the exemplar of its bucket, kept
    * only when `traceId` is given (a call without trace context has nothing to join a trace to).
    */
-  record(tool: string, host: string, exitCode: number, seconds: number, callId: string, traceId: string | undefined): void {
-    const key = `${tool}\n${host}`; // neither a tool name nor a host identity holds a newline
+  record(tool: string, host: string, node: string | undefined, exitCode: number, seconds: number, callId: string, traceId: string | undefined): void {
+    // Neither a tool name, a host identity nor a node id holds a newline.
+    const key = node === undefined ? `${tool}\n${host}` : `${tool}\n${host}\n${node}`;
     let series = this.#byPair.get(key);
     if (series === undefined) {
-      series = { tool, host, byExitCode: new Map(), buckets: new Array<number>(this.bounds.length + 1).fill(0), exemplars: [], sum: 0, count: 0 };
+      series = { tool, host, node, byExitCode: new Map(), buckets: new Array<number>(this.bounds.length + 1).fill(0), exemplars: [], sum: 0, count: 0 };
       this.#byPair.set(key, series);
     }
     series.byExitCode.set(exitCode, (series.byExitCode.get(exitCode) ?? 0) + 1);
@@ -91,15 +94,15 @@ interface Sample {
 /**
  * The call duration histogram, read from a {@link CallSeries} when scraped (it is never observed
  * directly): the same samples, labels and exemplars a prom-client `Histogram` with `tool` and `host`
- * labels prints.
+ * labels (and `node` in a cluster) prints.
  */
-export class CallDurationHistogram extends Histogram<'tool' | 'host'> {
+export class CallDurationHistogram extends Histogram<'tool' | 'host' | 'node'> {
   readonly #name: string;
   readonly #help: string;
   readonly #series: CallSeries;
 
   constructor(name: string, help: string, series: CallSeries, registry: Registry<OpenMetricsContentType>) {
-    super({ name, help, labelNames: ['tool', 'host'], buckets: [...series.bounds], enableExemplars: true, registers: [registry] });
+    super({ name, help, labelNames: ['tool', 'host', 'node'], buckets: [...series.bounds], enableExemplars: true, registers: [registry] });
     this.#name = name;
     this.#help = help;
     this.#series = series;
@@ -112,7 +115,7 @@ export class CallDurationHistogram extends Histogram<'tool' | 'host'> {
     const bucket = `${name}_bucket`;
     const bounds = this.#series.bounds;
     for (const s of this.#series.all()) {
-      const shared = { tool: s.tool, host: s.host };
+      const shared: Record<string, string> = s.node === undefined ? { tool: s.tool, host: s.host } : { tool: s.tool, host: s.host, node: s.node };
       let acc = 0;
       for (let i = 0; i < bounds.length; i++) {
         acc += s.buckets[i]!;
@@ -126,7 +129,7 @@ export class CallDurationHistogram extends Histogram<'tool' | 'host'> {
   }
 
   /** The samples as objects (`Registry.getMetricsAsJSON()`), labels merged. */
-  override async get(): ReturnType<Histogram<'tool' | 'host'>['get']> {
+  override async get(): ReturnType<Histogram<'tool' | 'host' | 'node'>['get']> {
     const data = await this.getForPromString();
     // prom-client declares `MetricType` as a numeric enum, but its metrics carry the type as a string.
     return {

@@ -3,8 +3,10 @@
  * servers in one process do not mix), in the OpenMetrics text format (what Prometheus scrapes; it
  * carries exemplars). Per call a few additions into the call's tool/host series ({@link ServerMetrics.callEnded}, `call-series.ts`);
  * everything else is read when scraped. Labels are bounded: `tool` is an advertised name (or
- * `(other)` for a name no host advertised), `host` a connected identity, `exit_code` 0–255; call
- * ids and trace ids appear only as exemplars of the duration histogram.
+ * `(other)` for a name no host advertised), `host` a connected identity, `exit_code` 0–255, and in
+ * a cluster `node`, the node of the host that answered (a cluster id; one per host at a time, so a
+ * host adds a series only when it moves to another node; absent on a single node); call ids and
+ * trace ids appear only as exemplars of the duration histogram.
  */
 import { Counter, Gauge, type OpenMetricsContentType, Registry } from 'prom-client';
 import { CallDurationHistogram, CallSeries } from './call-series.js';
@@ -25,6 +27,8 @@ export interface CallEnd {
   known: boolean;
   /** The host that answered, `undefined` when none did. */
   host: string | undefined;
+  /** In a cluster: the node of the host that answered (DESIGN §10); `undefined` on a single node or when no host did. */
+  node?: string | undefined;
   exitCode: number;
   /** Duration, ms. */
   ms: number;
@@ -71,12 +75,14 @@ export class ServerMetrics {
     const series = this.#series;
     new Counter({
       name: 'toolwire_calls',
-      help: 'Calls completed, by tool, host and exit code.',
-      labelNames: ['tool', 'host', 'exit_code'],
+      help: "Calls completed, by tool, host, exit code and (in a cluster) the host's node.",
+      labelNames: ['tool', 'host', 'exit_code', 'node'],
       registers,
       collect() {
         this.reset();
-        for (const s of series.all()) for (const [code, n] of s.byExitCode) this.inc({ tool: s.tool, host: s.host, exit_code: code }, n);
+        for (const s of series.all()) for (const [code, n] of s.byExitCode) {
+          this.inc(s.node === undefined ? { tool: s.tool, host: s.host, exit_code: code } : { tool: s.tool, host: s.host, node: s.node, exit_code: code }, n);
+        }
       },
     });
     new CallDurationHistogram(
@@ -128,7 +134,7 @@ export class ServerMetrics {
 
   /** Count one completed call (hot path: additions into its tool/host series, read when scraped). */
   callEnded(end: CallEnd): void {
-    this.#series.record(end.known ? end.tool : OTHER_TOOL, end.host ?? '', end.exitCode, end.ms / 1000, end.id, end.traceId);
+    this.#series.record(end.known ? end.tool : OTHER_TOOL, end.host ?? '', end.node, end.exitCode, end.ms / 1000, end.id, end.traceId);
     this.#bytesOut += end.bytesOut;
   }
 

@@ -128,6 +128,7 @@ export class Router extends EventEmitter implements ToolInjection {
         return Promise.resolve(failureCapture('unavailable', `host ${tool.host} is not connected`));
       }
       call.host = tool.host;
+      if (link.node !== undefined) call.node = link.node;
       return link.call(tool.spec.name, call);
     } catch (error) {
       return Promise.resolve(this.#internalError(error));

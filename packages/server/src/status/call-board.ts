@@ -20,6 +20,8 @@ export interface FinishedCall {
   tool: string;
   /** The host that answered the tool's name when the call started; absent for a local or unknown tool. */
   host?: string | undefined;
+  /** In a cluster: the node of that host (DESIGN §10); absent on a single node. */
+  node?: string | undefined;
   startedAt: number;
   endedAt: number;
   exitCode: number;
@@ -40,6 +42,7 @@ function copy(done: FinishedCall): FinishedCall {
     bytes: done.bytes,
   };
   if (done.host !== undefined) out.host = done.host;
+  if (done.node !== undefined) out.node = done.node;
   if (done.failure !== undefined) out.failure = done.failure;
   return out;
 }
@@ -50,6 +53,8 @@ export class LiveCall {
   readonly agent: string;
   readonly tool: string;
   readonly host: string | undefined;
+  /** In a cluster: the node of `host` when the call started; `undefined` on a single node. */
+  readonly node: string | undefined;
   /** ms since the epoch. */
   readonly startedAt: number;
   /** The call as handed to the router, once routed: what a stop and the output count need. */
@@ -59,11 +64,12 @@ export class LiveCall {
   newer: LiveCall | undefined = undefined;
   onBoard = false;
 
-  constructor(id: string, agent: string, tool: string, host: string | undefined) {
+  constructor(id: string, agent: string, tool: string, host: string | undefined, node?: string) {
     this.id = id;
     this.agent = agent;
     this.tool = tool;
     this.host = host;
+    this.node = node;
     this.startedAt = Date.now();
     this.routed = undefined;
   }
@@ -73,6 +79,8 @@ export class LiveCall {
 export interface BoardRouter {
   hostOf(name: string): string | undefined;
   stopCall(call: RoutedCall): boolean;
+  /** In a cluster: the link of a host, whose `node` is set for a host on another node. */
+  linkOf?(host: string): { readonly node?: string | undefined } | undefined;
 }
 
 /** The outcome of {@link CallBoard.stop}. */
@@ -82,6 +90,7 @@ export type StopOutcome = 'stopped' | 'not-found' | 'not-routed';
 export class CallBoard {
   readonly #router: BoardRouter;
   readonly #recentMax: number;
+  readonly #node: string | undefined;
   /**
    * Calls in flight, oldest first: a list linked through the calls themselves (adding and removing a
    * call hashes nothing and allocates nothing, unlike a `Set` of fresh objects per call).
@@ -98,11 +107,13 @@ export class CallBoard {
   /**
    * @param router the router (host lookup, stop)
    * @param recent finished calls kept (`statusRecentCalls`, default 50); a positive integer
+   * @param node this server's cluster node id (calls then carry the node of their host); absent on a single node
    */
-  constructor(router: BoardRouter, recent: number) {
+  constructor(router: BoardRouter, recent: number, node?: string) {
     if (!Number.isInteger(recent) || recent <= 0) throw new RangeError(`CallBoard: recent must be a positive integer, got ${recent}`);
     this.#router = router;
     this.#recentMax = recent;
+    this.#node = node;
   }
 
   /** Calls in flight. */
@@ -117,7 +128,9 @@ export class CallBoard {
 
   /** A call of `agent` to tool `tool` starts (past the gates). Pair with {@link end}. */
   begin(id: string, agent: string, tool: string): LiveCall {
-    const call = new LiveCall(id, agent, tool, this.#router.hostOf(tool));
+    const host = this.#router.hostOf(tool);
+    const node = this.#node === undefined || host === undefined ? undefined : (this.#router.linkOf?.(host)?.node ?? this.#node);
+    const call = new LiveCall(id, agent, tool, host, node);
     call.onBoard = true;
     call.older = this.#newest;
     if (this.#newest === undefined) this.#oldest = call;
@@ -132,6 +145,7 @@ export class CallBoard {
   end(call: LiveCall, capture: Capture | undefined): void {
     if (!call.onBoard) return;
     this.#unlink(call);
+    const node = call.routed?.node ?? call.node;
     call.routed = undefined;
     if (capture !== undefined) {
       // The ring's slots are reused once it is full: no object per finished call.
@@ -141,6 +155,7 @@ export class CallBoard {
       done.agent = call.agent;
       done.tool = call.tool;
       done.host = call.host;
+      done.node = node;
       done.startedAt = call.startedAt;
       done.endedAt = Date.now();
       done.exitCode = capture.exitCode;

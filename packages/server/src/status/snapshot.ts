@@ -40,6 +40,8 @@ export interface HostStatus {
   protocol?: number;
   /** Calls pending on this host. */
   inFlight: number;
+  /** In a cluster: the node the host is connected to (DESIGN §10); absent on a single node. */
+  node?: string;
   tools: ToolStatus[];
 }
 
@@ -50,6 +52,8 @@ export interface CallStatus {
   agent: string;
   tool: string;
   host?: string;
+  /** In a cluster: the node of its host; absent on a single node. */
+  node?: string;
   startedAt: number;
   /** Output bytes received so far. */
   bytes: number;
@@ -58,6 +62,10 @@ export interface CallStatus {
 /** The whole picture. */
 export interface StatusSnapshot {
   at: number;
+  /** In a cluster: this node's id (the one that answered); absent on a single node. */
+  node?: string;
+  /** In a cluster: every node heard from within the loss bound, this one included, sorted. */
+  nodes?: string[];
   hosts: HostStatus[];
   /** Calls in flight, oldest first, at most {@link MAX_LISTED_CALLS}. */
   calls: CallStatus[];
@@ -75,10 +83,19 @@ export interface StatusRouter {
   outputBytes(): Map<RoutedCall, number>;
 }
 
-/** Take a snapshot now. */
-export function statusSnapshot(router: StatusRouter, board: CallBoard): StatusSnapshot {
+/** This node in a cluster, as the snapshot shows it. */
+export interface StatusCluster {
+  /** This node's id. */
+  node: string;
+  /** The other nodes heard from within the loss bound. */
+  peers(): string[];
+}
+
+/** Take a snapshot now; `cluster` when this server is a cluster node (hosts and calls then carry their node). */
+export function statusSnapshot(router: StatusRouter, board: CallBoard, cluster?: StatusCluster): StatusSnapshot {
   const hosts = router.hosts().map((info): HostStatus => {
     const host: HostStatus = { name: info.name, connectedAt: info.connectedAt.getTime(), inFlight: info.inFlight, tools: router.toolsOf(info.name).map(toolStatus) };
+    if (cluster !== undefined) host.node = info.node ?? cluster.node;
     if (info.remote !== undefined) host.remote = info.remote;
     if (info.lastHeartbeatAt !== undefined) host.lastHeartbeatAt = info.lastHeartbeatAt.getTime();
     if (info.protocol !== undefined) host.protocol = info.protocol;
@@ -89,9 +106,16 @@ export function statusSnapshot(router: StatusRouter, board: CallBoard): StatusSn
   const calls = live.map((c): CallStatus => {
     const call: CallStatus = { id: c.id, agent: c.agent, tool: c.tool, startedAt: c.startedAt, bytes: (c.routed && bytes?.get(c.routed)) ?? 0 };
     if (c.host !== undefined) call.host = c.host;
+    const node = c.routed?.node ?? c.node;
+    if (node !== undefined) call.node = node;
     return call;
   });
-  return { at: Date.now(), hosts, calls, callsInFlight: board.size, recent: board.recent() };
+  const snapshot: StatusSnapshot = { at: Date.now(), hosts, calls, callsInFlight: board.size, recent: board.recent() };
+  if (cluster !== undefined) {
+    snapshot.node = cluster.node;
+    snapshot.nodes = [...new Set([cluster.node, ...cluster.peers()])].sort();
+  }
+  return snapshot;
 }
 
 /** A registered tool as the snapshot shows it; `title` and `annotations` when its spec carries them (MCP tool metadata). */

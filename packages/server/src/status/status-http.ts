@@ -30,7 +30,7 @@ import { StatusSessions, sessionCookie } from './access.js';
 import type { CallBoard } from './call-board.js';
 import { StatusFeed } from './feed.js';
 import { ASSETS, SECURITY_HEADERS, asset, loginPage, statusPage } from './pages.js';
-import { type StatusRouter, statusSnapshot } from './snapshot.js';
+import { type StatusCluster, type StatusRouter, statusSnapshot } from './snapshot.js';
 
 /** Largest login form body, bytes. */
 export const MAX_LOGIN_BODY_BYTES = 4096;
@@ -54,6 +54,8 @@ export interface StatusPageDeps {
   /** The router: hosts, tools, and `toolsChanged`. */
   router: StatusRouter & { on(event: 'toolsChanged', listener: () => void): unknown; off(event: 'toolsChanged', listener: () => void): unknown };
   board: CallBoard;
+  /** This node, when the server is a cluster node. */
+  cluster?: StatusCluster;
   auth: CallerAuthenticator;
   /** False once a principal's token was removed or rotated. */
   isCurrent: (principal: CallerPrincipal) => boolean;
@@ -83,7 +85,7 @@ export class StatusPage {
     this.#deps = deps;
     const { options } = deps;
     this.#sessions = new StatusSessions({ sessionMs: options.sessionMs, maxSessions: options.maxSessions, allowedOrigins: options.allowedOrigins }, deps.isCurrent);
-    this.#feed = new StatusFeed(() => statusSnapshot(deps.router, deps.board), options.maxViewers);
+    this.#feed = new StatusFeed(() => statusSnapshot(deps.router, deps.board, deps.cluster), options.maxViewers);
     deps.board.onChange(() => this.#feed.changed());
     deps.router.on('toolsChanged', this.#onToolsChanged);
   }
@@ -210,7 +212,7 @@ export class StatusPage {
   #snapshot(req: IncomingMessage, res: ServerResponse): void {
     const viewer = this.#viewer(req);
     if (viewer === undefined) return unauthorized(res);
-    const snapshot = statusSnapshot(this.#deps.router, this.#deps.board);
+    const snapshot = statusSnapshot(this.#deps.router, this.#deps.board, this.#deps.cluster);
     reply(res, 200, 'application/json', JSON.stringify({ you: you(viewer.principal), ...snapshot }));
   }
 

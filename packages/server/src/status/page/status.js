@@ -48,10 +48,12 @@
 
   function renderHosts() {
     const hosts = snapshot.hosts;
-    $('hosts-n').textContent = `(${hosts.length})`;
+    const cluster = snapshot.node === undefined ? '' : ` on ${snapshot.nodes?.length ?? 1} nodes; this page is from node ${snapshot.node}`;
+    $('hosts-n').textContent = `(${hosts.length}${cluster})`;
     if (hosts.length === 0) return [el('p', { class: 'empty' }, 'No tool host is connected.')];
     return hosts.map((h) => {
       const facts = [
+        ...(h.node === undefined ? [] : [['Node', h.node]]),
         ['Address', h.remote ?? 'unknown'],
         ['Connected since', time(h.connectedAt)],
         ['Last heartbeat', h.lastHeartbeatAt === undefined ? 'none yet' : `${duration(now() - h.lastHeartbeatAt)} ago`],
@@ -100,13 +102,16 @@
     button.disabled = false;
   }
 
+  /** A call's host, with its node in a cluster. */
+  const hostCell = (c) => (c.host === undefined ? '—' : c.node === undefined ? c.host : `${c.host} (node ${c.node})`);
+
   function renderCalls() {
     const calls = snapshot.calls;
     $('calls-n').textContent = `(${snapshot.callsInFlight})`;
     const rows = calls.map((c) => [
       el('code', {}, c.id),
       c.tool,
-      c.host ?? '—',
+      hostCell(c),
       c.agent,
       el('span', { 'data-started': String(c.startedAt) }, duration(now() - c.startedAt)),
       bytes(c.bytes),
@@ -125,7 +130,7 @@
     const rows = snapshot.recent.map((c) => [
       el('code', {}, c.id),
       c.tool,
-      c.host ?? '—',
+      hostCell(c),
       c.agent,
       el('span', { class: c.exitCode === 0 ? 'ok' : 'fail', 'data-exit': String(c.exitCode) }, `exit ${c.exitCode}${c.failure ? ` (${c.failure})` : ''}`),
       duration(c.endedAt - c.startedAt),
