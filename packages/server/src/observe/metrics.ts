@@ -80,9 +80,10 @@ export class ServerMetrics {
       registers,
       collect() {
         this.reset();
-        for (const s of series.all()) for (const [code, n] of s.byExitCode) {
-          this.inc(s.node === undefined ? { tool: s.tool, host: s.host, exit_code: code } : { tool: s.tool, host: s.host, node: s.node, exit_code: code }, n);
-        }
+        for (const s of series.all())
+          for (const [code, n] of s.byExitCode) {
+            this.inc(s.node === undefined ? { tool: s.tool, host: s.host, exit_code: code } : { tool: s.tool, host: s.host, node: s.node, exit_code: code }, n);
+          }
       },
     });
     new CallDurationHistogram(
