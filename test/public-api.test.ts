@@ -181,6 +181,7 @@ describe('public API: the names each package root exports', () => {
       'ServerDefaults',
       'ToolwireServer',
       'WORKSPACE_META',
+      'argumentsAsSent',
     ]);
     expect(exportedNames('server')).toEqual([
       'CallStatus',
@@ -227,6 +228,7 @@ describe('public API: the names each package root exports', () => {
       'ToolwireServer',
       'ToolwireServerOptions',
       'WORKSPACE_META',
+      'argumentsAsSent',
     ]);
   });
 

@@ -192,6 +192,69 @@ describe('toolwire mcp with a raw stdio client', () => {
   });
 });
 
+describe('toolwire mcp passes arguments as they were written', () => {
+  it(
+    'arguments JSON.parse would change (a repeated key, an integer past 2^53, 1e400) are refused 65 by the door naming the path; others reach the tool',
+    { timeout: 30_000 },
+    async () => {
+      const child = spawn(process.execPath, [...NODE_ARGS, cliMain, 'mcp', '--server', info.mcpUrl, '--token-file', tokenFile], {
+        env: env(),
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+      child.stderr.resume();
+      type Answer = { id?: unknown; result?: { isError?: boolean; structuredContent?: { exitCode: number; stdout: string; stderr: string } } };
+      const answers = new Map<unknown, Answer>();
+      let buffer = '';
+      child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+        buffer += chunk;
+        for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+          const message = JSON.parse(buffer.slice(0, nl)) as Answer;
+          if ('id' in message) answers.set(message.id, message);
+          buffer = buffer.slice(nl + 1);
+        }
+      });
+      const line = (text: string): boolean => child.stdin.write(`${text}\n`);
+      line(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'init',
+          method: 'initialize',
+          params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      );
+      await poll(() => answers.has('init'), 15_000);
+      line('{"jsonrpc":"2.0","method":"notifications/initialized"}');
+      const call = (id: number, args: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"alpha__echo","arguments":${args}}}`;
+      // Written in one chunk with a line split across two writes: the bridge reads lines as the transport does.
+      const refused: [number, string, string][] = [
+        [1, '{"a":1,"a":2}', 'arguments.a'],
+        [2, '{"n":[12345678901234567890]}', 'arguments.n[0]'],
+        [3, '{"x":{"y":1e400}}', 'arguments.x.y'],
+        [4, '{"a":{},"arguments":{"b":1}}', 'arguments'],
+      ];
+      const text =
+        refused.map(([id, args]) => call(id, id === 4 ? '{"a":{}},"arguments":{"b":1}' : args)).join('\n') +
+        '\n' +
+        call(5, '{"a":1.0,"\\u00e9":"\\u2603","big":9007199254740992}');
+      child.stdin.write(text.slice(0, text.length - 20));
+      await new Promise((resolve) => setImmediate(resolve));
+      line(text.slice(text.length - 20));
+      await poll(() => [1, 2, 3, 4, 5].every((id) => answers.has(id)), 15_000);
+      for (const [id, , path] of refused) {
+        const result = answers.get(id)?.result;
+        expect(result?.isError).toBe(true);
+        expect(result?.structuredContent?.exitCode).toBe(65);
+        expect(result?.structuredContent?.stderr).toContain(JSON.stringify(path));
+      }
+      expect(answers.get(5)?.result?.structuredContent).toMatchObject({ exitCode: 0, stdout: '{"a":1,"é":"☃","big":9007199254740992}' });
+      child.stdin.end();
+      const [code] = (await once(child, 'exit')) as [number | null];
+      expect(code).toBe(0);
+    },
+  );
+});
+
 describe('toolwire mcp start-up failures', () => {
   it('exits 77 when the server refuses the token, 69 when it is unreachable, 64 without a token', { timeout: 60_000 }, async () => {
     const wrong = join(dir, 'wrong.token');

@@ -19,4 +19,5 @@ export { ClusterError } from './cluster/errors.js';
 export type { ClusterOptions, NatsCredentials, NatsTls } from './cluster/options.js';
 export { DEADLINE_META, WORKSPACE_META } from './mcp/caller.js';
 export { OUTPUT_NOTIFICATION, STREAM_META } from './mcp/live-output.js';
+export { argumentsAsSent } from './mcp/raw-body.js';
 export { ExitCode, type ExitCodeValue, CloseCode, type CloseCodeValue } from '@toolwire/protocol';

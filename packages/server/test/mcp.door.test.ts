@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as TransportV1 } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TokenTable } from '../src/auth/tokens.js';
@@ -174,6 +176,34 @@ async function answerOf(res: Response, id: string | number): Promise<{ result?: 
   return answer as { result?: Record<string, unknown>; error?: { code: number; message: string } };
 }
 
+/** `transport` with the 1.x client's numeric request ids sent as strings `"id-N"` (requests, cancellations) and turned back in responses. */
+function stringIds(transport: TransportV1, sent: unknown[]): Transport {
+  type Message = { id?: unknown; method?: string; params?: { requestId?: unknown } };
+  const wrapped: Transport = {
+    start: () => transport.start(),
+    close: () => transport.close(),
+    send: (message, options) => {
+      const m = { ...(message as Message) };
+      if (typeof m.id === 'number') m.id = `id-${m.id}`;
+      if (m.method === 'notifications/cancelled' && typeof m.params?.requestId === 'number') m.params = { ...m.params, requestId: `id-${m.params.requestId}` };
+      if (m.method === 'tools/call') sent.push(m.id);
+      if (m.method === 'notifications/cancelled') sent.push(m.params?.requestId);
+      return transport.send(m as JSONRPCMessage, options);
+    },
+  };
+  transport.onmessage = (message: JSONRPCMessage) => {
+    const m = { ...(message as Message) };
+    if (typeof m.id === 'string' && m.id.startsWith('id-') && !('method' in m)) m.id = Number(m.id.slice(3));
+    wrapped.onmessage?.(m as JSONRPCMessage);
+  };
+
+  transport.onclose = () => wrapped.onclose?.();
+  transport.onerror = (error) => wrapped.onerror?.(error);
+  Object.defineProperty(wrapped, 'sessionId', { get: () => transport.sessionId });
+  wrapped.setProtocolVersion = (version) => transport.setProtocolVersion(version);
+  return wrapped;
+}
+
 /** Poll `check` every 20 ms until it holds, at most `ms`. */
 async function until(check: () => boolean, ms = 10_000): Promise<void> {
   const end = Date.now() + ms;
@@ -282,6 +312,29 @@ describe('cancellation', () => {
     expect(stoppedAt - killedAt).toBeLessThan(1000);
     expect(await exitCodeOf(executions[0])).toBe(130);
   });
+
+  it.each(['number', 'string'] as const)(
+    'the 1.x SDK client cancelling a call (AbortSignal → notifications/cancelled) by a %s request id stops it — 130',
+    async (kind) => {
+      const slow = slowTool();
+      const transport = new TransportV1(new URL(url), { requestInit: requestInit() });
+      const client = new ClientV1({ name: 'v1-cancel', version: '1.0.0' });
+      closers.push(() => client.close());
+      // The 1.x client numbers its requests; for string ids its messages are rewritten on the way out
+      // (request ids and the cancelled requestId become "id-N") and back on the way in.
+      const sent: unknown[] = [];
+      await client.connect(kind === 'number' ? transport : stringIds(transport, sent));
+      const ac = new AbortController();
+      const call = client.callTool({ name: 'slow', arguments: {} }, undefined, { signal: ac.signal });
+      const routed = await slow.entered;
+      ac.abort('user pressed stop');
+      await expect(call).rejects.toThrow();
+      await slow.stopped;
+      expect(await exitCodeOf(executions.at(-1))).toBe(130);
+      expect(routed.signal.aborted).toBe(true);
+      expect(door.sessionCount).toBe(1); // only the call stopped
+    },
+  );
 
   it('stops the calls of a session ended by DELETE — 130', async () => {
     const slow = slowTool();

@@ -6,7 +6,10 @@
  *
  * - `tools/list` and `tools/call` are forwarded as they came (raw params: the SDK's schema parsing of
  *   the stdio request is bypassed, so the arguments reach the door key for key), and their results
- *   come back unchanged; every other request but `initialize`/`ping` is "method not found".
+ *   come back unchanged; every other request but `initialize`/`ping` is "method not found". Arguments
+ *   whose text `JSON.parse` would change (a repeated key, a number a double cannot hold: the door's
+ *   own check, `argumentsAsSent`) are forwarded as the text that was sent, so the door refuses the
+ *   call 65 with the reason as it does for an HTTP caller.
  * - Cancellation: a `notifications/cancelled` for a forwarded request, whatever its id (0 and `""`
  *   included), aborts the upstream request, which the SDK client cancels on the door.
  * - Progress: a `tools/call` with `_meta.progressToken` gets the door's `notifications/progress`
@@ -17,13 +20,16 @@
  *   retried. When stdin ends, calls in flight are cancelled, the session is ended (DELETE) and
  *   {@link StdioBridge.closed} resolves.
  */
+import { randomUUID } from 'node:crypto';
 import type { Readable, Writable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ErrorCode, type JSONRPCRequest, McpError, type Progress, ResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { argumentsAsSent } from '@toolwire/server';
 import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
 
@@ -33,6 +39,10 @@ export const FORWARD_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const CLOSE_TIMEOUT_MS = 2_000;
 /** `_meta` key asking the door for live output notifications, which this bridge does not forward. */
 const STREAM_META = 'toolwire/stream';
+/** A stdin line longer than this is not looked at here (the stdio transport refuses past 10 MiB). */
+const MAX_LINE_CHARS = 10 * 1024 * 1024;
+/** Arguments texts kept for requests not yet forwarded, at most (older ones are forgotten). */
+const MAX_AS_SENT = 1024;
 
 /** Options of {@link StdioBridge.start}. */
 export interface BridgeOptions {
@@ -53,6 +63,8 @@ class Upstream {
   readonly #options: BridgeOptions;
   readonly #onListChanged: () => void;
   #client: Promise<Client> | undefined;
+  /** Arguments to send as text: marker key → the text (see {@link Upstream.asSent}). */
+  readonly #asSent = new Map<string, string>();
 
   constructor(options: BridgeOptions, onListChanged: () => void) {
     this.#options = options;
@@ -70,7 +82,10 @@ class Upstream {
 
   async #connect(): Promise<Client> {
     const { url, token, connectTimeoutMs } = this.#options;
-    const transport = new StreamableHTTPClientTransport(url, { requestInit: { headers: { authorization: `Bearer ${token}` } } });
+    const transport = new StreamableHTTPClientTransport(url, {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+      fetch: (input, init) => fetch(input, this.#withText(init)),
+    });
     const client = new Client({ name: 'toolwire-mcp', version: VERSION }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#onListChanged());
     client.onerror = () => {}; // a dropped notification stream is re-opened by the transport
@@ -101,6 +116,23 @@ class Upstream {
       reopened();
       return again.request(message, ResultSchema, options);
     }
+  }
+
+  /**
+   * Arguments that stand for `text` in a request: its body carries `text` itself in their place
+   * until `release` is called.
+   */
+  asSent(text: string): { placeholder: Record<string, number>; release: () => void } {
+    const key = `toolwire/arguments-as-sent/${randomUUID()}`;
+    this.#asSent.set(key, text);
+    return { placeholder: { [key]: 0 }, release: () => this.#asSent.delete(key) };
+  }
+
+  #withText(init: RequestInit | undefined): RequestInit | undefined {
+    if (this.#asSent.size === 0 || typeof init?.body !== 'string') return init;
+    let body = init.body;
+    for (const [key, text] of this.#asSent) body = body.replace(`{${JSON.stringify(key)}:0}`, () => text);
+    return { ...init, body };
   }
 
   /** End the session (DELETE, bounded) and close the client. */
@@ -144,6 +176,11 @@ export class StdioBridge {
   readonly #server: Server;
   /** Forwarded requests in flight, by their stdio request id (any JSON-RPC id, 0 and "" included). */
   readonly #inFlight = new Map<string | number, AbortController>();
+  /** `tools/call` arguments to forward as the text sent, by stdio request id (filled as stdin is read). */
+  readonly #asSent = new Map<string | number, string>();
+  /** The stdin text after its last newline. */
+  #partial = '';
+  readonly #decoder = new StringDecoder('utf8');
   readonly #closed: Promise<void>;
   #closing = false;
 
@@ -172,6 +209,8 @@ export class StdioBridge {
     const client = await upstream.client();
     bridge = new StdioBridge(options, upstream, client.getInstructions());
     const transport = new StdioServerTransport(options.stdin, options.stdout);
+    // Read each line before the transport parses it (listeners run in order): see the arguments as sent.
+    options.stdin.on('data', (chunk: Buffer | string) => bridge.#read(chunk));
     await bridge.#server.connect(transport);
     // See every cancellation before the SDK does: its own handler ignores a falsy request id.
     const deliver = transport.onmessage;
@@ -204,6 +243,25 @@ export class StdioBridge {
     this.#inFlight.get(id)?.abort(new Error(reason));
   }
 
+  /** Note the arguments text of each `tools/call` on a complete stdin line that `JSON.parse` would change. */
+  #read(chunk: Buffer | string): void {
+    const text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      const line = this.#partial + text.slice(start, nl);
+      if (line.length <= MAX_LINE_CHARS && (line.includes('tools/call') || line.includes('\\'))) {
+        for (const [id, args] of argumentsAsSent(line.replace(/\r$/, '')) ?? []) {
+          if (this.#asSent.size >= MAX_AS_SENT) this.#asSent.delete(this.#asSent.keys().next().value!);
+          this.#asSent.set(id, args);
+        }
+      }
+      this.#partial = '';
+      start = nl + 1;
+    }
+    // A line past the bound is not kept whole (it is passed over at its newline).
+    this.#partial = this.#partial.length > MAX_LINE_CHARS ? this.#partial : this.#partial + text.slice(start);
+  }
+
   #listChanged(): void {
     this.#server.sendToolListChanged().catch(() => {}); // before initialization nothing is listening
   }
@@ -218,6 +276,9 @@ export class StdioBridge {
     const own = new AbortController();
     this.#inFlight.set(extra.requestId, own);
     const signal = AbortSignal.any([own.signal, extra.signal]);
+    const text = this.#asSent.get(extra.requestId);
+    this.#asSent.delete(extra.requestId);
+    const sent = request.method === 'tools/call' && text !== undefined ? this.#upstream.asSent(text) : undefined;
     try {
       const params = request.params;
       const options: RequestOptions = { signal, timeout: FORWARD_TIMEOUT_MS };
@@ -229,6 +290,7 @@ export class StdioBridge {
         delete upstreamMeta.progressToken;
         delete upstreamMeta[STREAM_META];
         forwarded = Object.keys(upstreamMeta).length > 0 ? { ...rest, _meta: upstreamMeta } : rest;
+        if (sent !== undefined) forwarded = { ...forwarded, arguments: sent.placeholder };
         if (typeof token === 'string' || typeof token === 'number') {
           const send = extra.sendNotification as unknown as (n: { method: string; params: object }) => Promise<void>;
           options.onprogress = (progress: Progress) =>
@@ -237,6 +299,7 @@ export class StdioBridge {
       }
       return (await this.#upstream.request(request.method, forwarded, options, () => this.#listChanged())) as never;
     } finally {
+      sent?.release();
       if (this.#inFlight.get(extra.requestId) === own) this.#inFlight.delete(extra.requestId);
     }
   }

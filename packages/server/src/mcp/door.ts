@@ -25,8 +25,9 @@
  * `too many failed authentications from this address; retry after N s` instead of 401.
  *
  * A POST body is read by the door (`raw-body.ts`): at most `maxRequestBodyBytes` (default 4 MiB;
- * more → HTTP 413), JSON (else HTTP 400, `-32700`); a `tools/call` whose arguments hold a key that
- * cannot reach the tool unchanged (`__proto__`) completes 65 with the reason.
+ * more → HTTP 413), UTF-8 JSON (else HTTP 400, `-32700`); a `tools/call` whose arguments would reach
+ * the tool changed (a repeated key, a `__proto__` key, a number the parse would change:
+ * `input-scan.ts`) completes 65 with the path and the reason.
  *
  * Limits: open sessions `maxSessions` (default 1024) in total and `maxSessionsPerCaller` (default 64)
  * per caller: at either limit a new session evicts the least recently active idle session (of that
@@ -222,7 +223,7 @@ export class McpDoor {
         return;
       }
       body = raw.body;
-      const inputErrors = inputErrorsOf(body);
+      const inputErrors = inputErrorsOf(body, raw.text);
       if (inputErrors !== undefined) state.inputErrors = inputErrors;
     }
     (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);

@@ -1,16 +1,22 @@
 /**
  * The MCP door reads a POST body itself, before the SDK: to bound it, to parse it once, and to see
- * the `tools/call` arguments exactly as the agent sent them. The SDK's request schema copies
- * `arguments` into a fresh object, which silently drops a `__proto__` key (assigning it sets the
- * copy's prototype instead); nested values pass through unchanged. Such a key can be neither passed
- * on unchanged nor safely kept, so the call is refused with 65 and the reason ({@link inputErrorsOf}).
+ * the `tools/call` arguments exactly as the agent sent them. What `JSON.parse` and the SDK would hand
+ * on changed — a repeated key, a `__proto__` key (the SDK's copy of `arguments` drops it), a number
+ * whose value does not survive the parse (`input-scan.ts`) — can be neither passed on unchanged nor
+ * safely kept, so that call is refused with 65 and the reason ({@link inputErrorsOf}). Bytes that are
+ * not UTF-8 (which decoding would replace with U+FFFD) make the body a parse error.
  */
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
+import { scanInput } from './input-scan.js';
 
-/** The body as the door read it. */
-export type RawBody = { ok: true; body: unknown } | { ok: false; status: 400 | 413; code: number; message: string };
+/** The body as the door read it: its value and its text. */
+export type RawBody = { ok: true; body: unknown; text: string } | { ok: false; status: 400 | 413; code: number; message: string };
 
-/** Read `req`'s body, at most `maxBytes` (more → 413), and parse it as JSON (not JSON → 400, JSON-RPC parse error). */
+/**
+ * Read `req`'s body, at most `maxBytes` (more → 413), and parse it as JSON (not UTF-8 or not JSON →
+ * 400, JSON-RPC parse error `-32700`).
+ */
 export async function readJsonBody(req: IncomingMessage, maxBytes: number): Promise<RawBody> {
   const tooLarge = { ok: false, status: 413, code: -32000, message: `Payload Too Large: the request body must not exceed ${maxBytes} bytes` } as const;
   const declared = Number(req.headers['content-length']);
@@ -22,50 +28,66 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
     if (size > maxBytes) return tooLarge;
     chunks.push(chunk);
   }
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  if (!isUtf8(bytes)) return { ok: false, status: 400, code: -32700, message: 'Parse error: the request body is not valid UTF-8' };
+  const text = bytes.toString('utf8');
   try {
-    return { ok: true, body: JSON.parse(Buffer.concat(chunks, size).toString('utf8')) as unknown };
+    return { ok: true, body: JSON.parse(text) as unknown, text };
   } catch {
     return { ok: false, status: 400, code: -32700, message: 'Parse error: the request body is not valid JSON' };
   }
 }
 
-/** Keys that cannot reach a tool unchanged through a JavaScript object copy. */
-const UNSAFE_KEYS = new Set(['__proto__']);
-/** Nesting examined at most (deeper input is left to the tool's schema and the host's JSON bounds). */
-const MAX_DEPTH = 256;
-
-/** The path of the first unsafe key in `value` (e.g. `arguments.a[2].__proto__`), or `undefined`. */
-function unsafeKeyPath(value: unknown, path: string, depth: number): string | undefined {
-  if (value === null || typeof value !== 'object' || depth > MAX_DEPTH) return undefined;
-  if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) {
-      const found = unsafeKeyPath(value[i], `${path}[${i}]`, depth + 1);
-      if (found !== undefined) return found;
-    }
-    return undefined;
-  }
-  for (const key of Object.keys(value)) {
-    if (UNSAFE_KEYS.has(key)) return `${path}.${key}`;
-    const found = unsafeKeyPath((value as Record<string, unknown>)[key], `${path}.${key}`, depth + 1);
-    if (found !== undefined) return found;
-  }
-  return undefined;
+/** Whether `message` is a `tools/call` request (with an id a response can name). */
+function isCall(message: unknown): message is { id: string | number } {
+  if (message === null || typeof message !== 'object') return false;
+  const { method, id } = message as { method?: unknown; id?: unknown };
+  return method === 'tools/call' && (typeof id === 'string' || typeof id === 'number');
 }
 
 /**
- * For each `tools/call` request in `body` (one JSON-RPC message or a batch) whose arguments hold an
- * unsafe key: request id → the reason its call is refused. `undefined` when there is none (the usual case).
+ * For each `tools/call` request in `body` (one JSON-RPC message or a batch, parsed from `text`) whose
+ * arguments would reach the tool changed: request id → the reason its call is refused (65).
+ * `undefined` when there is none (the usual case). The text is scanned only when it holds such a call.
  */
-export function inputErrorsOf(body: unknown): Map<string | number, string> | undefined {
+export function inputErrorsOf(body: unknown, text: string): Map<string | number, string> | undefined {
+  const messages = Array.isArray(body) ? body : [body];
+  if (!messages.some(isCall)) return undefined;
   let errors: Map<string | number, string> | undefined;
-  for (const message of Array.isArray(body) ? body : [body]) {
-    if (message === null || typeof message !== 'object') continue;
-    const { method, id, params } = message as { method?: unknown; id?: unknown; params?: { arguments?: unknown } };
-    if (method !== 'tools/call' || (typeof id !== 'string' && typeof id !== 'number')) continue;
-    const path = unsafeKeyPath(params?.arguments, 'arguments', 0);
-    if (path === undefined) continue;
+  for (const issue of scanInput(text, Array.isArray(body))) {
+    const message: unknown = messages[issue.message];
+    if (!isCall(message)) continue;
     errors ??= new Map();
-    errors.set(id, `input key ${JSON.stringify(path)} cannot be passed to a tool unchanged ("__proto__" is refused); rename it`);
+    errors.set(message.id, issue.reason);
   }
   return errors;
+}
+
+/**
+ * For a door that reads MCP messages itself and forwards them to `/mcp` (the stdio door, `toolwire
+ * mcp`): for each `tools/call` in `text` (one JSON-RPC message or a batch) whose arguments
+ * `JSON.parse` would hand on changed, request id → its `arguments` text as sent (from the first
+ * `arguments` value to the last, when the member is repeated), to be forwarded in place of the parsed
+ * value so that `/mcp` judges what the agent sent and refuses the call 65 with the reason.
+ * `undefined` when there is none, or when `text` is not JSON.
+ */
+export function argumentsAsSent(text: string): Map<string | number, string> | undefined {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  const messages = Array.isArray(body) ? body : [body];
+  if (!messages.some(isCall)) return undefined;
+  const spans = new Map<number, [number, number]>();
+  let found: Map<string | number, string> | undefined;
+  for (const issue of scanInput(text, Array.isArray(body), spans)) {
+    const message: unknown = messages[issue.message];
+    const span = spans.get(issue.message);
+    if (!isCall(message) || span === undefined) continue;
+    found ??= new Map();
+    found.set(message.id, text.slice(span[0], span[1]));
+  }
+  return found;
 }
