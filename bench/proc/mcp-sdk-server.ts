@@ -1,7 +1,9 @@
 /**
  * Bench baseline of the door arms, server role: the MCP SDK's own Streamable HTTP server on
- * `node:http` (127.0.0.1:0, `/mcp`), stateful (one SDK `Server` + `StreamableHTTPServerTransport`
- * per session, session id a random UUID — what the toolwire door does), with the tool in-process:
+ * `node:http` (127.0.0.1:0, `/mcp`), of the SDK line the door uses (v2: `@modelcontextprotocol/server`
+ * + `@modelcontextprotocol/node`, the same versions), stateful (one SDK `Server` +
+ * `NodeStreamableHTTPServerTransport` per session, session id a random UUID — what the toolwire door
+ * does; SSE answers unless `BENCH_SDK_JSON=1`, as the door's), with the tool in-process:
  * `h0__echo` lists with the same `inputSchema` and `outputSchema` as through toolwire and answers
  * the same result shape (envelope text, `structuredContent` `{stdout, stderr, exitCode}`). No
  * authentication, no executor, no remote host: the floor a door can be measured against.
@@ -9,19 +11,18 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
+import { Server } from '@modelcontextprotocol/server';
 import { OUTPUT_SCHEMA } from '../../packages/server/src/mcp/tool-result.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
 
 const TOOL = { name: 'h0__echo', description: 'stdout = the input JSON', inputSchema: { type: 'object' as const }, outputSchema: OUTPUT_SCHEMA };
-const transports = new Map<string, StreamableHTTPServerTransport>();
+const transports = new Map<string, NodeStreamableHTTPServerTransport>();
 
 function newServer(): Server {
   const server = new Server({ name: 'sdk-baseline', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [TOOL] }));
-  server.setRequestHandler(CallToolRequestSchema, (request) => {
+  server.setRequestHandler('tools/list', () => ({ tools: [TOOL] }));
+  server.setRequestHandler('tools/call', (request) => {
     const stdout = JSON.stringify(request.params.arguments ?? {});
     return {
       content: [{ type: 'text', text: `Exit code: 0\n${stdout}` }],
@@ -48,7 +49,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     return;
   }
   const server = newServer();
-  const transport = new StreamableHTTPServerTransport({
+  const transport = new NodeStreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
     enableJsonResponse: process.env.BENCH_SDK_JSON === '1',
     onsessioninitialized: (sessionId) => void transports.set(sessionId, transport),

@@ -350,6 +350,32 @@ describe('cancellation', () => {
   });
 });
 
+describe('answers held for one write', () => {
+  it('sends the response headers of a plain call that runs longer than the hold while the call still runs (the hold is bounded)', async () => {
+    const slow = slowTool();
+    const session = await rawSession();
+    let settled = false;
+    const call = session.post({ jsonrpc: '2.0', id: 7, method: 'tools/call', params: { name: 'slow', arguments: {} } });
+    await slow.entered;
+    void executions[0]!.then(() => (settled = true));
+    const res = await call; // the headers: after the hold at most, the call still running
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(settled).toBe(false);
+    await (await session.post({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'test' } })).text();
+    await slow.stopped;
+    expect(await exitCodeOf(executions[0])).toBe(130);
+    await res.body?.cancel();
+  });
+
+  it('answers a held plain call with its result', async () => {
+    const session = await rawSession();
+    const res = await session.post({ jsonrpc: '2.0', id: 8, method: 'tools/call', params: { name: 'echo', arguments: { a: 1 } } });
+    const answer = await answerOf(res, 8);
+    expect(answer.result?.isError).toBe(false);
+  });
+});
+
 describe('input reaches the tool unchanged or the call is refused', () => {
   const sent = { text: 'x', constructor: { prototype: 1 }, toString: 'y', nested: [{ 'a.b': null, ünï: '☃' }], big: 2 ** 53 - 1, empty: {} };
 

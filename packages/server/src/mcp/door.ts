@@ -49,6 +49,7 @@ import { unauthorized } from '../endpoint/http-front.js';
 import type { Logger } from '../options.js';
 import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } from './caller.js';
 import type { McpServerDeps } from './mcp-server.js';
+import { STREAM_META } from './live-output.js';
 import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
 
@@ -108,6 +109,24 @@ export const DEFAULT_MAX_SESSIONS_PER_CALLER = 64;
 export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
 /** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
 const SWEEP_MS = 30_000;
+
+/**
+ * A session POST that asks for no live output has its answer's socket writes held (corked) for at
+ * most this long, ms: the SDK answers on an SSE stream whose headers it flushes at once, and the
+ * event and the stream's end follow when the call completes; held, headers, event and end leave in
+ * one write. Past this, what is held goes out and the rest is written as it comes.
+ */
+const HOLD_ANSWER_MS = 1_000;
+
+/** Whether a message of `body` (a JSON-RPC message or batch) asks for progress or live output while it runs. */
+function asksLiveOutput(body: unknown): boolean {
+  for (const m of Array.isArray(body) ? body : [body]) {
+    if (m === null || typeof m !== 'object') continue;
+    const meta = (m as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+    if (meta !== null && typeof meta === 'object' && (meta.progressToken !== undefined || meta[STREAM_META] !== undefined)) return true;
+  }
+  return false;
+}
 
 /** Whether `body` (a JSON-RPC message or batch) holds an `initialize` request. */
 function hasInitialize(body: unknown): boolean {
@@ -234,7 +253,7 @@ export class McpDoor {
         replyError(res, 404, -32001, 'Session not found');
         return;
       }
-      this.#track(session, req, res);
+      this.#track(session, req, res, body);
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -310,15 +329,26 @@ export class McpDoor {
     if (!session || this.#closed) await server.close();
   }
 
-  /** Count `res` as an open request of `session` until it closes; a POST or DELETE is also activity (a GET stream is not). */
-  #track(session: Session, req: IncomingMessage, res: ServerResponse): void {
+  /**
+   * Count `res` as an open request of `session` until it closes; a POST or DELETE is also activity (a
+   * GET stream is not). A POST that asks for no live output has its answer held ({@link HOLD_ANSWER_MS}).
+   */
+  #track(session: Session, req: IncomingMessage, res: ServerResponse, body: unknown): void {
     const activity = req.method !== 'GET';
     session.open++;
     if (activity) {
       session.busy++;
       session.lastActive = Date.now();
     }
+    let hold: NodeJS.Timeout | undefined;
+    if (req.method === 'POST' && !asksLiveOutput(body)) {
+      res.cork(); // `res.end()` uncorks fully
+      hold = setTimeout(() => {
+        if (!res.writableEnded) res.uncork();
+      }, HOLD_ANSWER_MS);
+    }
     res.once('close', () => {
+      if (hold !== undefined) clearTimeout(hold);
       session.open--;
       if (!activity) return;
       session.busy--;
