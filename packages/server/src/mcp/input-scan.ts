@@ -12,11 +12,11 @@
  * The text must be JSON that `JSON.parse` accepted (the door parses first); the scan does not judge
  * syntax. It costs one walk of the text: strings outside `arguments` are skipped with `indexOf`, and
  * keys are read only where they matter. Separate from `worker/json-scan.ts`, which counts values of
- * host frames and keeps no keys.
+ * host frames and keeps no keys (its string skip is shared).
  */
+import { skipString } from '../worker/json-scan.js';
 
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COMMA = 0x2c;
 const COLON = 0x3a;
 const OPEN_OBJECT = 0x7b;
@@ -42,19 +42,6 @@ export interface InputIssue {
 
 function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
-/** Index just after the string whose opening quote is at `i` (the text is valid JSON). */
-function skipString(text: string, i: number): number {
-  let j = i + 1;
-  for (;;) {
-    const q = text.indexOf('"', j);
-    if (q < 0) return text.length;
-    let backslashes = 0;
-    for (let k = q - 1; k > i && text.charCodeAt(k) === BACKSLASH; k--) backslashes++;
-    if (backslashes % 2 === 0) return q + 1;
-    j = q + 1;
-  }
 }
 
 /** The value of the string at `[i, end)`: its text, decoded when it holds escapes. */

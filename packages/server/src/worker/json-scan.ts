@@ -35,8 +35,8 @@ function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
-/** Index just after the string whose opening quote is at `i` (`-1`: unterminated). */
-function skipString(text: string, i: number): number {
+/** Index just after the string whose opening quote is at `i` (`-1`: unterminated). Also the MCP door's input scan. */
+export function skipString(text: string, i: number): number {
   let j = i + 1;
   for (;;) {
     const q = text.indexOf('"', j);
