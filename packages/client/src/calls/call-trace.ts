@@ -8,7 +8,18 @@
  * The line is made by a child logger per tool (pino serializes `tool` once per child, not per
  * line), at most {@link MAX_TOOL_LOGGERS} per logger; nothing is made when info is off.
  */
-import { type Span, SpanKind, SpanStatusCode, ROOT_CONTEXT, TraceFlags, context, createTraceState, isSpanContextValid, trace } from '@opentelemetry/api';
+import {
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  ProxyTracerProvider,
+  ROOT_CONTEXT,
+  TraceFlags,
+  context,
+  createTraceState,
+  isSpanContextValid,
+  trace,
+} from '@opentelemetry/api';
 import { type CallMessage, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
 import type { HostMetrics } from '../host/host-metrics.js';
 import type { Logger } from '../types.js';
@@ -16,6 +27,19 @@ import type { Logger } from '../types.js';
 /** Tracer name (instrumentation scope) of the tool host's spans. */
 export const TRACER_NAME = '@toolwire/client';
 const tracer = trace.getTracer(TRACER_NAME);
+
+/** The tracer provider the API falls back to while no SDK registered one (a no-op). */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/**
+ * True when an OpenTelemetry SDK registered a tracer provider (checked per call: one may be
+ * registered or disabled at any time). Without one every span is a no-op, so a call that brings no
+ * trace context needs none: its tool gets no `TRACEPARENT` either way.
+ */
+function tracing(): boolean {
+  const provider = trace.getTracerProvider();
+  return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NOOP_PROVIDER;
+}
 
 /** Child loggers kept at most per logger (one per tool name seen; emptied when full). */
 export const MAX_TOOL_LOGGERS = 1024;
@@ -42,7 +66,10 @@ interface LineFields {
 /** Log a call's end line through `logger`'s child for `tool` (see the file's comment). */
 function logCallEnd(logger: Parent, tool: string, fields: LineFields): void {
   if (logger.isLevelEnabled !== undefined && !logger.isLevelEnabled('info')) return;
-  if (logger.child === undefined) return logger.info({ ...fields, tool }, 'toolwire: call ended');
+  if (logger.child === undefined) {
+    (fields as LineFields & { tool: string }).tool = tool; // the line's own object: no copy
+    return logger.info(fields, 'toolwire: call ended');
+  }
   let children = toolLoggers.get(logger);
   if (children === undefined) toolLoggers.set(logger, (children = new Map<string, Logger>()));
   let child = children.get(tool);
@@ -63,7 +90,8 @@ export class HostCall {
   /** The trace context the tool gets, when the call has one. */
   readonly traceparent: string | undefined;
   readonly tracestate: string | undefined;
-  readonly #span: Span;
+  /** Its span; none when the call has no trace context and no SDK is registered (see {@link tracing}). */
+  readonly #span: Span | undefined;
   readonly #t0 = performance.now();
   /** The pid of its subprocess tool, once started (none for in-process and MCP tools). */
   #pid: number | undefined;
@@ -73,6 +101,12 @@ export class HostCall {
     this.id = call.callId ?? call.id;
     this.wire = call.id;
     this.tool = call.tool;
+    if (call.traceparent === undefined && !tracing()) {
+      this.#span = undefined;
+      this.traceparent = undefined;
+      this.tracestate = undefined;
+      return;
+    }
     const parts = call.traceparent === undefined ? undefined : parseTraceparent(call.traceparent);
     const parent =
       parts === undefined
@@ -120,6 +154,7 @@ export class HostCall {
     if (this.#pid !== undefined) fields.toolPid = this.#pid;
     logCallEnd(logger, this.tool, fields);
     const span = this.#span;
+    if (span === undefined) return;
     if (span.isRecording()) {
       span.setAttribute('toolwire.exit_code', exitCode);
       if (exitCode !== 0) span.setStatus({ code: SpanStatusCode.ERROR, message: `exit code ${exitCode}` });

@@ -31,7 +31,7 @@ export class CallContext implements ToolContext, Failing, ToolStartedListener {
   readonly #abort: CallAbort;
   readonly #channel: OutputChannel;
   /** Told the pid of the call's subprocess tool (the host's call line), when there is one. */
-  readonly #started: ((pid: number) => void) | undefined;
+  readonly #observer: { toolStarted?(pid: number): void } | undefined;
   #output: CallOutput | undefined;
 
   /** @param wire the call's wire id and trace context (issue 16); default: `id`, none */
@@ -53,12 +53,12 @@ export class CallContext implements ToolContext, Failing, ToolStartedListener {
     this.deadlineMs = deadlineMs;
     this.#abort = abort;
     this.#channel = channel;
-    this.#started = wire?.toolStarted?.bind(wire);
+    this.#observer = wire; // called as a method when a tool starts: no bound function per call
   }
 
   /** Its subprocess tool started as process `pid` (`run-command.ts`). */
   [TOOL_STARTED](pid: number): void {
-    this.#started?.(pid);
+    this.#observer?.toolStarted?.(pid);
   }
 
   get signal(): AbortSignal {

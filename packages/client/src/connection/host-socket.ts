@@ -99,6 +99,8 @@ export class HostSocket {
   #body: string | undefined;
   #bodyGuard: NodeJS.Timeout | undefined;
   #error: Error | undefined;
+  /** When the server was last heard from after `welcome` (a ping or a frame), `performance.now()` ms. */
+  #heardAt = 0;
   /** Frames written in one tick leave in one syscall (set once the upgrade hands over the socket). */
   #coalescer: TickCoalescer | undefined;
 
@@ -168,7 +170,7 @@ export class HostSocket {
     ws.on('open', () => this.#onOpen());
     ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
     ws.on('ping', () => {
-      if (this.#welcome) this.#timer?.refresh();
+      if (this.#welcome) this.#heardAt = performance.now();
     });
   }
 
@@ -242,14 +244,26 @@ export class HostSocket {
     }, this.#options.welcomeTimeoutMs);
   }
 
+  /**
+   * The silence watchdog: a ping or a frame sets {@link #heardAt} (a number, not a timer refresh
+   * per frame); when the timer fires it waits out what is left of the limit since then, or ends
+   * the connection when the limit has passed.
+   */
   #armWatchdog(heartbeatMs: number): void {
     clearTimeout(this.#timer);
     const limit = silenceLimitMs(heartbeatMs);
-    this.#timer = setTimeout(() => {
+    this.#heardAt = performance.now();
+    const check = (): void => {
+      const left = this.#heardAt + limit - performance.now();
+      if (left > 0) {
+        this.#timer = setTimeout(check, Math.ceil(left));
+        return;
+      }
       this.#options.logger.warn({ ms: limit }, 'toolwire: no heartbeat from the server; reconnecting');
       this.#error ??= new Error(`heartbeat lost: no ping within ${limit} ms`);
       this.#ws.terminate();
-    }, limit);
+    };
+    this.#timer = setTimeout(check, limit);
   }
 
   #onFrame(data: Buffer, isBinary: boolean): void {
@@ -275,7 +289,7 @@ export class HostSocket {
       this.#options.logger.warn({ type: message.type }, 'toolwire: message before welcome ignored');
       return;
     }
-    this.#timer?.refresh();
+    this.#heardAt = performance.now();
     this.#handlers.onMessage(message, data.length);
   }
 }

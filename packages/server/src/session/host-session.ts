@@ -166,15 +166,15 @@ export class HostSession implements HostLink {
   call(tool: string, call: RoutedCall): Promise<RoutedCapture> {
     if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     if (!this.isOpen) return Promise.resolve(failureCapture('unavailable', `host ${this.#host} is not connected`));
-    const overload = refuseOverload({
-      host: this.#host,
-      inFlight: this.#pending.size,
-      maxInFlight: this.#options.maxInFlightPerHost,
-      buffered: this.#ws.bufferedAmount,
-      maxBuffered: this.#options.maxBufferedBytesPerHost,
-    });
-    if (overload !== undefined) return Promise.resolve(overload);
-    const deadlineMs = normalizeDeadline(call.deadlineMs, this.#options.deadlineMs);
+    const options = this.#options;
+    const inFlight = this.#pending.size;
+    const buffered = this.#ws.bufferedAmount;
+    // The load is only made into an object (and a capture) when the call is refused.
+    if (inFlight >= options.maxInFlightPerHost || buffered > options.maxBufferedBytesPerHost) {
+      const load = { host: this.#host, inFlight, maxInFlight: options.maxInFlightPerHost, buffered, maxBuffered: options.maxBufferedBytesPerHost };
+      return Promise.resolve(refuseOverload(load) ?? failureCapture('overloaded', `host ${this.#host} is overloaded; retry later`));
+    }
+    const deadlineMs = normalizeDeadline(call.deadlineMs, options.deadlineMs);
     if (deadlineMs === 0) return Promise.resolve(failureCapture('deadline', 'deadline of 0 ms exceeded'));
     return this.#pending.dispatch(tool, call, deadlineMs);
   }

@@ -45,25 +45,30 @@ class Entry implements Expiring, Stoppable {
   output: OutputStream | undefined = undefined;
   readonly id: string;
   readonly deadlineMs: number;
-  /** The call's consumer of live output (`RoutedCall.onOutput`). */
-  readonly listener: OutputListener | undefined;
-  /** The call's consumer of progress messages (`RoutedCall.onProgress`). */
-  readonly progressListener: ProgressListener | undefined;
-  /** The routed call this entry answers (found by {@link PendingCalls.stopCall}). */
+  /**
+   * The routed call this entry answers (found by {@link PendingCalls.stopCall}); its `signal`,
+   * `onOutput` and `onProgress` are read from it (not copied: a smaller entry per call).
+   */
   readonly routed: RoutedCall;
   readonly #owner: PendingCalls;
-  readonly #signal: AbortSignal;
   #resolve: ((capture: Capture) => void) | undefined;
 
   constructor(id: string, deadlineMs: number, owner: PendingCalls, call: RoutedCall, resolve: (capture: Capture) => void) {
     this.id = id;
     this.deadlineMs = deadlineMs;
-    this.listener = call.onOutput;
-    this.progressListener = call.onProgress;
     this.routed = call;
     this.#owner = owner;
-    this.#signal = call.signal;
     this.#resolve = resolve;
+  }
+
+  /** The call's consumer of live output (`RoutedCall.onOutput`). */
+  get listener(): OutputListener | undefined {
+    return this.routed.onOutput;
+  }
+
+  /** The call's consumer of progress messages (`RoutedCall.onProgress`). */
+  get progressListener(): ProgressListener | undefined {
+    return this.routed.onProgress;
   }
 
   /** The streamed part of the capture so far (for a synthetic capture), or `undefined` when nothing streamed. */
@@ -76,7 +81,7 @@ class Entry implements Expiring, Stoppable {
     if (!this.#owner.release(this)) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    unwatchStop(this.#signal, this);
+    unwatchStop(this.routed.signal, this);
     // The consumer's last chunk (toolwire's reason line, if any) before the call settles; none after.
     this.output?.end(capture);
     const resolve = this.#resolve!;
@@ -182,10 +187,13 @@ export class PendingCalls {
     }
     let frame: string;
     try {
-      const message: CallMessage = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs };
       // Protocol 2 (a v1 host refuses unknown keys): the call's own id and its trace context (issue 16).
-      if (this.#output !== undefined) {
-        message.callId = call.id;
+      // Each shape is one object literal: no property added after it is made (no shape change per call).
+      let message: CallMessage;
+      if (this.#output === undefined) {
+        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs };
+      } else {
+        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs, callId: call.id };
         if (call.traceparent !== undefined) message.traceparent = call.traceparent;
         if (call.tracestate !== undefined) message.tracestate = call.tracestate;
       }
