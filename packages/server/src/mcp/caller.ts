@@ -6,7 +6,9 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/server';
+import type { ExecuteRequest } from '../executor/executor.js';
 import type { InjectedTool } from '../seam.js';
+import { traceContextOf } from './trace-context.js';
 
 /** `_meta` key of a call's deadline, ms. */
 export const DEADLINE_META = 'toolwire/deadlineMs';
@@ -47,4 +49,39 @@ export interface RequestState {
  */
 export function authInfoOf(principal: CallerPrincipal, request: RequestState = {}): AuthInfo {
   return { token: '', clientId: principal.name, scopes: [...(principal.grant ?? ['*'])], extra: { principal, request } };
+}
+
+/** A `tools/call` as both of the door's paths hand it to the executor (the SDK session's handler and `plain-call.ts`). */
+export interface ToolCall {
+  name: string;
+  arguments: Record<string, unknown> | undefined;
+  /** `params._meta`, already checked: deadline a positive integer, workspace a string, when present. */
+  meta: Record<string, unknown> | undefined;
+  deadlineMs: number | undefined;
+  workspace: string | undefined;
+  /** Why the arguments cannot reach the tool unchanged (`raw-body.ts`), if they cannot. */
+  inputError: string | undefined;
+}
+
+/** The executor request of `call` for `caller`: the same fields whichever path serves it. */
+export function executeRequestOf(
+  call: ToolCall,
+  caller: CallerPrincipal,
+  signal: AbortSignal,
+  headers: IncomingHttpHeaders | undefined,
+  live?: Pick<ExecuteRequest, 'onOutput' | 'onProgress'>,
+): ExecuteRequest {
+  return {
+    name: call.name,
+    input: call.arguments ?? {},
+    agent: caller.name,
+    role: caller.role,
+    ...(caller.grant !== undefined && { grant: caller.grant }),
+    ...(call.workspace !== undefined && { workspace: call.workspace }),
+    ...(call.deadlineMs !== undefined && { deadlineMs: call.deadlineMs }),
+    signal,
+    ...live,
+    ...traceContextOf(call.meta, headers),
+    ...(call.inputError !== undefined && { inputError: call.inputError }),
+  };
 }

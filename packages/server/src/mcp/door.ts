@@ -50,6 +50,7 @@ import type { Logger } from '../options.js';
 import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } from './caller.js';
 import type { McpServerDeps } from './mcp-server.js';
 import { STREAM_META } from './live-output.js';
+import { HOLD_ANSWER_MS, PlainCalls, plainCallOf } from './plain-call.js';
 import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
 
@@ -101,6 +102,8 @@ interface Session {
   busy: number;
   /** When a POST or DELETE of this session last started or ended, ms since the epoch. */
   lastActive: number;
+  /** Its plain `tools/call`s, which the door answers itself (`plain-call.ts`). */
+  plain: PlainCalls;
 }
 
 /** Default {@link McpDoorOptions.maxSessionsPerCaller}. */
@@ -110,13 +113,12 @@ export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
 /** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
 const SWEEP_MS = 30_000;
 
-/**
+/*
  * A session POST that asks for no live output has its answer's socket writes held (corked) for at
- * most this long, ms: the SDK answers on an SSE stream whose headers it flushes at once, and the
+ * most HOLD_ANSWER_MS: the SDK answers on an SSE stream whose headers it flushes at once, and the
  * event and the stream's end follow when the call completes; held, headers, event and end leave in
  * one write. Past this, what is held goes out and the rest is written as it comes.
  */
-const HOLD_ANSWER_MS = 1_000;
 
 /** Whether a message of `body` (a JSON-RPC message or batch) asks for progress or live output while it runs. */
 function asksLiveOutput(body: unknown): boolean {
@@ -149,6 +151,8 @@ export class McpDoor {
   readonly #sweep: NodeJS.Timeout;
   /** The 2026-07-28 handler (made with the SDK, at the first modern request). */
   #modern: { handler: McpHttpHandler; node: NodeMcpRequestHandler } | undefined;
+  /** The protocol revisions a session transport accepts (known once the SDK is loaded). */
+  #supported: readonly string[] = [];
   #closed = false;
   readonly #onToolsChanged = (): void => this.#broadcastToolsChanged();
 
@@ -245,7 +249,6 @@ export class McpDoor {
       const inputErrors = inputErrorsOf(body, raw.text);
       if (inputErrors !== undefined) state.inputErrors = inputErrors;
     }
-    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {
       const session = this.#sessions.get(sessionId);
@@ -253,15 +256,28 @@ export class McpDoor {
         replyError(res, 404, -32001, 'Session not found');
         return;
       }
-      this.#track(session, req, res, body);
+      if (req.method === 'POST') {
+        session.plain.cancel(body);
+        const plain = plainCallOf(body, req.headers, this.#supported);
+        if (plain !== undefined && !session.plain.has(plain.id)) {
+          plain.call.inputError = state.inputErrors?.get(plain.id);
+          this.#track(session, req, res, false);
+          await session.plain.serve(plain, principal, req.headers, res);
+          return;
+        }
+      }
+      (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);
+      this.#track(session, req, res, req.method === 'POST' && !asksLiveOutput(body));
       await session.transport.handleRequest(req, res, body);
       return;
     }
+    (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);
     if (req.method !== 'POST') {
       replyError(res, 400, -32000, 'Bad Request: No valid session ID provided');
       return;
     }
     const sdk = await loadMcpSdk(); // a failed import rejects → HTTP 500 (handle); retried next time
+    this.#supported = sdk.supportedProtocolVersions;
     if (this.#closed) {
       replyError(res, 503, -32000, 'Server is shutting down');
       return;
@@ -314,13 +330,15 @@ export class McpDoor {
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now() };
+        const plain = new PlainCalls(id, { executor, validate: (request, result) => sdk.validateToolResult(server, request, result) });
+        session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain };
         this.#sessions.set(id, session);
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },
       onsessionclosed: (id) => this.#forget(id, server),
     });
     server.onclose = () => {
+      session?.plain.closeAll();
       if (transport.sessionId !== undefined) this.#forget(transport.sessionId, server);
     };
     server.onerror = (error) => log.debug({ err: error, caller: principal.name }, 'MCP transport error');
@@ -331,24 +349,25 @@ export class McpDoor {
 
   /**
    * Count `res` as an open request of `session` until it closes; a POST or DELETE is also activity (a
-   * GET stream is not). A POST that asks for no live output has its answer held ({@link HOLD_ANSWER_MS}).
+   * GET stream is not). With `hold` (a POST to the SDK transport that asks for no live output) its
+   * answer is held ({@link HOLD_ANSWER_MS}).
    */
-  #track(session: Session, req: IncomingMessage, res: ServerResponse, body: unknown): void {
+  #track(session: Session, req: IncomingMessage, res: ServerResponse, hold: boolean): void {
     const activity = req.method !== 'GET';
     session.open++;
     if (activity) {
       session.busy++;
       session.lastActive = Date.now();
     }
-    let hold: NodeJS.Timeout | undefined;
-    if (req.method === 'POST' && !asksLiveOutput(body)) {
+    let held: NodeJS.Timeout | undefined;
+    if (hold) {
       res.cork(); // `res.end()` uncorks fully
-      hold = setTimeout(() => {
+      held = setTimeout(() => {
         if (!res.writableEnded) res.uncork();
       }, HOLD_ANSWER_MS);
     }
     res.once('close', () => {
-      if (hold !== undefined) clearTimeout(hold);
+      if (held !== undefined) clearTimeout(held);
       session.open--;
       if (!activity) return;
       session.busy--;

@@ -17,12 +17,11 @@
  * one is ignored, as W3C Trace Context asks.
  */
 import type { ServerResponse } from 'node:http';
-import { type AuthInfo, ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
+import { type AuthInfo, type CallToolResult, ProtocolError, ProtocolErrorCode, Server, type ServerContext } from '@modelcontextprotocol/server';
 import type { Executor } from '../executor/executor.js';
 import type { Logger } from '../options.js';
 import { isGranted } from '../executor/gates.js';
-import { traceContextOf } from './trace-context.js';
-import { type CallerPrincipal, DEADLINE_META, type RequestState, type ToolSource, WORKSPACE_META } from './caller.js';
+import { type CallerPrincipal, DEADLINE_META, type RequestState, type ToolCall, type ToolSource, WORKSPACE_META, executeRequestOf } from './caller.js';
 import { OUTPUT_META, STREAM_META, liveOutput, type Notification } from './live-output.js';
 import { toCallToolResult, toMcpTools } from './tool-result.js';
 
@@ -118,23 +117,17 @@ export function createMcpServer(deps: McpServerDeps): Server {
       logger: deps.logger,
     });
     const stop = callSignal(ctx.mcpReq.signal, http?.response);
-    const inputError = http?.inputErrors?.get(ctx.mcpReq.id);
-    const traced = traceContextOf(meta, http?.headers);
+    const call: ToolCall = {
+      name: request.params.name,
+      arguments: request.params.arguments,
+      meta,
+      deadlineMs,
+      workspace,
+      inputError: http?.inputErrors?.get(ctx.mcpReq.id),
+    };
     let pending;
     try {
-      pending = deps.executor.execute({
-        name: request.params.name,
-        input: request.params.arguments ?? {},
-        agent: caller.name,
-        role: caller.role,
-        ...(caller.grant !== undefined && { grant: caller.grant }),
-        ...(workspace !== undefined && { workspace }),
-        ...(deadlineMs !== undefined && { deadlineMs }),
-        signal: stop.signal,
-        ...(live !== undefined && { onOutput: live.listener, onProgress: live.onProgress }),
-        ...traced,
-        ...(inputError !== undefined && { inputError }),
-      });
+      pending = deps.executor.execute(executeRequestOf(call, caller, stop.signal, http?.headers, live && { onOutput: live.listener, onProgress: live.onProgress }));
     } catch (error) {
       live?.close();
       stop.release();
@@ -152,4 +145,19 @@ export function createMcpServer(deps: McpServerDeps): Server {
   });
 
   return server;
+}
+
+/** What the SDK's `Server` validates a `tools/call` result with (its `_wrapHandler`, not in its public types). */
+interface ToolCallWrapper {
+  _wrapHandler(method: 'tools/call', handler: () => CallToolResult): (request: unknown, ctx: { mcpReq: { requestState: () => undefined } }) => Promise<unknown>;
+}
+
+/**
+ * `result` as the SDK session `server` would answer it to `request` (a `tools/call` message): its
+ * result validation (unknown keys of content blocks dropped, keys in its order; a result it refuses
+ * throws its `ProtocolError`). For the door's own answers (`plain-call.ts`) to results it does not shape itself.
+ */
+export function validateToolResult(server: Server, request: unknown, result: CallToolResult): Promise<unknown> {
+  const wrapped = (server as unknown as ToolCallWrapper)._wrapHandler('tools/call', () => result);
+  return wrapped(request, { mcpReq: { requestState: () => undefined } });
 }

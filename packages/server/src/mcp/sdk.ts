@@ -7,12 +7,14 @@
  */
 import type { NodeStreamableHTTPServerTransport, toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import type { createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
-import type { createMcpServer } from './mcp-server.js';
+import type { createMcpServer, validateToolResult } from './mcp-server.js';
 
 /** The SDK values the door uses. */
 export interface McpSdk {
   /** `mcp-server.ts` (the SDK `Server` with toolwire's handlers). */
   createMcpServer: typeof createMcpServer;
+  /** A `tools/call` result as a session's SDK `Server` would answer it (`mcp-server.ts`). */
+  validateToolResult: typeof validateToolResult;
   /** A 2025-era session's transport (stateful Streamable HTTP on `node:http`). */
   NodeStreamableHTTPServerTransport: typeof NodeStreamableHTTPServerTransport;
   /** The 2026-07-28 (per-request, stateless) handler, and its `node:http` face. */
@@ -21,6 +23,8 @@ export interface McpSdk {
   /** Which era a request without a session belongs to. */
   isLegacyRequest: typeof isLegacyRequest;
   toWebRequest: typeof toWebRequest;
+  /** The protocol revisions a session's transport accepts in `MCP-Protocol-Version`. */
+  supportedProtocolVersions: readonly string[];
 }
 
 /** Import the SDK modules (not cached here: see {@link sdkLoader}). */
@@ -28,11 +32,13 @@ async function importMcpSdk(): Promise<McpSdk> {
   const [server, sdk, node] = await Promise.all([import('./mcp-server.js'), import('@modelcontextprotocol/server'), import('@modelcontextprotocol/node')]);
   return {
     createMcpServer: server.createMcpServer,
+    validateToolResult: server.validateToolResult,
     NodeStreamableHTTPServerTransport: node.NodeStreamableHTTPServerTransport,
     createMcpHandler: sdk.createMcpHandler,
     toNodeHandler: node.toNodeHandler,
     isLegacyRequest: sdk.isLegacyRequest,
     toWebRequest: node.toWebRequest,
+    supportedProtocolVersions: sdk.SUPPORTED_PROTOCOL_VERSIONS,
   };
 }
 
