@@ -225,12 +225,21 @@ export class HostSocket {
 
   /**
    * Send one already encoded message: its JSON text as a text frame, or a binary `output` frame
-   * (protocol 2); `false` (nothing sent) when the socket is not open.
+   * (protocol 2); `false` (nothing sent, `sent` not called) when the socket is not open. `sent`,
+   * if given, is called once the frame is written (or its write failed): its memory is free then.
    */
-  sendFrame(frame: string | Uint8Array): boolean {
+  sendFrame(frame: string | Uint8Array, sent?: () => void): boolean {
     if (!this.isOpen) return false;
     this.#coalescer?.hold(frame.length);
-    this.#ws.send(frame, this.#onSent);
+    this.#ws.send(
+      frame,
+      sent === undefined
+        ? this.#onSent
+        : (error) => {
+            this.#onSent(error);
+            sent();
+          },
+    );
     return true;
   }
 
