@@ -368,40 +368,60 @@ function frameCost(n: number): FrameCost {
   return { jsonEncodeUs, jsonDecodeUs, binaryEncodeUs, binaryDecodeUs };
 }
 
-/** What `live` measured. Times in ms, sizes in bytes or KiB as named. */
+/** What `live` measured (the arms that ran). Times in ms, sizes in bytes or KiB as named. */
 export interface LiveResult {
-  throughput: ThroughputResult;
-  ttfb: { p50Ms: number; p90Ms: number };
-  big: BigResult;
-  backpressure: BackpressureResult;
-  frames: FrameCost;
-  cost: CostResult;
+  throughput?: ThroughputResult;
+  ttfb?: { p50Ms: number; p90Ms: number };
+  big?: BigResult;
+  backpressure?: BackpressureResult;
+  frames?: FrameCost;
+  cost?: CostResult;
 }
 
-/** Every live-output arm; `quick`: smaller sizes and fewer repetitions. */
-export async function liveScenario(quick: boolean): Promise<LiveResult> {
-  const t = await throughput(quick ? 1 : 3, quick ? 32 * MiB : 200 * MiB);
-  const f = await ttfb(quick ? 10 : 30);
-  const b = await big(quick ? 10_000_000 : 50_000_000);
-  const p = await backpressure();
-  const frames = frameCost(quick ? 300 : 2000);
-  const c = await cost(quick ? 2 : 6, quick ? 0.3 : 1);
-  return { throughput: t, ttfb: { p50Ms: f.p50Ms, p90Ms: f.p90Ms }, big: b, backpressure: p, frames, cost: c };
+/** The arms of `live`, each also selectable alone as `--only live-<arm>`. */
+export const LIVE_ARMS = ['throughput', 'ttfb', 'big', 'backpressure', 'frames', 'cost'] as const;
+export type LiveArm = (typeof LIVE_ARMS)[number];
+
+/** The live-output arms in `arms` (default: all); `quick`: smaller sizes and fewer repetitions. */
+export async function liveScenario(quick: boolean, arms: ReadonlySet<LiveArm> = new Set(LIVE_ARMS)): Promise<LiveResult> {
+  const r: LiveResult = {};
+  if (arms.has('throughput')) r.throughput = await throughput(quick ? 1 : 3, quick ? 32 * MiB : 200 * MiB);
+  if (arms.has('ttfb')) {
+    const f = await ttfb(quick ? 10 : 30);
+    r.ttfb = { p50Ms: f.p50Ms, p90Ms: f.p90Ms };
+  }
+  if (arms.has('big')) r.big = await big(quick ? 10_000_000 : 50_000_000);
+  if (arms.has('backpressure')) r.backpressure = await backpressure();
+  if (arms.has('frames')) r.frames = frameCost(quick ? 300 : 2000);
+  if (arms.has('cost')) r.cost = await cost(quick ? 2 : 6, quick ? 0.3 : 1);
+  return r;
 }
 
-/** One line per arm for the console. */
+/** One line per arm that ran, for the console. */
 export function liveReport(run: number, l: LiveResult): string {
-  const t = l.throughput;
-  const b = l.big;
-  const p = l.backpressure;
   const MB = (n: number) => (n / 1024).toFixed(0);
-  return [
-    `run ${run} live throughput: ${t.bytes / MiB} MiB streamed ${t.toolwireMiBps.toFixed(0)} MiB/s; spawn floor ${t.floorMiBps.toFixed(0)} MiB/s (ratio ${t.ratio.toFixed(2)}), detached floor ${t.detachedFloorMiBps.toFixed(0)} MiB/s (ratio ${t.detachedRatio.toFixed(2)}); pairs ${t.pairs.map((x) => (x.floorMs / x.toolwireMs).toFixed(2)).join(' ')}; CPU ms per MiB server ${t.cpuMsPerMiB.server.toFixed(2)}, host ${t.cpuMsPerMiB.host.toFixed(2)}, spawn helper ${t.cpuMsPerMiB.helper.toFixed(2)} (floor's reader ${t.cpuMsPerMiB.floorReader.toFixed(2)})`,
-    `run ${run} live ttfb: p50 ${l.ttfb.p50Ms.toFixed(2)} ms, p90 ${l.ttfb.p90Ms.toFixed(2)} ms`,
-    `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
-      `peak RSS above idle server/host/helper MiB: streamed ${MB(b.streamed.serverKiB)}/${MB(b.streamed.hostKiB)}/${MB(b.streamed.helperKiB)}, not streamed ${MB(b.buffered.serverKiB)}/${MB(b.buffered.hostKiB)}/${MB(b.buffered.helperKiB)}`,
-    `run ${run} live backpressure 1 GiB: peak RSS above idle while held / over the call: server +${MB(p.serverHeldKiB)} / +${MB(p.serverKiB)} MiB, host +${MB(p.hostHeldKiB)} / +${MB(p.hostKiB)} MiB, spawn helper +${MB(p.helperHeldKiB)} / +${MB(p.helperKiB)} MiB; streamed while held ${(p.streamedWhileHeld / MiB).toFixed(2)} MiB, in all ${(p.streamed / MiB).toFixed(0)} MiB; exit ${p.exitCode}, capture ${p.captureBytes} B, marker total ${p.markerTotal}; other calls p50/p99 ${p.probeP50Ms.toFixed(1)}/${p.probeP99Ms.toFixed(1)} ms (idle ${p.idleP50Ms.toFixed(1)}/${p.idleP99Ms.toFixed(1)}), ${p.probes} calls`,
-    `run ${run} live frames, CPU µs per 64 KiB chunk of log text: JSON encode ${l.frames.jsonEncodeUs.toFixed(0)} + decode ${l.frames.jsonDecodeUs.toFixed(0)}, binary encode ${l.frames.binaryEncodeUs.toFixed(0)} + decode ${l.frames.binaryDecodeUs.toFixed(0)}`,
-    `run ${run} live s1–s4 with live output on / off (calls/s): ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}`,
-  ].join('\n');
+  const lines: string[] = [];
+  const t = l.throughput;
+  if (t)
+    lines.push(
+      `run ${run} live throughput: ${t.bytes / MiB} MiB streamed ${t.toolwireMiBps.toFixed(0)} MiB/s; spawn floor ${t.floorMiBps.toFixed(0)} MiB/s (ratio ${t.ratio.toFixed(2)}), detached floor ${t.detachedFloorMiBps.toFixed(0)} MiB/s (ratio ${t.detachedRatio.toFixed(2)}); pairs ${t.pairs.map((x) => (x.floorMs / x.toolwireMs).toFixed(2)).join(' ')}; CPU ms per MiB server ${t.cpuMsPerMiB.server.toFixed(2)}, host ${t.cpuMsPerMiB.host.toFixed(2)}, spawn helper ${t.cpuMsPerMiB.helper.toFixed(2)} (floor's reader ${t.cpuMsPerMiB.floorReader.toFixed(2)})`,
+    );
+  if (l.ttfb) lines.push(`run ${run} live ttfb: p50 ${l.ttfb.p50Ms.toFixed(2)} ms, p90 ${l.ttfb.p90Ms.toFixed(2)} ms`);
+  const b = l.big;
+  if (b)
+    lines.push(
+      `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
+        `peak RSS above idle server/host/helper MiB: streamed ${MB(b.streamed.serverKiB)}/${MB(b.streamed.hostKiB)}/${MB(b.streamed.helperKiB)}, not streamed ${MB(b.buffered.serverKiB)}/${MB(b.buffered.hostKiB)}/${MB(b.buffered.helperKiB)}`,
+    );
+  const p = l.backpressure;
+  if (p)
+    lines.push(
+      `run ${run} live backpressure 1 GiB: peak RSS above idle while held / over the call: server +${MB(p.serverHeldKiB)} / +${MB(p.serverKiB)} MiB, host +${MB(p.hostHeldKiB)} / +${MB(p.hostKiB)} MiB, spawn helper +${MB(p.helperHeldKiB)} / +${MB(p.helperKiB)} MiB; streamed while held ${(p.streamedWhileHeld / MiB).toFixed(2)} MiB, in all ${(p.streamed / MiB).toFixed(0)} MiB; exit ${p.exitCode}, capture ${p.captureBytes} B, marker total ${p.markerTotal}; other calls p50/p99 ${p.probeP50Ms.toFixed(1)}/${p.probeP99Ms.toFixed(1)} ms (idle ${p.idleP50Ms.toFixed(1)}/${p.idleP99Ms.toFixed(1)}), ${p.probes} calls`,
+    );
+  if (l.frames)
+    lines.push(
+      `run ${run} live frames, CPU µs per 64 KiB chunk of log text: JSON encode ${l.frames.jsonEncodeUs.toFixed(0)} + decode ${l.frames.jsonDecodeUs.toFixed(0)}, binary encode ${l.frames.binaryEncodeUs.toFixed(0)} + decode ${l.frames.binaryDecodeUs.toFixed(0)}`,
+    );
+  if (l.cost) lines.push(`run ${run} live s1–s4 with live output on / off (calls/s): ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}`);
+  return lines.join('\n');
 }

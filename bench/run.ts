@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,door,ids,cli,live,cluster,abuse] [--markdown] [--observe]` — toolwire's router
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,door,ids,cli,live,live-<arm>,cluster,abuse] [--markdown] [--observe]` — toolwire's router
  * and executor paths against a raw-WebSocket RPC baseline, side by side in the same run (issues 4
  * and 12), the MCP door against the MCP SDK's own server (`door`) and with many identities (`ids`),
  * a fleet of hosts on one server (`s6`), the installed CLI's start-up time and idle memory (`cli`,
@@ -18,7 +18,7 @@ import { parseArgs } from 'node:util';
 import { type Arm, type ArmResult, compare, startRaw, startSpawnFloor, startToolwire, stopArm } from './arms.js';
 import { abuseScenario } from './abuse.js';
 import { cliScenario } from './cli.js';
-import { liveReport, liveScenario } from './live.js';
+import { LIVE_ARMS, type LiveArm, liveReport, liveScenario } from './live.js';
 import { doorScenario, idsScenario } from './door.js';
 import { mcpLine, mcpScenario } from './mcp-source.js';
 import { clusterScale, clusterScenario, segmentRatio } from './cluster.js';
@@ -157,9 +157,10 @@ try {
       }
       log(`run ${run} s7: ${brief(record.s7)}`);
     }
-    if (wanted('live')) {
-      // Not in the default set (about a minute): `--only live`.
-      const l = await liveScenario(quick);
+    const liveArms = new Set<LiveArm>(LIVE_ARMS.filter((arm) => wanted('live') || wanted(`live-${arm}`)));
+    if (liveArms.size > 0) {
+      // Not in the default set (about three minutes): `--only live`, or one arm: `--only live-throughput,live-big`.
+      const l = await liveScenario(quick, liveArms);
       log(liveReport(run, l));
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'live', ...l })}\n`);
     }

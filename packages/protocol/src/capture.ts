@@ -59,9 +59,12 @@ export function appendReason(stderr: Uint8Array | undefined, reason: string): Ui
 
 /** Number of lines in `bytes`: newline count, plus one for a final unterminated line. */
 export function countLines(bytes: Uint8Array): number {
+  return countNewlines(bytes) + (bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE ? 1 : 0);
+}
+
+function countNewlines(bytes: Uint8Array): number {
   let n = 0;
   for (let i = bytes.indexOf(NEWLINE); i !== -1; i = bytes.indexOf(NEWLINE, i + 1)) n++;
-  if (bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE) n++;
   return n;
 }
 
@@ -103,7 +106,8 @@ export class HeadTailBuffer {
   #tailChunks: Uint8Array[] = [];
   #tailLen = 0;
   #total = 0;
-  #lines = 0;
+  /** Newlines in the chunks dropped from the tail (the kept ones are counted only when a marker needs them). */
+  #droppedNewlines = 0;
   #last = -1;
 
   /** @param head bytes kept at the start (≥ 0) @param tail bytes kept at the end (≥ 0) */
@@ -124,7 +128,6 @@ export class HeadTailBuffer {
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
     this.#total += chunk.length;
-    for (let i = chunk.indexOf(NEWLINE); i !== -1; i = chunk.indexOf(NEWLINE, i + 1)) this.#lines++;
     this.#last = chunk[chunk.length - 1]!;
     let rest = chunk;
     if (this.#headLen < this.#head) {
@@ -136,7 +139,11 @@ export class HeadTailBuffer {
     if (rest.length === 0 || this.#tail === 0) return;
     this.#tailChunks.push(rest);
     this.#tailLen += rest.length;
-    while (this.#tailLen - this.#tailChunks[0]!.length >= this.#tail) this.#tailLen -= this.#tailChunks.shift()!.length;
+    while (this.#tailLen - this.#tailChunks[0]!.length >= this.#tail) {
+      const dropped = this.#tailChunks.shift()!;
+      this.#tailLen -= dropped.length;
+      this.#droppedNewlines += countNewlines(dropped);
+    }
   }
 
   /** The kept bytes; when anything was dropped, head + marker line (labelled `label`) + tail. */
@@ -148,7 +155,10 @@ export class HeadTailBuffer {
     const head = Buffer.concat(this.#headChunks);
     let tail = Buffer.concat(this.#tailChunks);
     if (tail.length > this.#tail) tail = tail.subarray(tail.length - this.#tail);
-    const lines = this.#lines + (this.#last !== NEWLINE ? 1 : 0);
+    let newlines = this.#droppedNewlines;
+    for (const chunk of this.#headChunks) newlines += countNewlines(chunk);
+    for (const chunk of this.#tailChunks) newlines += countNewlines(chunk);
+    const lines = newlines + (this.#last !== NEWLINE ? 1 : 0);
     return joinHeadTail(head, tail, label, this.#total, lines);
   }
 }

@@ -42,10 +42,10 @@ export const Defaults = {
   maxQueuedCalls: 256,
   /** Input bytes (call frame sizes) of the calls a tool host holds, running or waiting; more → 75 at once. 64 MiB. */
   maxInFlightInputBytes: 64 * 1024 * 1024,
-  /** Protocol 2: output bytes a call may have sent and not yet been credited for (its window). 1 MiB. */
-  outputWindowBytes: 1024 * 1024,
-  /** Protocol 2: largest `output` chunk, decoded bytes. 64 KiB. */
-  outputChunkBytes: 64 * 1024,
+  /** Protocol 2: output bytes a call may have sent and not yet been credited for (its window). 4 MiB. */
+  outputWindowBytes: 4 * 1024 * 1024,
+  /** Protocol 2: largest `output` chunk, decoded bytes. 256 KiB. */
+  outputChunkBytes: 256 * 1024,
   /** Reconnect backoff of the tool host: first and largest delay before full jitter, ms. */
   reconnectBaseMs: 250,
   reconnectMaxMs: 30_000,

@@ -49,17 +49,20 @@ export function outputFrameHeaderBytes(id: string): number {
 
 /**
  * Encode one chunk as a binary `output` frame: the header, then `parts` in order (`bytes` in all,
- * at least 1), copied once into one buffer that owns its memory (so keeping the frame keeps
- * nothing else alive). Throws `RangeError` for an empty chunk, a `seq` out of range or an id of
- * the wrong length (caller misuse: the tool host mints none of them from peer input).
+ * at least 1), copied once into one buffer — a new one that owns its memory (so keeping the frame
+ * keeps nothing else alive), or the start of `into` (then the frame is a view of it; `into` must
+ * hold {@link outputFrameHeaderBytes} + `bytes`). Throws `RangeError` for an empty chunk, a `seq`
+ * out of range, an id of the wrong length or an `into` too small (caller misuse: the tool host mints
+ * none of them from peer input).
  */
-export function encodeOutputFrame(id: string, stream: 'stdout' | 'stderr', seq: number, parts: readonly Uint8Array[], bytes: number): Buffer {
+export function encodeOutputFrame(id: string, stream: 'stdout' | 'stderr', seq: number, parts: readonly Uint8Array[], bytes: number, into?: Buffer): Buffer {
   if (!Number.isInteger(seq) || seq < 0 || seq > MAX_OUTPUT_FRAME_SEQ) throw new RangeError(`output seq ${seq} out of range`);
   if (id.length === 0 || id.length > MAX_ID_CHARS) throw new RangeError(`call id of ${id.length} characters (1–${MAX_ID_CHARS})`);
   if (bytes < 1) throw new RangeError('an output chunk holds at least one byte');
   const idBytes = Buffer.byteLength(id, 'utf8');
   const header = FIXED_HEADER_BYTES + idBytes;
-  const frame = Buffer.allocUnsafeSlow(header + bytes);
+  if (into !== undefined && into.length < header + bytes) throw new RangeError(`output frame of ${header + bytes} bytes does not fit ${into.length}`);
+  const frame = into === undefined ? Buffer.allocUnsafeSlow(header + bytes) : into.subarray(0, header + bytes);
   frame[0] = OUTPUT_FRAME_KIND;
   frame[1] = stream === 'stdout' ? 1 : 2;
   frame.writeUIntBE(seq, 2, 6);

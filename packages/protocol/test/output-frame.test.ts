@@ -62,5 +62,15 @@ describe('binary output frame', () => {
     expect(() => encodeOutputFrame('c', 'stdout', MAX_OUTPUT_FRAME_SEQ + 1, [Buffer.from('a')], 1)).toThrow(RangeError);
     expect(() => encodeOutputFrame('', 'stdout', 0, [Buffer.from('a')], 1)).toThrow(RangeError);
     expect(() => encodeOutputFrame('c', 'stdout', 0, [Buffer.from('ab')], 1)).toThrow(RangeError);
+    expect(() => encodeOutputFrame('c', 'stdout', 0, [Buffer.from('ab')], 2, Buffer.alloc(12))).toThrow(RangeError);
+  });
+
+  it('encodes into the start of a given buffer: the same bytes, as a view of it', () => {
+    const into = Buffer.alloc(64, 0xff);
+    const frame = encodeOutputFrame('c1', 'stderr', 258, [Buffer.from('ab'), Buffer.from('c')], 3, into);
+    expect(frame.equals(encodeOutputFrame('c1', 'stderr', 258, [Buffer.from('abc')], 3))).toBe(true);
+    expect(frame.buffer).toBe(into.buffer);
+    expect(frame.byteOffset).toBe(into.byteOffset);
+    expect(into[frame.length]).toBe(0xff);
   });
 });

@@ -174,11 +174,11 @@ export interface ToolwireServerOptions {
   progressIntervalMs?: number;
   /**
    * Live output (protocol 2): bytes of output a call may send before the server's first `credit`
-   * (`welcome.output.windowBytes`); default 1 MiB. The server credits a call once half of this has
+   * (`welcome.output.windowBytes`); default 4 MiB. The server credits a call once half of this has
    * been passed on to its consumer. At least `outputChunkBytes`.
    */
   outputWindowBytes?: number;
-  /** Live output: largest `output` chunk, decoded bytes (`welcome.output.maxChunkBytes`); default 64 KiB; larger → that call 76. */
+  /** Live output: largest `output` chunk, decoded bytes (`welcome.output.maxChunkBytes`); default 256 KiB; larger → that call 76. */
   outputChunkBytes?: number;
   /**
    * Per-stream cap of the capture the server builds from a streamed call (head + tail kept, one
@@ -282,9 +282,9 @@ export const ServerDefaults = Object.freeze({
   /** 4 MiB. */
   mcpMaxRequestBodyBytes: 4 * 1024 * 1024,
   progressIntervalMs: 5_000,
-  /** 1 MiB. */
+  /** 4 MiB. */
   outputWindowBytes: Defaults.outputWindowBytes,
-  /** 64 KiB. */
+  /** 256 KiB. */
   outputChunkBytes: Defaults.outputChunkBytes,
   /** 8 MiB (lowered to fit `maxPayload`, see the option). */
   maxCaptureBytes: Defaults.maxCaptureBytes,

@@ -15,7 +15,7 @@ import type { Admission, Waiter } from './admission.js';
 import { Refusals } from './overload.js';
 import { capCapture, captureCapBytes } from './capture-cap.js';
 import { handlerOutputToCapture } from './in-process.js';
-import { OutputChannel } from './output-channel.js';
+import { type FrameSender, OutputChannel } from './output-channel.js';
 import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 import { CallContext } from './tool-context.js';
 import { HostCall } from './call-trace.js';
@@ -73,7 +73,7 @@ function hostFailed(error: unknown): Capture {
  * answered at most once; results of a session whose connection is gone are dropped.
  */
 export class CallSession {
-  readonly #send: (frame: string | Uint8Array) => boolean;
+  readonly #send: FrameSender;
   readonly #lookup: (name: string) => SourceTool | undefined;
   readonly #settings: CallSettings;
   readonly #run: RunSettings;
@@ -92,14 +92,7 @@ export class CallSession {
    * @param offer the server's `welcome.output` (protocol 2: it takes live output); `undefined`: every call's output travels in its result
    * @param protocol the connection's protocol version: below 2, results carry no MCP `content`/`structured`
    */
-  constructor(
-    send: (frame: string | Uint8Array) => boolean,
-    maxPayload: number,
-    lookup: (name: string) => SourceTool | undefined,
-    settings: CallSettings,
-    offer?: WelcomeOutput,
-    protocol = 2,
-  ) {
+  constructor(send: FrameSender, maxPayload: number, lookup: (name: string) => SourceTool | undefined, settings: CallSettings, offer?: WelcomeOutput, protocol = 2) {
     this.#plain = protocol < 2;
     this.#send = send;
     this.#maxPayload = maxPayload;
@@ -110,7 +103,7 @@ export class CallSession {
     this.#run = { root, cancelGraceMs, drainMs, capBytes: this.#capBytes, spawnHelper, env };
     this.#refusals = new Refusals(settings.admission, settings.logger);
     // Nothing of a call goes out once the connection is given up (its calls are being aborted).
-    this.#output = new OutputChannel((frame) => !this.#dead && send(frame), offer, maxPayload, this.#capBytes, settings.logger);
+    this.#output = new OutputChannel((frame, sent) => !this.#dead && send(frame, sent), offer, maxPayload, this.#capBytes, settings.logger);
   }
 
   /** Calls running or waiting to run (including aborted ones that are still dying). */

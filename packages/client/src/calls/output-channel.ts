@@ -4,9 +4,9 @@
  * the server's `credit` to the streaming call it names. Credit for a call that is unknown or no
  * longer streams (answered, ended) is ignored.
  */
-import type { CreditMessage, WelcomeOutput } from '@toolwire/protocol';
+import { type CreditMessage, encodeOutputFrame, outputFrameHeaderBytes, type WelcomeOutput } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
-import { BufferedOutput, type CallOutput } from './output-sink.js';
+import { BufferedOutput, type CallOutput, type OutputStreamName } from './output-sink.js';
 import { type OutputLink, StreamingOutput } from './streaming-output.js';
 
 /**
@@ -19,9 +19,22 @@ export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
 /** Bytes of an `output` frame kept free of data (its header: kind, stream, seq, call id of at most 512 bytes). */
 const FRAME_RESERVE_BYTES = 1024;
 
+/**
+ * Frame buffers kept for reuse once their frame is written, per connection (each `chunkBytes` + the
+ * reserve: 8 × ~257 KiB for the defaults). A new buffer per chunk is memory V8 counts as external:
+ * at streaming rates it starts a full garbage collection every few dozen MiB.
+ */
+const POOLED_FRAMES = 8;
+
+/** Sends one encoded frame; `sent` (if given) is called once the connection no longer needs the frame's memory. */
+export type FrameSender = (frame: string | Uint8Array, sent?: () => void) => boolean;
+
 /** The calls' outputs of one connection. */
 export class OutputChannel implements OutputLink {
-  readonly #send: (frame: string | Uint8Array) => boolean;
+  readonly #send: FrameSender;
+  /** Frame buffers free for the next chunk (each {@link frameBytes} long). */
+  readonly #free: Buffer[] = [];
+  readonly #frameBytes: number;
   readonly #offer: WelcomeOutput | undefined;
   readonly #capBytes: number;
   readonly #logger: Logger;
@@ -30,12 +43,13 @@ export class OutputChannel implements OutputLink {
   readonly maxWindowBytes = MAX_WINDOW_BYTES;
 
   /**
-   * @param send sends one encoded frame (JSON text or binary) on the connection; false when it is gone
+   * @param send sends one encoded frame (JSON text or binary) on the connection; false when it is gone.
+   *   A sender that calls `sent` once the frame is written lets the channel reuse the frame's buffer.
    * @param offer the server's `welcome.output`; `undefined`: no live output (every call buffered)
    * @param maxPayload the server's `welcome.limits.maxPayload`, bytes
    * @param capBytes the per-stream capture cap, bytes (`captureCapBytes`)
    */
-  constructor(send: (frame: string | Uint8Array) => boolean, offer: WelcomeOutput | undefined, maxPayload: number, capBytes: number, logger: Logger) {
+  constructor(send: FrameSender, offer: WelcomeOutput | undefined, maxPayload: number, capBytes: number, logger: Logger) {
     this.#send = send;
     this.#offer = offer;
     this.#capBytes = capBytes;
@@ -43,6 +57,7 @@ export class OutputChannel implements OutputLink {
     // A chunk's binary frame (header + bytes) fits `maxPayload`.
     const fit = maxPayload - FRAME_RESERVE_BYTES;
     this.chunkBytes = Math.max(1, Math.min(offer?.maxChunkBytes ?? 1, fit));
+    this.#frameBytes = this.chunkBytes + FRAME_RESERVE_BYTES;
   }
 
   /** Whether calls on this connection stream. */
@@ -70,6 +85,15 @@ export class OutputChannel implements OutputLink {
 
   send(frame: string | Uint8Array): boolean {
     return this.#send(frame);
+  }
+
+  /** One chunk as a binary frame, in a pooled buffer when it fits one (the buffer comes back once the frame is written). */
+  sendChunk(id: string, stream: OutputStreamName, seq: number, parts: readonly Uint8Array[], bytes: number): boolean {
+    if (outputFrameHeaderBytes(id) + bytes > this.#frameBytes) return this.#send(encodeOutputFrame(id, stream, seq, parts, bytes));
+    const buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#frameBytes);
+    return this.#send(encodeOutputFrame(id, stream, seq, parts, bytes, buffer), () => {
+      if (this.#free.length < POOLED_FRAMES) this.#free.push(buffer);
+    });
   }
 
   forget(id: string, output: StreamingOutput): void {

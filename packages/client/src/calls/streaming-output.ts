@@ -15,13 +15,15 @@
  *   `result`; nothing waits for credit any more. {@link StreamingOutput.take} does the same and
  *   closes. What the result carries is never sent twice.
  */
-import { encodeMessage, encodeOutputFrame, type HeadTailBuffer } from '@toolwire/protocol';
+import { encodeMessage, type HeadTailBuffer } from '@toolwire/protocol';
 import { BaseOutput, type OutputStreamName, type ReadGate, type StreamedCounts, WRITABLE } from './output-sink.js';
 
 /** What a streaming call needs from its connection (one per connection: `output-channel.ts`). */
 export interface OutputLink {
   /** Sends one encoded frame (JSON text, or a binary `output` frame); false when the connection is gone. */
   send(frame: string | Uint8Array): boolean;
+  /** Sends one chunk (`parts` in order, `bytes` in all) as a binary `output` frame; false when the connection is gone. */
+  sendChunk(id: string, stream: OutputStreamName, seq: number, parts: readonly Uint8Array[], bytes: number): boolean;
   /** Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`). */
   readonly chunkBytes: number;
   /** Most window a call holds at once, bytes (see `MAX_WINDOW_BYTES`). */
@@ -186,7 +188,7 @@ export class StreamingOutput extends BaseOutput {
   #sendChunk(stream: OutputStreamName, parts: Uint8Array[], bytes: number): void {
     if (stream === 'stdout') this.#sentStdout += bytes;
     else this.#sentStderr += bytes;
-    this.#link.send(encodeOutputFrame(this.#id, stream, this.#seq++, parts, bytes));
+    this.#link.sendChunk(this.#id, stream, this.#seq++, parts, bytes);
   }
 
   /** Move what waits into the remainder (the call ends: no more chunks for it). */

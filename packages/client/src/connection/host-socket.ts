@@ -81,6 +81,30 @@ export function silenceLimitMs(heartbeatMs: number): number {
 }
 
 /**
+ * Whether frames to `url` may go with an all-zero masking key, which ws sends without masking (no
+ * copy of each frame) and the server's ws does not unmask: only where no intermediary can read the
+ * frames — inside TLS (`wss:`) or on the loopback interface. Client masking (RFC 6455 §5.3, §10.3)
+ * exists so script in a browser cannot choose the bytes an HTTP intermediary sees on the wire; over
+ * a plain `ws:` connection across a network frames stay masked with a random key, as by default.
+ */
+export function unmaskedIsSafe(url: string): boolean {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return false;
+  }
+  if (parsed.protocol === 'wss:' || parsed.protocol === 'https:') return true;
+  const host = parsed.hostname;
+  return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
+/** ws `generateMask`: the all-zero key (see {@link unmaskedIsSafe}). */
+function zeroMask(mask: Buffer): void {
+  mask.fill(0);
+}
+
+/**
  * One dial: `new` connects at once (headers `Authorization: Bearer <token>`, subprotocol
  * `toolwire.v1`); `hello` goes out on open; no `welcome` within `welcomeTimeoutMs`, or no ping/frame
  * for {@link silenceLimitMs} after it, terminates the socket. `onClose` always follows, exactly once.
@@ -114,6 +138,7 @@ export class HostSocket {
       maxPayload: options.maxPayload,
       handshakeTimeout: options.welcomeTimeoutMs,
       ...(options.ca !== undefined ? { ca: options.ca } : {}),
+      ...(unmaskedIsSafe(options.url) ? { generateMask: zeroMask } : {}),
     });
     const ws = this.#ws;
     ws.on('error', (error) => {
@@ -202,12 +227,21 @@ export class HostSocket {
 
   /**
    * Send one already encoded message: its JSON text as a text frame, or a binary `output` frame
-   * (protocol 2); `false` (nothing sent) when the socket is not open.
+   * (protocol 2); `false` (nothing sent, `sent` not called) when the socket is not open. `sent`,
+   * if given, is called once the frame is written (or its write failed): its memory is free then.
    */
-  sendFrame(frame: string | Uint8Array): boolean {
+  sendFrame(frame: string | Uint8Array, sent?: () => void): boolean {
     if (!this.isOpen) return false;
     this.#coalescer?.hold(frame.length);
-    this.#ws.send(frame, this.#onSent);
+    this.#ws.send(
+      frame,
+      sent === undefined
+        ? this.#onSent
+        : (error) => {
+            this.#onSent(error);
+            sent();
+          },
+    );
     return true;
   }
 

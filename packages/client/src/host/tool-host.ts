@@ -229,7 +229,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
       o.logger.warn({ server: welcome.protocol, negotiated: socket.protocol }, 'toolwire: the welcome names another protocol version than the upgrade');
     }
     const session = new CallSession(
-      (frame) => socket.sendFrame(frame),
+      (frame, sent) => socket.sendFrame(frame, sent),
       welcome.limits.maxPayload,
       (name) => this.#tools.get(name),
       {
