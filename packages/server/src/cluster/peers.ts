@@ -215,7 +215,9 @@ export class Peers {
       const link = new RemoteHostLink(calls, node, entry.host, new Date(entry.connectedAt), entry.remote);
       peer.links.set(entry.host, { link, tools: key });
       router.bind(link);
-      await router.advertise(link, tools);
+      // A new session with no tools has (almost always) said hello and not advertised yet: bound
+      // alone, its departed names still answer 69 "not connected" here, as on its own node, not 127.
+      if (tools.length > 0) await router.advertise(link, tools);
     }
     for (const [host, known] of peer.links) {
       if (seen.has(host)) continue;
