@@ -122,4 +122,20 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: guarantees of cal
     const early = await run(b, 'alpha__echo');
     expect(early.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
   });
+
+  it('a new session of a host on node A (the old one replaced there) that has not advertised yet: node B answers its tools 69, not 127', async () => {
+    const { a, b } = await twoNodes();
+    const token = await a.hostToken('alpha');
+    const first = await rawHost(a.url, token);
+    await rawAdvertise(first, [{ name: 'echo', inputSchema: object }]);
+    await waitFor(() => lists(b, 'alpha__echo'), 'node b to list alpha__echo');
+
+    const second = await rawHost(a.url, token);
+    const welcome = nextFrame(second, 'welcome');
+    second.send(JSON.stringify({ type: 'hello', protocol: 1, software: 'raw-test' }));
+    await welcome; // the first session is closed 4000 on A, the second has no tools yet
+    await waitFor(() => !lists(b, 'alpha__echo'), 'node b to drop the first session’s tools');
+    const early = await run(b, 'alpha__echo');
+    expect(early.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
+  });
 });

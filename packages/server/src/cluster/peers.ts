@@ -235,7 +235,8 @@ export class Peers {
     // A session of this node, or a newer one on a third node, wins over a stale announcement.
     if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) return;
     const known = peer.links.get(entry.host);
-    if (known !== undefined && current === known.link) {
+    // The same session as bound here (a new session of the identity on that node is bound anew).
+    if (known !== undefined && current === known.link && known.link.connectedAt.getTime() === entry.connectedAt) {
       if (known.tools === key) return;
       known.tools = key;
       await router.advertise(known.link, tools);
