@@ -86,6 +86,8 @@ export interface ClusterScale {
   convergeSeconds: number;
   /** Per node: RSS growth after GC from 1 host per node to all, KiB, per host of the cluster and per host connected to it. */
   rss: { node: string; perClusterHostKiB: number; perLocalHostKiB: number }[];
+  /** Per node: V8 heap used growth after GC from 1 host per node to all, KiB per host of the cluster (the rest of the RSS growth is outside the JS heap). */
+  heap: { node: string; perClusterHostKiB: number }[];
   /** Cross-node s1 (node b → host h0 on node a) with one host per node, and with all. */
   few: ArmResult;
   all: ArmResult;
@@ -109,7 +111,8 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     for (const n of nodes) await n.helper.request('wait', { hosts: 3, tools: 3 * TOOLS_PER_HOST, timeoutMs: 60_000 });
     const cross: Arm = { name: 'toolwire', server: nodes[1]!.helper, host: helpers[3]!, load: { name: 'h0__echo', path: 'route' } };
     const few = (await compare([cross], shape))[0]!;
-    const rssFew = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('rss')).rssKiB)));
+    const memFew = await Promise.all(nodes.map((n) => n.helper.request('mem')));
+    const rssFew = memFew.map((m) => Number(m.rssKiB));
 
     // The rest: hosts 3 … total−1, spread over the nodes, `processesPerNode` host processes each.
     const spawns: Promise<{ helper: Helper }>[] = [];
@@ -132,7 +135,8 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     // Looking every 100 ms: each look at a changed list builds its 90,000 entries (the measurement's own cost).
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
     const convergeSeconds = (Date.now() - t0) / 1000;
-    const rssAll = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('rss')).rssKiB)));
+    const memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
+    const rssAll = memAll.map((m) => Number(m.rssKiB));
     // Settled again before the s1 run (a node dropped and re-fetched meanwhile would fail its calls 69).
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
     const all = (await compare([cross], shape))[0]!;
@@ -145,6 +149,7 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
         perClusterHostKiB: (rssAll[k]! - rssFew[k]!) / (total - 3),
         perLocalHostKiB: (rssAll[k]! - rssFew[k]!) / (hostsPerNode - 1),
       })),
+      heap: ['a', 'b', 'c'].map((node, k) => ({ node, perClusterHostKiB: (Number(memAll[k]!.heapUsedKiB) - Number(memFew[k]!.heapUsedKiB)) / (total - 3) })),
       few,
       all,
     };

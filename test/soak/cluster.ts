@@ -202,6 +202,7 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
     });
     h.child = child;
     h.down = false;
+    h.upAt = Date.now();
     child.on('exit', () => {
       if (h.child !== child) return;
       h.child = undefined;
@@ -248,6 +249,18 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
   const count = (key: string): void => void outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
   const pending = new Set<Promise<void>>();
 
+  /**
+   * Why a node may not know a host's tool (127 where 69 is the contract): the answering node
+   * restarted < 30 s before (it never heard of a host that is down), or the host was down or had
+   * (re)started < 5 s before the call; else nothing known.
+   */
+  const whyUnknown = (node: Proc, host: Proc, at: number): string => {
+    if (at - (node.upAt ?? 0) < 30_000) return ' (node restarted < 30 s ago)';
+    if (host.down || host.child === undefined) return ' (host down)';
+    if (at - (host.upAt ?? 0) < 5_000) return ' (host started < 5 s before)';
+    return ' (node up > 30 s, host up > 5 s)';
+  };
+
   async function oneCall(): Promise<void> {
     const at = Math.floor(random() * o.nodes);
     const node = nodes[at]!;
@@ -261,13 +274,15 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
       return sleep(50 + random() * 100);
     }
     const kind = pickKind();
-    const host = pick(hostNames);
+    const hostIndex = Math.floor(random() * hostNames.length);
+    const host = hostNames[hostIndex]!;
     const name = kind === 'missing' ? `${host}__no_such_tool` : `${host}__${kind}`;
     const args: Record<string, unknown> = kind === 'late' ? { ms: Math.floor(random() * 300) } : { n: issued };
     const deadline = random() < 0.3 ? undefined : 100 + Math.floor(random() * 2_500);
     const stop = new AbortController();
     const stopAt = random() < 0.05 ? setTimeout(() => stop.abort(), random() * 1_000) : undefined;
     issued++;
+    const startedCall = Date.now();
     try {
       const params = { name, arguments: args, ...(deadline && { _meta: { 'toolwire/deadlineMs': deadline } }) };
       const result = await client.callTool(params, { signal: stop.signal, timeout: (deadline ?? DEADLINE_MS) + GRACE_MS + 20_000 });
@@ -279,8 +294,7 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
           ?.replace(/\b(h\d+|n\d+)\b/g, '…')
           .replace(/"h\d+__/g, '"…__')
           .replace(/\d+ ms/g, 'N ms');
-        const fresh = exitCode === 127 && Date.now() - (node.upAt ?? 0) < 30_000 ? ' (node restarted < 30 s ago)' : '';
-        const key = `${exitCode} ${why}${fresh}`;
+        const key = `${exitCode} ${why}${exitCode === 127 && kind !== 'missing' ? whyUnknown(node, hosts[hostIndex]!, startedCall) : ''}`;
         if (why !== undefined) reasons.set(key, (reasons.get(key) ?? 0) + 1);
       }
       if (exitCode === undefined || !EXPECTED.has(exitCode)) unexpected.push(`${name} via n${at}: exit ${exitCode} ${JSON.stringify(result).slice(0, 200)}`);
@@ -409,7 +423,7 @@ export async function clusterSoak(o: ClusterSoakOptions): Promise<number> {
   console.log(`  nodes ${o.nodes}, nats-servers ${o.natsServers}, hosts ${o.hosts}, callers ${o.callers}`);
   console.log(`  calls issued:               ${issued}`);
   console.log(`  outcomes:                   ${sorted.map(([k, v]) => `${k}: ${v}`).join(', ')}`);
-  const why = [...reasons.entries()].sort(([, a], [, b]) => b - a).slice(0, 8);
+  const why = [...reasons.entries()].sort(([, a], [, b]) => b - a).slice(0, 16);
   console.log(`  why non-zero (top):         ${why.map(([k, v]) => `${v} × ${k}`).join('\n                              ')}`);
   console.log(`  unsettled (caller side):    ${unsettled}`);
   console.log(`  calls in flight on nodes:   ${inFlight} (after the wind-down; all nodes)`);

@@ -98,4 +98,21 @@ describe('state pages', () => {
     const fresh = JSON.parse(pages.page(2, { offset: 0 }, 100_000)) as StatePage;
     expect([fresh.version, fresh.hosts.length]).toEqual([2, 5]);
   });
+
+  it('answers a peer that applied an earlier version with the hosts changed since (one page, `gone` for those that left)', () => {
+    let current = hosts(30);
+    const pages = new StatePages(() => current, 'boot1');
+    current.forEach((h, i) => pages.note(h.host, i + 1)); // versions 1…30: h0 … h29 bound
+    current = current.filter((h) => h.host !== 'h28');
+    pages.note('h28', 31);
+    const delta = JSON.parse(pages.page(31, { offset: 0, since: 27 }, 100_000)) as StatePage;
+    expect([delta.version, delta.since, delta.next]).toEqual([31, 27, undefined]);
+    expect(delta.hosts.map((h) => h.host)).toEqual(['h27', 'h29']);
+    expect(delta.gone).toEqual(['h28']);
+    expect(delta.sets).toEqual([shared, other]);
+    // Changes that do not fit one page: the first page of every host instead.
+    const full = JSON.parse(pages.page(31, { offset: 0, since: 0 }, 600)) as StatePage;
+    expect([full.since, full.gone, full.hosts[0]!.host]).toEqual([undefined, undefined, 'h0']);
+    expect(full.next).toBeGreaterThan(0);
+  });
 });

@@ -87,7 +87,7 @@ export class ClusterNode {
     });
     deps.executor.onStop = (agent) => bus.publish(names.stop, encode({ agent, node: config.node }));
     this.#onLocalChanged = (host) => {
-      this.#peers.changed();
+      this.#peers.changed(host);
       const link = router.linkOf(host);
       const here = link !== undefined && link.node === undefined;
       if (leases !== undefined && !here) void leases.release(host);

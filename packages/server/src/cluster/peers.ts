@@ -89,9 +89,10 @@ export class Peers {
     return [...this.#peers.keys()];
   }
 
-  /** This node's host set changed: announce it (coalesced to one heartbeat per turn). */
-  changed(): void {
+  /** This node's host `host` bound, advertised or left: announce it (coalesced to one heartbeat per turn). */
+  changed(host: string): void {
     this.#version += 1;
+    this.#pages.note(host, this.#version);
     if (this.#announceQueued || this.#closed) return;
     this.#announceQueued = true;
     setImmediate(() => {
@@ -151,9 +152,10 @@ export class Peers {
     peer.syncing = true;
     try {
       while (!this.#closed && this.#peers.get(node) === peer && peer.applied !== peer.announced) {
-        const state = await this.#fetch(node);
+        const state = await this.#fetch(node, peer);
         if (state === undefined || this.#peers.get(node) !== peer) return;
-        await this.#apply(node, peer, state.hosts);
+        if (state.gone === undefined) await this.#apply(node, peer, state.hosts);
+        else await this.#applyChanges(node, peer, state.hosts, state.gone);
         peer.applied = state.version;
       }
     } catch (error) {
@@ -163,18 +165,26 @@ export class Peers {
     }
   }
 
-  /** Every page of `node`'s hosts, all of one version (again from the start when it was dropped meanwhile). */
-  async #fetch(node: string, tries = 3): Promise<{ version: number; hosts: FetchedHost[] } | undefined> {
+  /**
+   * `node`'s hosts: the changes since the version applied here (`gone` set) when its node answers
+   * them in one page, else every page, all of one version (again from the start when it was dropped
+   * meanwhile).
+   */
+  async #fetch(node: string, peer: Peer, tries = 3): Promise<{ version: number; hosts: FetchedHost[]; gone?: string[] } | undefined> {
     const hosts: FetchedHost[] = [];
     const sets = new Map<string, ToolSet>();
     let version: number | undefined;
     for (let offset: number | undefined = 0; offset !== undefined;) {
-      const request: StateRequest = { offset, ...(version !== undefined && { version }) };
+      const since = version === undefined && peer.applied >= 0 && tries === 3 ? peer.applied : undefined;
+      const request: StateRequest = { offset, ...(version !== undefined && { version }), ...(since !== undefined && { since }) };
       const data = await this.#deps.bus.request(this.#deps.subjects.node(node, 'state'), encode(request), this.#deps.requestTimeoutMs);
       const page = decode<StatePage>(data);
       if (page === undefined || !Array.isArray(page.hosts) || !Array.isArray(page.sets)) return undefined;
-      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, tries - 1) : undefined;
+      // Another boot of that node answered: its heartbeat drops this peer.
+      if (page.boot !== peer.boot) return undefined;
+      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, peer, tries - 1) : undefined;
       version = page.version;
+      const delta = since !== undefined && page.since === since && Array.isArray(page.gone);
       // Equal sets share one array across pages (the router prepares a shared array once).
       const pageSets = page.sets.map((tools) => {
         if (!Array.isArray(tools)) return undefined;
@@ -188,41 +198,65 @@ export class Peers {
         if (typeof entry?.host !== 'string' || set === undefined) continue;
         hosts.push({ host: entry.host, ...(typeof entry.remote === 'string' && { remote: entry.remote }), connectedAt: Number(entry.connectedAt), set });
       }
+      if (delta) return { version, hosts, gone: page.gone!.filter((h): h is string => typeof h === 'string') };
       offset = page.next;
     }
     return { version: version ?? 0, hosts };
   }
 
+  /** Every host of `node` (a full fetch): bind or re-advertise each, and unbind those not among them. */
   async #apply(node: string, peer: Peer, hosts: FetchedHost[]): Promise<void> {
-    const { router, calls } = this.#deps;
     const seen = new Set<string>();
     let done = 0;
     for (const entry of hosts) {
       if (++done % APPLY_PER_TURN === 0) await nextTurn();
       if (this.#peers.get(node) !== peer) return;
       seen.add(entry.host);
-      const { tools, key } = entry.set;
-      const current = router.linkOf(entry.host);
-      // A session of this node, or a newer one on a third node, wins over a stale announcement.
-      if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) continue;
-      const known = peer.links.get(entry.host);
-      if (known !== undefined && current === known.link) {
-        if (known.tools === key) continue;
-        known.tools = key;
-        await router.advertise(known.link, tools);
-        continue;
-      }
-      const link = new RemoteHostLink(calls, node, entry.host, new Date(entry.connectedAt), entry.remote);
-      peer.links.set(entry.host, { link, tools: key });
-      router.bind(link);
-      await router.advertise(link, tools);
+      await this.#applyHost(node, peer, entry);
     }
-    for (const [host, known] of peer.links) {
-      if (seen.has(host)) continue;
-      peer.links.delete(host);
-      known.link.replace();
-      router.unbind(known.link);
+    for (const host of [...peer.links.keys()]) if (!seen.has(host)) this.#unbind(peer, host);
+  }
+
+  /** The hosts of `node` changed since the version applied here: `hosts` as they are now, `gone` left. */
+  async #applyChanges(node: string, peer: Peer, hosts: FetchedHost[], gone: string[]): Promise<void> {
+    let done = 0;
+    for (const host of gone) this.#unbind(peer, host);
+    for (const entry of hosts) {
+      if (++done % APPLY_PER_TURN === 0) await nextTurn();
+      if (this.#peers.get(node) !== peer) return;
+      await this.#applyHost(node, peer, entry);
     }
+  }
+
+  async #applyHost(node: string, peer: Peer, entry: FetchedHost): Promise<void> {
+    const { router, calls } = this.#deps;
+    const { tools, key } = entry.set;
+    const current = router.linkOf(entry.host);
+    // A session of this node, or a newer one on a third node, wins over a stale announcement.
+    if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) return;
+    const known = peer.links.get(entry.host);
+    // The same session as bound here (a new session of the identity on that node is bound anew).
+    if (known !== undefined && current === known.link && known.link.connectedAt.getTime() === entry.connectedAt) {
+      if (known.tools === key) return;
+      known.tools = key;
+      await router.advertise(known.link, tools);
+      return;
+    }
+    const link = new RemoteHostLink(calls, node, entry.host, new Date(entry.connectedAt), entry.remote);
+    peer.links.set(entry.host, { link, tools: key });
+    router.bind(link);
+    // A new session with no tools has (almost always) said hello and not advertised yet: bound
+    // alone, its departed names still answer 69 "not connected" here, as on its own node, not 127.
+    if (tools.length > 0) await router.advertise(link, tools);
+  }
+
+  /** `host` of `peer` left: unbound here (when still its link), its calls end by their node's answer. */
+  #unbind(peer: Peer, host: string): void {
+    const known = peer.links.get(host);
+    if (known === undefined) return;
+    peer.links.delete(host);
+    known.link.replace();
+    this.#deps.router.unbind(known.link);
   }
 
   /** Answer a `state` request: one page of this node's hosts. */
@@ -230,7 +264,11 @@ export class Peers {
     if (reply === undefined) return;
     const asked = decode<Partial<StateRequest>>(data);
     const offset = Math.max(0, Math.trunc(Number(asked?.offset ?? 0)) || 0);
-    const request: StateRequest = { offset, ...(typeof asked?.version === 'number' && { version: asked.version }) };
+    const request: StateRequest = {
+      offset,
+      ...(typeof asked?.version === 'number' && { version: asked.version }),
+      ...(typeof asked?.since === 'number' && { since: asked.since }),
+    };
     // Room for the NATS protocol line around the payload.
     const page = this.#pages.page(this.#version, request, this.#deps.bus.maxPayload - 1024);
     this.#deps.bus.publish(reply, encoder.encode(page));

@@ -4,7 +4,9 @@
  * at most the NATS message limit; each distinct tool set of a page travels once (the hosts of a
  * fleet mostly advertise the same tools, and the registry shares equal specs: `intern.ts`). The
  * last few snapshots are kept, so a peer paging through a version that has just moved on can finish
- * it instead of starting over.
+ * it instead of starting over. A peer that applied an earlier version of the same boot asks for the
+ * changes since it (`since`): the hosts that bound, re-advertised or left after that version, in one
+ * page when they fit, instead of every host again on every change of a connect storm.
  */
 import type { ToolSpec } from '@toolwire/protocol';
 import type { LocalHost } from '../router/router.js';
@@ -17,6 +19,8 @@ const KEPT_SNAPSHOTS = 4;
 
 interface Snapshot {
   hosts: LocalHost[];
+  /** Host → its index in `hosts` (built at the first `since` request of this snapshot). */
+  index?: Map<string, number>;
   /** Per host: the index of its tool set in `texts`. */
   setOf: number[];
   /** JSON text of each distinct tool set. */
@@ -35,6 +39,8 @@ const idOf = (spec: ToolSpec): number => {
 /** Snapshots of this node's hosts and the pages cut from them. */
 export class StatePages {
   readonly #snapshots = new Map<number, Snapshot>();
+  /** Each host identity that changed since boot → the version of its last change (bounded by the identities configured). */
+  readonly #changes = new Map<string, number>();
   readonly #localHosts: () => LocalHost[];
   readonly #boot: string;
 
@@ -49,6 +55,10 @@ export class StatePages {
    * a version no longer kept gets a page of the current one (the peer starts over).
    */
   page(version: number, request: StateRequest, maxBytes: number): string {
+    if (request.since !== undefined && request.since <= version) {
+      const delta = this.#delta(version, request.since, maxBytes);
+      if (delta !== undefined) return delta;
+    }
     const wanted = request.version !== undefined && this.#snapshots.has(request.version) ? request.version : version;
     const snapshot = this.#snapshot(wanted);
     const offset = wanted === request.version ? request.offset : 0;
@@ -75,6 +85,49 @@ export class StatePages {
     }
     const next = at < snapshot.hosts.length ? `,"next":${at}` : '';
     return `{"version":${wanted},"boot":${JSON.stringify(this.#boot)},"sets":[${setTexts.join(',')}],"hosts":[${hosts.join(',')}]${next}}`;
+  }
+
+  /** `host`'s bound session, advertised set or departure is version `version` of the local host set. */
+  note(host: string, version: number): void {
+    this.#changes.set(host, version);
+  }
+
+  /**
+   * The hosts changed after version `since` as they are at `version` (`gone`: those no longer
+   * here), as one page with `delta` set; `undefined` when they do not fit one page.
+   */
+  #delta(version: number, since: number, maxBytes: number): string | undefined {
+    const snapshot = this.#snapshot(version);
+    const index = (snapshot.index ??= new Map(snapshot.hosts.map((h, i) => [h.host, i])));
+    const sets = new Map<number, number>();
+    const setTexts: string[] = [];
+    const hosts: string[] = [];
+    const gone: string[] = [];
+    let bytes = 128 + this.#boot.length;
+    for (const [host, changedAt] of this.#changes) {
+      if (changedAt <= since) continue;
+      if (hosts.length + gone.length >= PAGE_HOSTS) return undefined;
+      const at = index.get(host);
+      if (at === undefined) {
+        const entry = JSON.stringify(host);
+        bytes += entry.length + 1;
+        gone.push(entry);
+      } else {
+        const h = snapshot.hosts[at]!;
+        const set = snapshot.setOf[at]!;
+        let i = sets.get(set);
+        if (i === undefined) {
+          sets.set(set, (i = sets.size));
+          setTexts.push(snapshot.texts[set]!);
+          bytes += snapshot.texts[set]!.length + 1;
+        }
+        const entry = JSON.stringify({ host: h.host, ...(h.remote !== undefined && { remote: h.remote }), connectedAt: h.connectedAt.getTime(), set: i });
+        bytes += entry.length + 1;
+        hosts.push(entry);
+      }
+      if (bytes > maxBytes) return undefined;
+    }
+    return `{"version":${version},"boot":${JSON.stringify(this.#boot)},"since":${since},"sets":[${setTexts.join(',')}],"hosts":[${hosts.join(',')}],"gone":[${gone.join(',')}]}`;
   }
 
   #snapshot(version: number): Snapshot {

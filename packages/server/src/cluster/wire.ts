@@ -34,10 +34,14 @@ export interface Heartbeat {
   boot: string;
 }
 
-/** A `state` request: the page at `offset` of the host set `version` (absent: the current one). */
+/**
+ * A `state` request: the page at `offset` of the host set `version` (absent: the current one); or,
+ * with `since` (a version of the same boot the asking node applied), the changes after it.
+ */
 export interface StateRequest {
   offset: number;
   version?: number;
+  since?: number;
 }
 
 /**
@@ -51,6 +55,9 @@ export interface StatePage {
   hosts: { host: string; remote?: string; connectedAt: number; set: number }[];
   /** Offset of the next page; absent on the last. */
   next?: number;
+  /** Set on an answer to `since`: `hosts` are the hosts changed after that version, `gone` those that left; the only page. */
+  since?: number;
+  gone?: string[];
 }
 
 const encoder = new TextEncoder();
