@@ -33,11 +33,13 @@ type RequestId = string | number;
 /** JSON-RPC error codes of the answers the SDK would give (its `ProtocolErrorCode`). */
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
+const RESOURCE_NOT_FOUND = -32002;
 
 /** The SDK's error answer to request `id` for a handler that threw `error`. */
 function errorAnswer(id: RequestId, error: unknown): string {
   const e = error as { code?: unknown; message?: unknown; data?: unknown } | null | undefined;
-  const code = Number.isSafeInteger(e?.code) ? (e!.code as number) : INTERNAL_ERROR;
+  const thrown = Number.isSafeInteger(e?.code) ? (e!.code as number) : INTERNAL_ERROR;
+  const code = thrown === RESOURCE_NOT_FOUND ? INVALID_PARAMS : thrown; // the 2025 codec's `encodeErrorCode`
   const body = { code, message: e?.message ?? 'Internal error', ...(e?.data !== undefined && { data: e.data }) };
   return JSON.stringify({ jsonrpc: '2.0', id, error: body });
 }
