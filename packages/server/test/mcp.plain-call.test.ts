@@ -60,14 +60,14 @@ afterEach(async () => {
 
 const baseHeaders = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
-/** POST `body` on a fresh connection and return the raw response bytes (up to the close). */
+/** POST `body` on a fresh connection and return the raw response bytes (up to the close), one character per byte. */
 function rawPost(body: string, headers: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
     const lines = Object.entries({ ...headers, host: `127.0.0.1:${port}`, 'content-length': String(Buffer.byteLength(body)), connection: 'close' });
     socket.end(`POST /mcp HTTP/1.1\r\n${lines.map(([k, v]) => `${k}: ${v}`).join('\r\n')}\r\n\r\n${body}`);
     let text = '';
-    socket.setEncoding('utf8');
+    socket.setEncoding('latin1'); // one character per byte: chunk sizes count bytes
     socket.on('data', (chunk: string) => (text += chunk));
     socket.on('error', reject);
     socket.on('close', () => resolve(text));
@@ -96,8 +96,33 @@ async function bothAnswers(headers: Record<string, string>, id: string | number,
   const meta = (params._meta as Record<string, unknown> | undefined) ?? {};
   const own = await rawPost(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params }), headers);
   const sdk = await rawPost(JSON.stringify({ jsonrpc: '2.0', id, method: 'tools/call', params: { ...params, _meta: { ...meta, progressToken: 'p' } } }), headers);
-  const noDate = (raw: string) => raw.replace(/\r\nDate: [^\r]*/i, '');
-  return [noDate(own), noDate(sdk)];
+  return [unframed(own), unframed(sdk)];
+}
+
+/**
+ * A raw HTTP/1.1 response without its `Date` and framing: the SDK's Node adapter gives an answer
+ * complete within its first timer tick a `content-length` and a later one chunks (timing decides,
+ * not the answer), so head and body are compared without either: the body de-chunked.
+ */
+function unframed(raw: string): string {
+  const split = raw.indexOf('\r\n\r\n');
+  const head = raw
+    .slice(0, split)
+    .split('\r\n')
+    .filter((line) => !/^(date|content-length|transfer-encoding):/i.test(line));
+  let body = raw.slice(split + 4);
+  if (/\r\ntransfer-encoding: chunked/i.test(raw.slice(0, split))) {
+    let plain = '';
+    for (let at = 0; ;) {
+      const eol = body.indexOf('\r\n', at);
+      const size = parseInt(body.slice(at, eol), 16);
+      if (size === 0) break;
+      plain += body.slice(eol + 2, eol + 2 + size);
+      at = eol + 2 + size + 2;
+    }
+    body = plain;
+  }
+  return `${head.join('\r\n')}\r\n\r\n${body}`;
 }
 
 describe("the door's own answer to a plain tools/call", () => {
@@ -107,6 +132,7 @@ describe("the door's own answer to a plain tools/call", () => {
     ['a call with non-UTF-8 output (base64)', 'bytes', {}],
     ['a call answered by a tool of an MCP server (its content and structured result)', 'mcp', {}],
     ['a call answered with MCP content blocks only', 'blocks', {}],
+    ['a call the executor refuses as misuse (an empty tool name: -32602)', '', {}],
   ])('is byte for byte the SDK transport’s answer: %s', async (_what, name, args) => {
     router.handlers.set('bytes', async () => ({ stdout: new Uint8Array([0xff, 0xfe, 0x41]), stderr: utf8('warn\n'), exitCode: 3 }));
     router.handlers.set('mcp', async () => ({
@@ -130,6 +156,7 @@ describe("the door's own answer to a plain tools/call", () => {
       const [own, sdk] = await bothAnswers(headers, id, { name, arguments: args });
       expect(own).toBe(sdk);
       expect(own).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+      expect(own).toMatch(/\r\n\r\nevent: message\ndata: \{"(result|jsonrpc)":.*\n\n$/);
     }
   });
 

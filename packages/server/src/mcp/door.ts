@@ -6,6 +6,9 @@
  *   `initialize` POST opens a session (one SDK `Server` + one `NodeStreamableHTTPServerTransport`,
  *   session id a random UUID in `Mcp-Session-Id`); a DELETE, idle expiry, eviction, a transport close
  *   or {@link McpDoor.close} ends it, and ending a session stops its calls (130).
+ *   A plain `tools/call` of a session (one request, no progress token, no live output) is answered
+ *   by the door itself with the bytes the SDK transport would write (`plain-call.ts`); everything
+ *   else in a session goes to the session's SDK transport.
  * - **2026-07-28**: stateless. Each request carries its `_meta` envelope and is served by a fresh
  *   `Server` through the SDK's `createMcpHandler` (`server/discover`, per-request `_meta`, the
  *   `Mcp-Method`/`Mcp-Name` header checks); tool-list changes reach `subscriptions/listen` streams.

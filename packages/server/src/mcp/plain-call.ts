@@ -5,7 +5,8 @@
  * Node → Web `Request` conversion, a zod parse of the message, a `ReadableStream` and a Web
  * `Response` written back by the Node adapter. The answer on the wire is the SDK's, byte for byte:
  * the same SSE response (status, headers, `event: message` / `data:` event, keep-alive comments
- * every 15 s), the same JSON-RPC result (key order as the SDK's result validation leaves it), no
+ * every 15 s; chunked, as the SDK's Node adapter sends an answer not complete within its first
+ * timer tick, ≥ 1 ms — it gives one ready sooner a `content-length`), the same JSON-RPC result (key order as the SDK's result validation leaves it), no
  * answer for a call cancelled by `notifications/cancelled` or ended with its session (its stream
  * stays open until the session ends or the client leaves, as the SDK's does). Anything else — a
  * batch, a notification, a progress token, `toolwire/stream`, an unsupported or mismatched
@@ -32,11 +33,13 @@ type RequestId = string | number;
 /** JSON-RPC error codes of the answers the SDK would give (its `ProtocolErrorCode`). */
 const INVALID_PARAMS = -32602;
 const INTERNAL_ERROR = -32603;
+const RESOURCE_NOT_FOUND = -32002;
 
 /** The SDK's error answer to request `id` for a handler that threw `error`. */
 function errorAnswer(id: RequestId, error: unknown): string {
   const e = error as { code?: unknown; message?: unknown; data?: unknown } | null | undefined;
-  const code = Number.isSafeInteger(e?.code) ? (e!.code as number) : INTERNAL_ERROR;
+  const thrown = Number.isSafeInteger(e?.code) ? (e!.code as number) : INTERNAL_ERROR;
+  const code = thrown === RESOURCE_NOT_FOUND ? INVALID_PARAMS : thrown; // the 2025 codec's `encodeErrorCode`
   const body = { code, message: e?.message ?? 'Internal error', ...(e?.data !== undefined && { data: e.data }) };
   return JSON.stringify({ jsonrpc: '2.0', id, error: body });
 }
@@ -212,8 +215,15 @@ export class PlainCalls {
       try {
         pending = this.#deps.executor.execute(executeRequestOf(call, caller, stop.signal, headers));
       } catch (error) {
-        // Caller misuse the executor detects (an empty tool name): invalid params, as the SDK session's handler answers.
-        throw Object.assign(new Error(error instanceof Error ? error.message : String(error)), { code: INVALID_PARAMS });
+        // Caller misuse the executor detects (an empty tool name): invalid params, as the SDK session's
+        // handler answers; at once, so framed with a length as the SDK's Node adapter frames an answer
+        // complete before its first read gives up.
+        const event = `event: message\ndata: ${errorAnswer(id, { code: INVALID_PARAMS, message: error instanceof Error ? error.message : String(error) })}\n\n`;
+        clearTimeout(hold);
+        this.#running.delete(id);
+        res.writeHead(200, { ...sseHeaders(this.#sessionId), 'content-length': String(Buffer.byteLength(event)) });
+        res.end(event);
+        return;
       }
       const executed = await pending;
       const result = toCallToolResult(executed);

@@ -14,6 +14,54 @@ import { scanInput } from './input-scan.js';
 export type RawBody = { ok: true; body: unknown; text: string } | { ok: false; status: 400 | 413; code: number; message: string };
 
 /**
+ * `req`'s body, or `undefined` once it exceeds `maxBytes` (the request is then destroyed, as leaving
+ * an async iteration of it early would). Rejects when the request errs or closes before its end.
+ * Listeners rather than `for await`: the async iterator costs a promise and a wrapper per chunk.
+ */
+function bodyOf(req: IncomingMessage, maxBytes: number): Promise<Buffer | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const done = (): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onError);
+      req.off('close', onClose);
+    };
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= maxBytes) {
+        chunks.push(chunk);
+        return;
+      }
+      done();
+      req.destroy();
+      resolve(undefined);
+    };
+    const onEnd = (): void => {
+      done();
+      resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error): void => {
+      done();
+      reject(error);
+    };
+    const onClose = (): void => {
+      done();
+      reject(Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }));
+    };
+    if (req.destroyed) {
+      onClose();
+      return;
+    }
+    req.on('data', onData);
+    req.once('end', onEnd);
+    req.once('error', onError);
+    req.once('close', onClose);
+  });
+}
+
+/**
  * Read `req`'s body, at most `maxBytes` (more → 413), and parse it as JSON (not UTF-8 or not JSON →
  * 400, JSON-RPC parse error `-32700`).
  */
@@ -21,14 +69,8 @@ export async function readJsonBody(req: IncomingMessage, maxBytes: number): Prom
   const tooLarge = { ok: false, status: 413, code: -32000, message: `Payload Too Large: the request body must not exceed ${maxBytes} bytes` } as const;
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > maxBytes) return tooLarge;
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) return tooLarge;
-    chunks.push(chunk);
-  }
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+  const bytes = await bodyOf(req, maxBytes);
+  if (bytes === undefined) return tooLarge;
   if (!isUtf8(bytes)) return { ok: false, status: 400, code: -32700, message: 'Parse error: the request body is not valid UTF-8' };
   const text = bytes.toString('utf8');
   try {
