@@ -7,8 +7,12 @@
  * pipes (JSON lines), the floor through the SDK's `StdioClientTransport`. For c = 1 and c = 8:
  * calls/s over `calls` calls, the p50 latency, and the CPU time per call of each process (this
  * process — the SDK client of the floor, the server of toolwire —, the host, the MCP server).
- * Rounds alternate floor / toolwire; the c = 8 ratio is the median of the rounds' ratios (each
- * pair ran back to back), the other figures are medians over rounds.
+ * Rounds alternate floor / toolwire / ceiling; the c = 8 ratio is the median of the rounds' ratios
+ * (each pair ran back to back), the other figures are medians over rounds.
+ *
+ * The ceiling arm is toolwire's own path without the MCP server: the same server and executor → a
+ * tool host process (`proc/toolwire-host.ts`) → its in-process `echo` tool. It bounds what the MCP
+ * arm can reach on the machine at hand: the MCP arm is that path plus a third process and its hop.
  *
  * BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`) goes to the host and to both MCP servers.
  * BENCH_MCP_SETSID=1 starts the floor's MCP server through `setsid` (in a session of its own, as the
@@ -24,6 +28,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ToolwireServer } from '@toolwire/server';
+import { hostToken } from './proc/tools.js';
 
 const repo = fileURLToPath(new URL('..', import.meta.url));
 const FAKE = join(repo, 'packages', 'client', 'test', 'fixtures', 'mcp-fake.mjs');
@@ -56,10 +61,14 @@ export interface McpResult {
   calls: number;
   floor: McpArm;
   toolwire: McpArm;
+  /** Toolwire's own path, no MCP server: server → host process → in-process echo. */
+  ceiling?: McpArm;
   /** Median over rounds of toolwire c8 calls/s ÷ the floor's in the same round (target ≥ 0.7). */
   c8Ratio: number;
   /** The rounds' c8 ratios. */
   c8Ratios: number[];
+  /** Median over rounds of the ceiling's c8 calls/s ÷ the floor's in the same round (no target: the bound of {@link c8Ratio}). */
+  ceilingC8Ratio?: number;
   /** toolwire p50 ÷ (floor p50 × 1.5 + 300 µs), c = 1 (target ≤ 1). */
   p50Budget: number;
 }
@@ -167,8 +176,18 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
       : new StdioClientTransport({ command: process.execPath, args: floorArgs });
   const floor = new Client({ name: 'bench-floor', version: '1' });
   await floor.connect(floorTransport);
-  const server = new ToolwireServer({ hosts: [{ name: 'h0', token: HOST_TOKEN }], callers: [] });
+  const server = new ToolwireServer({
+    hosts: [
+      { name: 'h0', token: HOST_TOKEN },
+      { name: 'h1', token: hostToken(1) }, // the ceiling's host
+    ],
+    callers: [],
+  });
   const address = await server.listen(0, '127.0.0.1');
+  const ceilingHost = spawn(process.execPath, [...extra, '--conditions=@toolwire/source', '--import', 'tsx', join(repo, 'bench', 'proc', 'toolwire-host.ts')], {
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+    env: { ...process.env, BENCH_URL: address.url, BENCH_FIRST: '1' },
+  });
   const config = join(dir, '.mcp.json');
   await writeFile(config, JSON.stringify({ mcpServers: { fake: { command: process.execPath, args: [...extra, FAKE, 'normal'] } } }));
   const host = spawn(
@@ -195,12 +214,14 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
   );
   try {
     const until = Date.now() + 30_000;
-    while (!server.router.tools().some((t) => t.name === 'h0__fake_echo')) {
-      if (Date.now() > until) throw new Error('the MCP tool was not advertised within 30 s');
+    const names = (): string[] => server.router.tools().map((t) => t.name);
+    while (!names().includes('h0__fake_echo') || !names().includes('h1__echo')) {
+      if (Date.now() > until) throw new Error('the MCP tool or the ceiling host was not advertised within 30 s');
       await new Promise((r) => setTimeout(r, 20));
     }
     const floorPids: Pids = { mcp: floorTransport.pid ?? undefined };
     const toolwirePids: Pids = { host: host.pid, mcp: childWith(host.pid, 'mcp-fake.mjs') };
+    const ceilingPids: Pids = { host: ceilingHost.pid, mcp: undefined };
     const viaFloor = async () => {
       await floor.callTool({ name: 'echo', arguments: { text: 'hi' } });
     };
@@ -208,21 +229,39 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
       const r = await server.executor.execute({ name: 'h0__fake_echo', input: { text: 'hi' }, agent: 'bench' });
       if (r.outcome !== 'completed' || r.capture.exitCode !== 0) throw new Error('a toolwire call failed');
     };
+    const viaCeiling = async () => {
+      const r = await server.executor.execute({ name: 'h1__echo', input: { text: 'hi' }, agent: 'bench' });
+      if (r.outcome !== 'completed' || r.capture.exitCode !== 0) throw new Error('a ceiling call failed');
+    };
     await measure(viaFloor, 200, floorPids); // warm-up
     await measure(viaToolwire, 200, toolwirePids);
+    await measure(viaCeiling, 200, ceilingPids);
     const floors: Round[] = [];
     const toolwires: Round[] = [];
+    const ceilings: Round[] = [];
     for (let i = 0; i < rounds; i++) {
       floors.push(await measure(viaFloor, calls, floorPids));
       toolwires.push(await measure(viaToolwire, calls, toolwirePids));
+      ceilings.push(await measure(viaCeiling, calls, ceilingPids));
     }
     const f = medianArm(floors);
     const t = medianArm(toolwires);
     const c8Ratios = toolwires.map((r, i) => r.c8.perSec / floors[i]!.c8.perSec);
-    return { rounds, calls, floor: f, toolwire: t, c8Ratio: median(c8Ratios), c8Ratios, p50Budget: t.p50Us / (f.p50Us * 1.5 + 300) };
+    return {
+      rounds,
+      calls,
+      floor: f,
+      toolwire: t,
+      ceiling: medianArm(ceilings),
+      c8Ratio: median(c8Ratios),
+      c8Ratios,
+      ceilingC8Ratio: median(ceilings.map((r, i) => r.c8.perSec / floors[i]!.c8.perSec)),
+      p50Budget: t.p50Us / (f.p50Us * 1.5 + 300),
+    };
   } finally {
     host.kill('SIGTERM');
-    await once(host, 'exit');
+    ceilingHost.disconnect(); // the helper exits when its IPC channel closes
+    await Promise.all([once(host, 'exit'), ceilingHost.exitCode === null ? once(ceilingHost, 'exit') : undefined]);
     await server.close();
     await floor.close();
     await rm(dir, { recursive: true, force: true });
@@ -235,6 +274,9 @@ export function mcpLine(r: McpResult): string {
   return (
     `floor ${Math.round(r.floor.c1PerSec)} / ${Math.round(r.floor.c8PerSec)} calls/s (c1 / c8), p50 ${Math.round(r.floor.p50Us)} µs, CPU µs/call c8 ${cpu(r.floor.cpuC8)}; ` +
     `toolwire ${Math.round(r.toolwire.c1PerSec)} / ${Math.round(r.toolwire.c8PerSec)} calls/s, p50 ${Math.round(r.toolwire.p50Us)} µs, CPU µs/call c8 ${cpu(r.toolwire.cpuC8)}; ` +
+    (r.ceiling === undefined
+      ? ''
+      : `ceiling (host, in-process echo) ${Math.round(r.ceiling.c1PerSec)} / ${Math.round(r.ceiling.c8PerSec)} calls/s, CPU µs/call c8 ${Math.round(r.ceiling.cpuC8.bench)} + ${Math.round(r.ceiling.cpuC8.host ?? 0)}, c8 ${(r.ceilingC8Ratio ?? 0).toFixed(2)} × floor; `) +
     `c8 ratio ${r.c8Ratio.toFixed(2)} (target ≥ 0.7), p50 budget ${r.p50Budget.toFixed(2)} (target ≤ 1)`
   );
 }
@@ -242,22 +284,26 @@ export function mcpLine(r: McpResult): string {
 /** The scenario's table (medians over runs). */
 export function renderMcp(results: McpResult[], table: (header: string[], body: string[][]) => string): string {
   const med = (pick: (r: McpResult) => number): string => Math.round(median(results.map(pick))).toLocaleString('en-US');
-  const cpu = (pick: (r: McpResult) => McpCpu): string => {
+  const cpu = (pick: (r: McpResult) => McpCpu, mcp = true): string => {
     const host = results[0] === undefined ? undefined : pick(results[0]).host;
-    return `${med((r) => pick(r).bench)} / ${host === undefined ? '—' : med((r) => pick(r).host!)} / ${med((r) => pick(r).mcp)}`;
+    return `${med((r) => pick(r).bench)} / ${host === undefined ? '—' : med((r) => pick(r).host!)} / ${mcp ? med((r) => pick(r).mcp) : '—'}`;
   };
-  const row = (name: string, arm: (r: McpResult) => McpArm): string[] => [
+  const row = (name: string, arm: (r: McpResult) => McpArm, mcp = true): string[] => [
     name,
     `${med((r) => arm(r).c1PerSec)} / ${med((r) => arm(r).c8PerSec)}`,
     `${med((r) => arm(r).p50Us)} / ${med((r) => arm(r).p50c8Us)}`,
-    cpu((r) => arm(r).cpuC1),
-    cpu((r) => arm(r).cpuC8),
+    cpu((r) => arm(r).cpuC1, mcp),
+    cpu((r) => arm(r).cpuC8, mcp),
   ];
+  const withCeiling = results.filter((r) => r.ceiling !== undefined);
+  const rows = [row('MCP SDK client → MCP server (floor)', (r) => r.floor), row('toolwire server → host → MCP server', (r) => r.toolwire)];
+  if (withCeiling.length === results.length && results.length > 0)
+    rows.push(row('ceiling: toolwire server → host, in-process echo (no MCP)', (r) => r.ceiling!, false));
   return [
     `MCP server as a tool source (issue 14; ${results[0]?.rounds ?? 0} rounds × ${(results[0]?.calls ?? 0).toLocaleString('en-US')} calls per concurrency, median of ${results.length} run${results.length === 1 ? '' : 's'}; CPU of this process / the tool host / the MCP server):`,
-    table(
-      ['arm', 'calls/s c1 / c8', 'p50 µs c1 / c8', 'CPU µs/call c1', 'CPU µs/call c8'],
-      [row('MCP SDK client → MCP server (floor)', (r) => r.floor), row('toolwire server → host → MCP server', (r) => r.toolwire)],
-    ),
+    table(['arm', 'calls/s c1 / c8', 'p50 µs c1 / c8', 'CPU µs/call c1', 'CPU µs/call c8'], rows),
+    ...(rows.length === 3
+      ? [`ceiling c8 ÷ floor c8 (median of the rounds' ratios; bounds the MCP arm's ratio): ${median(results.map((r) => r.ceilingC8Ratio!)).toFixed(2)}`]
+      : []),
   ].join('\n');
 }

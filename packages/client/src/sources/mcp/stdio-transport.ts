@@ -8,15 +8,17 @@
  * it). A line that is not a JSON-RPC message is reported to `onerror` and skipped. Each line is
  * parsed once; a result response (what the server sends most) is passed on after a check of its
  * shape, as its receiver validates the result itself (the SDK client, or `tool-calls.ts`), the rest
- * is validated with the SDK's `JSONRPCMessageSchema`. Messages sent in one tick leave in one write
- * (`TickCoalescer`). The last stderr lines are kept (bounded) for the reason of a death.
+ * is validated with the SDK's `JSONRPCMessageSchema`. Messages sent in one turn of the event loop
+ * leave in one write: stdin is corked at the turn's first message and uncorked on `setImmediate`,
+ * so the requests of every call frame read in that turn (not only those of one read, as a per-tick
+ * coalescer has it) reach the server together, and none waits past the turn. The last stderr lines
+ * are kept (bounded) for the reason of a death.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
-import { TickCoalescer } from '@toolwire/protocol';
 import { killGroup } from '../../subprocess/process-group.js';
 import { forgetGroup, toolStarting } from '../../subprocess/reaper.js';
 
@@ -80,7 +82,12 @@ export class StdioServerTransport implements Transport {
   #stderr = '';
   #closed = false;
   #killTimer: NodeJS.Timeout | undefined;
-  #coalescer: TickCoalescer | undefined;
+  /** stdin is corked until the end of this turn of the event loop (see {@link send}). */
+  #corked = false;
+  readonly #uncork = (): void => {
+    this.#corked = false;
+    this.#child?.stdin.uncork(); // a no-op on a stream that ended or was destroyed meanwhile
+  };
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -124,7 +131,6 @@ export class StdioServerTransport implements Transport {
       if (child.pid === undefined) return; // 'error' follows
       this.#pid = child.pid;
       started(child.pid);
-      this.#coalescer = new TickCoalescer(child.stdin);
       child.stdout.on('data', (chunk: Buffer) => this.#read(chunk));
       child.stderr.on('data', (chunk: Buffer) => {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
@@ -192,7 +198,11 @@ export class StdioServerTransport implements Transport {
     const stdin = this.#child?.stdin;
     if (stdin === undefined || this.#exit !== undefined || stdin.destroyed) return Promise.reject(new Error('the MCP server is not running'));
     const line = serializeMessage(message);
-    this.#coalescer?.hold(line.length);
+    if (!this.#corked) {
+      this.#corked = true;
+      stdin.cork();
+      setImmediate(this.#uncork);
+    }
     // Resolved at once when the pipe takes it; else when it drained (backpressure on a slow reader).
     if (stdin.write(line)) return SENT;
     return new Promise<void>((resolve) => stdin.once('drain', resolve));
