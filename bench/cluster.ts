@@ -88,6 +88,8 @@ export interface ClusterScale {
   rss: { node: string; perClusterHostKiB: number; perLocalHostKiB: number }[];
   /** Per node: V8 heap used growth after GC from 1 host per node to all, KiB per host of the cluster (the rest of the RSS growth is outside the JS heap). */
   heap: { node: string; perClusterHostKiB: number }[];
+  /** Per node: `process.memoryUsage()` after GC (KiB) with one host per node and with all, for where the RSS is. */
+  memory: { node: string; few: Record<string, unknown>; all: Record<string, unknown> }[];
   /** Cross-node s1 (node b → host h0 on node a) with one host per node, and with all. */
   few: ArmResult;
   all: ArmResult;
@@ -150,6 +152,7 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
         perLocalHostKiB: (rssAll[k]! - rssFew[k]!) / (hostsPerNode - 1),
       })),
       heap: ['a', 'b', 'c'].map((node, k) => ({ node, perClusterHostKiB: (Number(memAll[k]!.heapUsedKiB) - Number(memFew[k]!.heapUsedKiB)) / (total - 3) })),
+      memory: ['a', 'b', 'c'].map((node, k) => ({ node, few: memFew[k]!, all: memAll[k]! })),
       few,
       all,
     };
