@@ -88,6 +88,10 @@ export interface ClusterScale {
   rss: { node: string; perClusterHostKiB: number; perLocalHostKiB: number }[];
   /** Per node: V8 heap used growth after GC from 1 host per node to all, KiB per host of the cluster (the rest of the RSS growth is outside the JS heap). */
   heap: { node: string; perClusterHostKiB: number }[];
+  /** Per node: `process.memoryUsage()` after GC (KiB) with one host per node and with all, for where the RSS is. */
+  memory: { node: string; few: Record<string, unknown>; all: Record<string, unknown> }[];
+  /** Per node: CPU seconds (user + system) from before the host processes start until every node lists every tool. */
+  stormCpuSeconds: { node: string; seconds: number }[];
   /** Cross-node s1 (node b → host h0 on node a) with one host per node, and with all. */
   few: ArmResult;
   all: ArmResult;
@@ -114,6 +118,7 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     const memFew = await Promise.all(nodes.map((n) => n.helper.request('mem')));
     const rssFew = memFew.map((m) => Number(m.rssKiB));
 
+    const cpuBefore = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('info')).cpuUs)));
     // The rest: hosts 3 … total−1, spread over the nodes, `processesPerNode` host processes each.
     const spawns: Promise<{ helper: Helper }>[] = [];
     const rest = hostsPerNode - 1;
@@ -135,6 +140,7 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     // Looking every 100 ms: each look at a changed list builds its 90,000 entries (the measurement's own cost).
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
     const convergeSeconds = (Date.now() - t0) / 1000;
+    const cpuAfter = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('info')).cpuUs)));
     const memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
     const rssAll = memAll.map((m) => Number(m.rssKiB));
     // Settled again before the s1 run (a node dropped and re-fetched meanwhile would fail its calls 69).
@@ -150,6 +156,8 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
         perLocalHostKiB: (rssAll[k]! - rssFew[k]!) / (hostsPerNode - 1),
       })),
       heap: ['a', 'b', 'c'].map((node, k) => ({ node, perClusterHostKiB: (Number(memAll[k]!.heapUsedKiB) - Number(memFew[k]!.heapUsedKiB)) / (total - 3) })),
+      memory: ['a', 'b', 'c'].map((node, k) => ({ node, few: memFew[k]!, all: memAll[k]! })),
+      stormCpuSeconds: ['a', 'b', 'c'].map((node, k) => ({ node, seconds: (cpuAfter[k]! - cpuBefore[k]!) / 1e6 })),
       few,
       all,
     };

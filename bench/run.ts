@@ -193,6 +193,7 @@ try {
         `run ${run} cluster-scale: 3 nodes × ${perNode} hosts: every node lists every tool ${k.convergeSeconds.toFixed(1)} s after the last connect; ` +
           `RSS per host ${k.rss.map((r) => `${r.node} ${r.perClusterHostKiB.toFixed(1)} KiB (${r.perLocalHostKiB.toFixed(1)} per local host)`).join(', ')}; ` +
           `heap used per host ${k.heap.map((h) => `${h.node} ${h.perClusterHostKiB.toFixed(1)} KiB`).join(', ')}; ` +
+          `node CPU during the connects ${k.stormCpuSeconds.map((c) => `${c.node} ${c.seconds.toFixed(1)} s`).join(', ')}; ` +
           `cross-node s1 p50 ${Math.round(k.few.stats.p50Us)} → ${Math.round(k.all.stats.p50Us)} µs (${(k.all.stats.p50Us / k.few.stats.p50Us).toFixed(2)} ×)`,
       );
       await appendFile(resultsFile, `${JSON.stringify({ ...meta, run, scenario: 'cluster-scale', ...k, few: k.few.stats, all: k.all.stats })}\n`);

@@ -42,7 +42,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
       expect(exitOf(r)).toBe(0);
     }
   }, 90_000);
-  it('kvReplicas 3: the lease bucket is replicated on the three NATS servers, as configured', async () => {
+  it('kvReplicas 3: the lease bucket is replicated on the three NATS servers, as configured, and read through its leader', async () => {
     const nats = await startNatsCluster();
     const urls = nats.map((n) => n.url);
     await startServer({ cluster: { nats: urls, name: 'r', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
@@ -50,10 +50,44 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
     const probe = await connect({ servers: urls });
     defer(() => probe.close());
     const info = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-r-hosts', '', { timeout: 10_000 });
-    const stream = info.json<{ config: { num_replicas: number }; cluster?: { replicas?: unknown[] } }>();
+    const stream = info.json<{ config: { num_replicas: number; allow_direct?: boolean }; cluster?: { replicas?: unknown[] } }>();
     expect(stream.config.num_replicas).toBe(3);
+    expect(stream.config.allow_direct ?? false).toBe(false); // reads through the leader: a lagging replica never answers a claim
     expect(stream.cluster?.replicas).toHaveLength(2); // the leader's two followers
   }, 90_000);
+
+  it('kvReplicas 3: a host identity still moves between nodes once one NATS server of three is gone', async () => {
+    const nats = await startNatsCluster();
+    const urls = nats.map((n) => n.url);
+    const hosts = clusterHosts();
+    const a = await startServer({ hosts, cluster: { nats: urls, name: 'm', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
+    const b = await startServer({ hosts, cluster: { nats: [...urls].reverse(), name: 'm', node: 'b', heartbeatMs: 250, kvReplicas: 3 } });
+    const probe = await connect({ servers: urls, reconnect: true });
+    defer(() => probe.close());
+    await fixtureHost(a);
+    await waitFor(() => b.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'a'), 'node b to see alpha on a', 15_000);
+    // One NATS server gone: the bucket has a leader among the two left, still with alpha's lease.
+    await nats[0]!.kill();
+    await waitFor(
+      async () => {
+        const msg = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-m-hosts', '', { timeout: 2_000 }).catch(() => undefined);
+        const now = msg?.json<{ cluster?: { leader?: string }; state?: { messages?: number } }>();
+        return now?.cluster?.leader !== undefined && (now.state?.messages ?? 0) >= 1;
+      },
+      'the lease bucket to have a leader again, with alpha’s lease',
+      30_000,
+      200,
+    );
+    // The same identity on b: the lease (compare-and-set through the bucket's leader) moves, a's session closes 4000.
+    await fixtureHost(b);
+    await waitFor(
+      () => a.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')),
+      'node a to list alpha on b',
+      15_000,
+    );
+    expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
+    expect(exitOf(await a.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(0);
+  }, 120_000);
 });
 
 describe.skipIf(NATS_SERVER === undefined)('cluster NATS credentials', () => {

@@ -4,6 +4,7 @@
  * to close its session of that identity (4000) before the new session binds, and every node also
  * watches the bucket, so a session whose lease moved is closed even when that request was lost.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
@@ -17,6 +18,9 @@ interface Lease {
 /** Key of a host identity (base64url: any identity, only key-safe characters). */
 const keyOf = (host: string): string => `h.${Buffer.from(host).toString('base64url') || '_'}`;
 const hostOf = (key: string): string => Buffer.from(key.slice(2), 'base64url').toString();
+/** First pause before a claim's next compare-and-set, ms (doubled at each try: 50 … 400 with the default 5 tries). */
+const RETRY_MS = 50;
+
 /** Key of an exposed tool name (naming `bare`). */
 const nameKey = (name: string): string => `n.${Buffer.from(name).toString('base64url')}`;
 
@@ -44,9 +48,14 @@ export class Leases {
     this.#deps = deps;
   }
 
-  /** Open (or create, with `replicas`, default 1) the bucket and watch it. */
+  /**
+   * Open (or create, with `replicas`, default 1) the bucket and watch it. The bucket is read
+   * through its leader, never a replica (`allow_direct` off, also for a bucket created with it on
+   * or given replicas later): a lagging replica's answer would make every compare-and-set of a
+   * claim fail, and the lease would not move.
+   */
   static async open(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas = 1): Promise<Leases> {
-    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas });
+    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas, allow_direct: false });
     const leases = new Leases(kv, deps);
     await leases.#watch();
     return leases;
@@ -71,6 +80,8 @@ export class Leases {
           break;
         } catch (error) {
           if (attempt + 1 >= (this.#deps.tries ?? 5)) throw error;
+          // Another node wrote it meanwhile, or the bucket is electing a leader: read again shortly.
+          await sleep(RETRY_MS * 2 ** attempt);
         }
       }
     } catch (error) {
