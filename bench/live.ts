@@ -22,7 +22,8 @@
  *   frame, the JSON text form (UTF-8 `data`, escaped newlines, schema check) vs the binary form, in
  *   this process.
  * - **s1–s4 cost**: in-process `echo` calls of the s1–s4 shapes through a host with live output on
- *   and one with it off (`liveOutput: false`), segments alternating; ratio of calls/s (on / off).
+ *   and one with it off (`liveOutput: false`), 10 segments alternating; medians of the calls/s ratio
+ *   (on / off) and of the CPU-per-call ratio of server + host (off / on), which a loaded machine moves less.
  */
 import { decodeHostMessage, decodeOutputFrame, encodeMessage, encodeOutputFrame, fromWire, toWire } from '@toolwire/protocol';
 import { readFileSync } from 'node:fs';
@@ -292,8 +293,12 @@ const SHAPES = [
 ] as const;
 
 export interface CostResult {
-  /** Per shape: median over alternating segments of calls/s with live output on / off. */
-  shapes: { id: string; ratio: number; segments: number[] }[];
+  /**
+   * Per shape: median over alternating segments of calls/s with live output on / off (`ratio`), and of
+   * CPU per call (server + host processes, from /proc) off / on (`cpuRatio`: 1 = the same CPU, below 1
+   * = live output costs more). CPU per call holds on a loaded machine, where calls/s swings.
+   */
+  shapes: { id: string; ratio: number; segments: number[]; cpuRatio: number; cpuSegments: number[]; cpuUsPerCallOn: number; cpuUsPerCallOff: number }[];
 }
 
 async function cost(segments: number, scale: number): Promise<CostResult> {
@@ -304,16 +309,22 @@ async function cost(segments: number, scale: number): Promise<CostResult> {
     for (const shape of SHAPES) {
       const count = Math.max(20, Math.round(shape.count * scale));
       const run = async (p: Pair) => {
+        const pids = [p.server.pid, p.host.pid];
+        const before = pids.map(cpuMs);
         const s = (await p.server.request('load', { concurrency: shape.concurrency, bytes: shape.bytes, count })).segment as Segment;
+        const cpu = pids.reduce<number>((sum, pid, k) => sum + cpuMs(pid) - before[k]!, 0);
         if (s.errors > 0) throw new Error(`${shape.id}: ${s.firstError}`);
-        return s.calls / s.seconds;
+        return { rate: s.calls / s.seconds, cpuUs: (cpu * 1000) / s.calls };
       };
       await run(on); // warm-up
       await run(off);
       const ratios: number[] = [];
+      const cpuRatios: number[] = [];
+      const cpuOn: number[] = [];
+      const cpuOff: number[] = [];
       for (let i = 0; i < segments; i++) {
-        let a: number;
-        let b: number;
+        let a: { rate: number; cpuUs: number };
+        let b: { rate: number; cpuUs: number };
         if (i % 2 === 0) {
           a = await run(on);
           b = await run(off);
@@ -321,9 +332,20 @@ async function cost(segments: number, scale: number): Promise<CostResult> {
           b = await run(off);
           a = await run(on);
         }
-        ratios.push(a / b);
+        ratios.push(a.rate / b.rate);
+        cpuRatios.push(b.cpuUs / a.cpuUs);
+        cpuOn.push(a.cpuUs);
+        cpuOff.push(b.cpuUs);
       }
-      shapes.push({ id: shape.id, ratio: median(ratios), segments: ratios });
+      shapes.push({
+        id: shape.id,
+        ratio: median(ratios),
+        segments: ratios,
+        cpuRatio: median(cpuRatios),
+        cpuSegments: cpuRatios,
+        cpuUsPerCallOn: median(cpuOn),
+        cpuUsPerCallOff: median(cpuOff),
+      });
     }
     return { shapes };
   } finally {
@@ -393,7 +415,7 @@ export async function liveScenario(quick: boolean, arms: ReadonlySet<LiveArm> = 
   if (arms.has('big')) r.big = await big(quick ? 10_000_000 : 50_000_000);
   if (arms.has('backpressure')) r.backpressure = await backpressure();
   if (arms.has('frames')) r.frames = frameCost(quick ? 300 : 2000);
-  if (arms.has('cost')) r.cost = await cost(quick ? 2 : 6, quick ? 0.3 : 1);
+  if (arms.has('cost')) r.cost = await cost(quick ? 2 : 10, quick ? 0.3 : 0.6);
   return r;
 }
 
@@ -422,6 +444,9 @@ export function liveReport(run: number, l: LiveResult): string {
     lines.push(
       `run ${run} live frames, CPU µs per 64 KiB chunk of log text: JSON encode ${l.frames.jsonEncodeUs.toFixed(0)} + decode ${l.frames.jsonDecodeUs.toFixed(0)}, binary encode ${l.frames.binaryEncodeUs.toFixed(0)} + decode ${l.frames.binaryDecodeUs.toFixed(0)}`,
     );
-  if (l.cost) lines.push(`run ${run} live s1–s4 with live output on / off (calls/s): ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}`);
+  if (l.cost)
+    lines.push(
+      `run ${run} live s1–s4 with live output on / off: calls/s ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}; CPU per call (server + host) off / on ${l.cost.shapes.map((s) => `${s.id} ${s.cpuRatio.toFixed(3)} (${s.cpuUsPerCallOn.toFixed(0)} vs ${s.cpuUsPerCallOff.toFixed(0)} µs)`).join(', ')}`,
+    );
   return lines.join('\n');
 }
