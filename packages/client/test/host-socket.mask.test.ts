@@ -1,4 +1,4 @@
-/** The host socket's masking key: all-zero only where no intermediary can read the frames (loopback, TLS). */
+/** The host socket's masking key: all-zero only on loopback, where no intermediary can read the frames. */
 import { createHash } from 'node:crypto';
 import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { once } from 'node:events';
@@ -9,11 +9,11 @@ const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };
 
 describe('unmaskedIsSafe', () => {
-  it('is true on loopback and inside TLS, false for plain ws across a network or a URL that does not parse', () => {
-    for (const url of ['ws://127.0.0.1:8080/', 'ws://127.9.0.1/', 'ws://localhost:1/', 'ws://[::1]:8080/', 'wss://example.com/', 'wss://10.0.0.1/']) {
+  it('is true on loopback only: false across a network (wss: too, for a TLS-terminating proxy) or for a URL that does not parse', () => {
+    for (const url of ['ws://127.0.0.1:8080/', 'ws://127.9.0.1/', 'ws://localhost:1/', 'ws://[::1]:8080/', 'wss://127.0.0.1:8443/']) {
       expect(unmaskedIsSafe(url), url).toBe(true);
     }
-    for (const url of ['ws://example.com/', 'ws://10.0.0.1:8080/', 'ws://127.0.0.1.example.com/', 'ws://[::2]/', 'not a url']) {
+    for (const url of ['ws://example.com/', 'ws://10.0.0.1:8080/', 'ws://127.0.0.1.example.com/', 'ws://[::2]/', 'wss://example.com/', 'wss://10.0.0.1/', 'http://127.0.0.1/', 'not a url']) {
       expect(unmaskedIsSafe(url), url).toBe(false);
     }
   });

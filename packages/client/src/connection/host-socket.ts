@@ -82,10 +82,11 @@ export function silenceLimitMs(heartbeatMs: number): number {
 
 /**
  * Whether frames to `url` may go with an all-zero masking key, which ws sends without masking (no
- * copy of each frame) and the server's ws does not unmask: only where no intermediary can read the
- * frames — inside TLS (`wss:`) or on the loopback interface. Client masking (RFC 6455 §5.3, §10.3)
- * exists so script in a browser cannot choose the bytes an HTTP intermediary sees on the wire; over
- * a plain `ws:` connection across a network frames stay masked with a random key, as by default.
+ * copy of each frame) and the server's ws does not unmask: only on the loopback interface, where no
+ * intermediary can sit between host and server. Client masking (RFC 6455 §5.3, §10.3) exists so
+ * bytes a peer chooses (here: a tool's output) cannot pose as HTTP to an intermediary on the path;
+ * across a network frames keep a random key, `wss:` included, since a TLS-terminating proxy or load
+ * balancer in front of the server reads them in the clear.
  */
 export function unmaskedIsSafe(url: string): boolean {
   let parsed: URL;
@@ -94,7 +95,7 @@ export function unmaskedIsSafe(url: string): boolean {
   } catch {
     return false;
   }
-  if (parsed.protocol === 'wss:' || parsed.protocol === 'https:') return true;
+  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') return false;
   const host = parsed.hostname;
   return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
 }
