@@ -6,6 +6,8 @@
  * connected and with all of them, and whether every host stays connected over 3 heartbeat
  * intervals.
  *
+ * - The server runs the built packages (`dist/`, as installed; built first), the host processes
+ *   are light (`proc/fleet-host.ts`).
  * - The host processes start first and dial on command, so the connect times are those of the
  *   connect storm, not of starting node processes.
  * - RSS per host is `(RSS with N hosts − RSS with 1 host) / (N − 1)`, both read after a full GC and
@@ -17,13 +19,15 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { type Arm, segment, segmentsFor, TOOLS_PER_HOST } from './arms.js';
-import { Helper } from './helpers.js';
+import { Helper, repoRoot } from './helpers.js';
 import { type LoadStats, type Segment, summarize } from './load.js';
 import type { LoadShape, Plan } from './scenarios.js';
 
 export interface ManyHostsResult {
   hosts: number;
   hostProcesses: number;
+  /** Where the server's packages were loaded from: `dist` (built, as installed; the default) or `src` (through tsx, `BENCH_S6_SOURCE=1`). */
+  serverCode: 'dist' | 'src';
   /** Identities the server was configured with (host, caller). */
   identities: { hosts: number; callers: number };
   heartbeatMs: number;
@@ -129,7 +133,12 @@ export async function manyHosts(planned: Plan['s6']): Promise<ManyHostsResult> {
     throw new Error(`s6 needs ${plan.hosts + 100} file descriptors in the server process; ulimit -n is ${limit} (bench/README.md, s6)`);
   }
   const env = { BENCH_HOSTS: String(plan.hosts), BENCH_CALLERS: String(plan.callers), BENCH_HEARTBEAT_MS: String(plan.heartbeatMs) };
-  const { helper: server, ready } = await Helper.start('toolwire-server', env);
+  // The server as installed: from `dist/`, built now (a `dist/` left from an earlier checkout would
+  // measure old code). From `src/`, tsx's keepNames adds ~2.6 KiB per host (a property dictionary
+  // on each named closure of a session), which the built server does not have.
+  const built = process.env.BENCH_S6_SOURCE !== '1';
+  if (built) execFileSync('pnpm', ['--filter', '@toolwire/server...', 'build'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] });
+  const { helper: server, ready } = await Helper.start('toolwire-server', env, 120_000, built);
   const url = String(ready.url);
   let loadHosts: Helper[] = [];
   let echo: Helper | undefined;
@@ -210,6 +219,7 @@ export async function manyHosts(planned: Plan['s6']): Promise<ManyHostsResult> {
     return {
       hosts: plan.hosts,
       hostProcesses: waves[0]!.length + waves[1]!.length,
+      serverCode: built ? 'dist' : 'src',
       identities: { hosts: plan.hosts, callers: plan.callers },
       heartbeatMs: plan.heartbeatMs,
       rss0KiB,

@@ -305,7 +305,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
     const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
     parts.push(
       '',
-      `s6: ${fmt(s6[0]!.hosts)} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes (median of ${s6.length}):`,
+      `s6: ${fmt(s6[0]!.hosts)} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes, server from ${s6[0]!.serverCode ?? 'src'} (median of ${s6.length}):`,
       table(
         ['quantity', 'unit', 'value'],
         [
