@@ -81,7 +81,13 @@ function startHosts(url: string, first: number, count: number, processes: number
   const perProcess = Math.ceil(count / processes);
   const out: Promise<{ helper: Helper }>[] = [];
   for (let k = first; k < first + count; k += perProcess) {
-    const env = { BENCH_URL: url, BENCH_FIRST: String(k), BENCH_COUNT: String(Math.min(perProcess, first + count - k)), BENCH_CONNECT: 'command' };
+    const env = {
+      BENCH_URL: url,
+      BENCH_FIRST: String(k),
+      BENCH_COUNT: String(Math.min(perProcess, first + count - k)),
+      BENCH_CONNECT: 'command',
+      BENCH_SOURCE_ADDRESS: `127.0.0.${2 + out.length + (first === 1 ? 0 : 100)}`,
+    };
     // The fleet's hosts are light (`fleet-host.ts`: why); BENCH_S6_REAL_HOSTS=1 runs `ToolHost`s instead.
     out.push(Helper.start(process.env.BENCH_S6_REAL_HOSTS === '1' ? 'toolwire-host' : 'fleet-host', env, 300_000));
   }
@@ -98,7 +104,7 @@ function fromEnv(plan: Plan['s6']): Plan['s6'] {
   return {
     ...plan,
     hosts,
-    firstWave: n('BENCH_S6_FIRST_WAVE', Math.min(plan.firstWave, Math.ceil(hosts / 2))),
+    firstWave: n('BENCH_S6_FIRST_WAVE', process.env.BENCH_S6_HOSTS === undefined ? plan.firstWave : Math.ceil(hosts / 2)),
     hostProcesses: n('BENCH_S6_HOST_PROCESSES', plan.hostProcesses),
     heartbeatMs: n('BENCH_S6_HEARTBEAT_MS', plan.heartbeatMs),
   };

@@ -24,6 +24,13 @@ import { FILLERS, fillerSchema, hostToken } from './tools.js';
 const server = process.env.BENCH_URL!;
 const first = Number(process.env.BENCH_FIRST ?? 0);
 const count = Number(process.env.BENCH_COUNT ?? 1);
+/**
+ * The local address this process dials from (each fleet process its own 127.0.0.x). From one address,
+ * the kernel picks each dial's ephemeral port by walking the ports of one parity (14,116 of the
+ * default 32768–60999) before the other: past ~14,000 connections every dial walked all of them, in
+ * the host processes' system time, and the second wave's connects slowed down.
+ */
+const localAddress = process.env.BENCH_SOURCE_ADDRESS;
 /** Dials in flight at once (as `toolwire-host.ts`). */
 const BATCH = 50;
 /** Bound on one host's dial → `advertised`, ms. */
@@ -48,7 +55,7 @@ let lost = 0;
 /** Dial host `i`; resolves at its `advertised`, rejects on a close or error before it. */
 function dial(i: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(server, [...SUBPROTOCOLS], { headers: { authorization: `Bearer ${hostToken(i)}` } });
+    const ws = new WebSocket(server, [...SUBPROTOCOLS], { headers: { authorization: `Bearer ${hostToken(i)}` }, ...(localAddress && { localAddress }) });
     sockets.push(ws);
     let advertised = false;
     const timer = setTimeout(() => ws.terminate(), DIAL_TIMEOUT_MS);
