@@ -43,11 +43,15 @@ export class Helper {
   #seq = 0;
   #ready: Promise<Message>;
 
-  private constructor(name: string, env: Record<string, string>) {
+  private constructor(name: string, env: Record<string, string>, built: boolean) {
     this.name = name;
     // BENCH_NODE_ARGS adds node flags to every helper, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
     const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
-    const nodeArgs = ['--expose-gc', ...extra, ...SOURCE_NODE_ARGS, join(benchDir, 'proc', `${name}.ts`)];
+    // `built`: the packages resolve to their `dist/` (tsc's output, as installed); the helper's own
+    // file still loads through tsx. From `src/`, tsx compiles with esbuild's keepNames, which gives
+    // every named closure a property dictionary of its own (~256 bytes each).
+    const source = built ? SOURCE_NODE_ARGS.filter((a) => !a.startsWith('--conditions=')) : SOURCE_NODE_ARGS;
+    const nodeArgs = ['--expose-gc', ...extra, ...source, join(benchDir, 'proc', `${name}.ts`)];
     const cpu = name.endsWith('-server') ? serverCpu : undefined;
     this.#child = spawn(cpu === undefined ? process.execPath : 'taskset', cpu === undefined ? nodeArgs : ['-c', cpu, process.execPath, ...nodeArgs], {
       cwd: repoRoot,
@@ -76,9 +80,9 @@ export class Helper {
     live.add(this);
   }
 
-  /** Start helper `bench/proc/<name>.ts` and wait for its `ready` message (at most `timeoutMs`). */
-  static async start(name: string, env: Record<string, string> = {}, timeoutMs = 120_000): Promise<{ helper: Helper; ready: Message }> {
-    const helper = new Helper(name, env);
+  /** Start helper `bench/proc/<name>.ts` and wait for its `ready` message (at most `timeoutMs`); `built`: the packages from `dist/` (see the constructor). */
+  static async start(name: string, env: Record<string, string> = {}, timeoutMs = 120_000, built = false): Promise<{ helper: Helper; ready: Message }> {
+    const helper = new Helper(name, env, built);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`${name} not ready within ${timeoutMs} ms`)), timeoutMs);

@@ -305,7 +305,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
     const m = (f: (x: ManyHostsResult) => number, d = 0): string => fmt(median(s6.map(f)), d);
     parts.push(
       '',
-      `s6: ${fmt(s6[0]!.hosts)} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes (median of ${s6.length}):`,
+      `s6: ${fmt(s6[0]!.hosts)} hosts × 10 tools over ${s6[0]!.hostProcesses + 1} host processes, server from ${s6[0]!.serverCode ?? 'src'} (median of ${s6.length}):`,
       table(
         ['quantity', 'unit', 'value'],
         [
@@ -318,6 +318,7 @@ export function render(records: RunRecord[], markdown: boolean): string {
           [`time to connect and advertise the first ${fmt(s6[0]!.firstWave)}`, 's', m((x) => x.firstWaveSeconds, 1)],
           [`time to connect and advertise all ${fmt(s6[0]!.hosts)}`, 's', m((x) => x.connectSeconds, 1)],
           ['server CPU while they connected', 's', m((x) => x.connectServerCpuSeconds, 1)],
+          ["host processes' CPU meanwhile (the load generator)", 's', m((x) => x.connectHostCpuSeconds ?? Number.NaN, 1)],
           [`hosts lost while held (heartbeat ${fmt(s6[0]!.heartbeatMs)} ms)`, 'hosts / s', `${m((x) => x.lostHosts)} / ${m((x) => x.heldSeconds)}`],
           ['s1 p50 / p99, 1 host', 'µs', `${m((x) => x.one.p50Us)} / ${m((x) => x.one.p99Us)}`],
           [`s1 p50 / p99, ${s6[0]!.hosts} hosts`, 'µs', `${m((x) => x.all.p50Us)} / ${m((x) => x.all.p99Us)}`],

@@ -63,6 +63,10 @@ export class HostEndpoint {
   readonly #sessions = new Map<HostSession, Principal | undefined>();
   /** Open sessions per token identity (for `maxConnectionsPerHost`). */
   readonly #perHost = new Map<string, number>();
+  /** The `'error'` listener of every upgrading socket: one function, not one closure per connection (it stays on the socket for its life). */
+  readonly #onSocketError: (error: Error) => void;
+  /** Whether a name is a configured host identity (handed to every session; one function for all). */
+  readonly #reserved: (name: string) => boolean;
   #closing: Promise<void> | undefined;
 
   constructor(deps: HostEndpointDeps) {
@@ -71,6 +75,10 @@ export class HostEndpoint {
     this.#router = deps.router;
     this.#limiter = deps.limiter;
     this.#authenticated = deps.authenticated;
+    const log = this.#options.logger;
+    this.#onSocketError = (error) => log.debug({ err: error }, 'host upgrade socket error');
+    const tokens = deps.tokens;
+    this.#reserved = (name) => tokens.hasHost(name);
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: this.#options.maxPayload,
@@ -108,7 +116,7 @@ export class HostEndpoint {
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const log = this.#options.logger;
     const remote = req.socket.remoteAddress;
-    socket.on('error', (error) => log.debug({ err: error }, 'host upgrade socket error'));
+    socket.on('error', this.#onSocketError);
     if (this.#closing !== undefined) return rejectUpgrade(socket, 503);
     if (!originAllowed(req, this.#options.allowedOrigins)) {
       log.warn({ remote, origin: String(req.headers.origin).slice(0, 200) }, 'host upgrade refused: origin not allowed');
@@ -189,7 +197,7 @@ export class HostEndpoint {
       identity: admitted.identity,
       options: this.#options.session,
       router: this.#router,
-      reserved: (name) => this.#tokens.hasHost(name),
+      reserved: this.#reserved,
       remote,
     });
     this.#sessions.set(session, admitted.principal);

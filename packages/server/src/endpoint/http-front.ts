@@ -59,6 +59,8 @@ function isLoopbackName(hostname: string): boolean {
 export class HostPolicy {
   readonly #allowed: ReadonlySet<string> | undefined;
   #loopback = false;
+  /** The last `Host` value that passed: the common case (every host dialling the same name) skips the parse. */
+  #lastPassed: string | undefined;
 
   /** @param allowedHosts resolved option (lower-case hostnames, IPv6 in brackets), `undefined` when not given */
   constructor(allowedHosts: readonly string[] | undefined) {
@@ -68,14 +70,19 @@ export class HostPolicy {
   /** The server is listening on `address` (the bound IP). */
   listening(address: string): void {
     this.#loopback = isLoopbackAddress(address);
+    this.#lastPassed = undefined;
   }
 
   /** `undefined` when `host` (the `Host` header) may be served, else the reason for the 403. */
   refusal(host: string | undefined): string | undefined {
     if (this.#allowed === undefined && !this.#loopback) return undefined;
     if (this.#allowed?.has('*')) return undefined;
+    if (host !== undefined && host === this.#lastPassed) return undefined;
     const hostname = hostnameOf(host);
-    if (hostname !== undefined && (isLoopbackName(hostname) || this.#allowed?.has(hostname))) return undefined;
+    if (hostname !== undefined && (isLoopbackName(hostname) || this.#allowed?.has(hostname))) {
+      this.#lastPassed = host;
+      return undefined;
+    }
     const shown = host === undefined ? 'no Host header' : `Host ${JSON.stringify(host.slice(0, 100))}`;
     return `${shown} is not allowed here (DNS-rebinding protection): use a loopback name (localhost, 127.0.0.1, [::1]) or list the name in allowedHosts`;
   }

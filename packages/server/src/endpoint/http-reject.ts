@@ -38,12 +38,36 @@ export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs
     socket.destroy();
     return;
   }
-  const body = reason === undefined ? '' : `${reason}\n`;
-  const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`];
-  if (body !== '') lines.push('Content-Type: text/plain; charset=utf-8');
-  if (status === 401) lines.push('WWW-Authenticate: Bearer');
-  else if (authFailed) lines.push('WWW-Authenticate: Bearer error="invalid_token"');
-  if (retryAfterMs !== undefined) lines.push(`Retry-After: ${retryAfterSeconds(retryAfterMs)}`);
-  socket.once('finish', () => socket.destroy());
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
+  socket.once('finish', destroyOnFinish);
+  socket.end(responseOf(status, retryAfterMs === undefined ? undefined : retryAfterSeconds(retryAfterMs), reason, authFailed));
+}
+
+/** `'finish'` listener of a refused socket (one function for all: nothing is allocated per refusal). */
+function destroyOnFinish(this: Duplex): void {
+  this.destroy();
+}
+
+/**
+ * Responses built so far, by everything they depend on. A flood of refused upgrades gets the same
+ * few answers (401; 429 with the limiter's reason and a retry of a few seconds), so each is built
+ * once and written as it is. Bounded: past {@link MAX_CACHED} answers it starts again.
+ */
+const responses = new Map<string, Buffer>();
+const MAX_CACHED = 256;
+
+function responseOf(status: RejectStatus, retryAfter: number | undefined, reason: string | undefined, authFailed: boolean): Buffer {
+  const key = `${status}|${retryAfter ?? ''}|${authFailed ? 1 : 0}|${reason ?? ''}`;
+  let response = responses.get(key);
+  if (response === undefined) {
+    const body = reason === undefined ? '' : `${reason}\n`;
+    const lines = [`HTTP/1.1 ${status} ${STATUS_CODES[status]}`, 'Connection: close', `Content-Length: ${Buffer.byteLength(body)}`];
+    if (body !== '') lines.push('Content-Type: text/plain; charset=utf-8');
+    if (status === 401) lines.push('WWW-Authenticate: Bearer');
+    else if (authFailed) lines.push('WWW-Authenticate: Bearer error="invalid_token"');
+    if (retryAfter !== undefined) lines.push(`Retry-After: ${retryAfter}`);
+    response = Buffer.from(`${lines.join('\r\n')}\r\n\r\n${body}`);
+    if (responses.size >= MAX_CACHED) responses.clear();
+    responses.set(key, response);
+  }
+  return response;
 }
