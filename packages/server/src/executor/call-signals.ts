@@ -28,6 +28,8 @@ export const IDLE_AGENTS_KEPT = 1024;
 /** The stop scope of one agent's calls: aborted by `stop`, then replaced. */
 export class Generation {
   readonly controller = new AbortController();
+  /** `controller.signal`, read once (the getter checks its receiver on every read). */
+  readonly signal = this.controller.signal;
   /** Calls in flight in this generation (what `stop` counts). */
   calls = 0;
   /** Links of this generation not yet let go (with calls in flight, or idle for at most a turn), aborted with it. */
@@ -37,6 +39,7 @@ export class Generation {
 /** A caller signal joined to a generation: one controller for every call that carries both. */
 class Link {
   readonly controller = new AbortController();
+  readonly signal = this.controller.signal;
   calls = 0;
   /** True while this link listens to its caller signal. */
   attached = false;
@@ -70,12 +73,11 @@ class Link {
   }
 }
 
-/** What {@link CallSignals.enter} hands out: the signal to route with, and what {@link CallSignals.leave} needs. */
-export interface CallScope {
-  signal: AbortSignal;
-  generation: Generation;
-  link: Link | undefined;
-}
+/**
+ * What {@link CallSignals.enter} hands out: `signal` is the one to route with; {@link CallSignals.leave}
+ * takes it back. The generation or link itself, not an object per call.
+ */
+export type CallScope = Generation | Link;
 
 /** The stop generations of every agent with calls in flight (and a bounded number of idle ones). */
 export class CallSignals {
@@ -101,7 +103,7 @@ export class CallSignals {
     }
     generation.calls++;
     this.#inFlight++;
-    if (signal === undefined) return { signal: generation.controller.signal, generation, link: undefined };
+    if (signal === undefined) return generation;
     let link = this.#links.get(signal);
     if (link === undefined || link.generation !== generation) {
       // A link of an older generation (or another agent) serves out its calls and is then detached.
@@ -113,13 +115,14 @@ export class CallSignals {
       generation.links.add(link);
     }
     if (link.calls++ === 0) link.attach();
-    return { signal: link.controller.signal, generation, link };
+    return link;
   }
 
   /** The call of `scope` (entered for `agent`) settled. */
   leave(agent: string, scope: CallScope): void {
     this.#inFlight--;
-    const { generation, link } = scope;
+    const link = scope instanceof Link ? scope : undefined;
+    const generation = link === undefined ? (scope as Generation) : link.generation;
     generation.calls--;
     if (link !== undefined && --link.calls === 0) {
       // Let go one turn later unless a call joins it meanwhile: a sequential caller's next call

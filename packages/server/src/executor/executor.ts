@@ -257,7 +257,14 @@ export class Executor {
       live = this.#board?.begin(id, agent, name);
       const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
-      if (record) await this.#write('input.json', () => record.writeInput(agent, id, name, input), agent, id);
+      if (record) {
+        // Awaited inline (no closure or async helper per write); a failure is logged and never loses the capture.
+        try {
+          await record.writeInput(agent, id, name, input);
+        } catch (error) {
+          this.#writeFailed(error, 'input.json', agent, id);
+        }
+      }
       if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
       else if (invalid) capture = invalid;
       else {
@@ -288,7 +295,11 @@ export class Executor {
       const endedAt = new Date();
       if (record) {
         const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
-        await this.#write('output.json', () => record.writeOutput(agent, id, done, startedAt, endedAt, false, ids), agent, id);
+        try {
+          await record.writeOutput(agent, id, done, startedAt, endedAt, false, ids);
+        } catch (error) {
+          this.#writeFailed(error, 'output.json', agent, id);
+        }
       }
       const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       this.#ended(id, name, agent, host, node, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
@@ -380,13 +391,9 @@ export class Executor {
     return capture;
   }
 
-  /** Run one record write; a failure is logged and never loses the capture. */
-  async #write(file: string, write: () => Promise<void>, agent: string, id: string): Promise<void> {
-    try {
-      await write();
-    } catch (error) {
-      this.#options.logger.error({ err: error, agent, id, file }, 'disk record write failed');
-    }
+  /** Log a failed record write (the call goes on). */
+  #writeFailed(error: unknown, file: string, agent: string, id: string): void {
+    this.#options.logger.error({ err: error, agent, id, file }, 'disk record write failed');
   }
 }
 

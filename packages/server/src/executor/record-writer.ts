@@ -36,15 +36,19 @@ interface WriteFailure {
 
 /**
  * The thread's code (CommonJS, Node built-ins only: it loads no TypeScript, so it runs the same from
- * sources, the built package and the CLI bundle). One message: a batch as one string (see
+ * sources, the built package and the CLI bundle). Temp names are a 48-bit counter from a random start
+ * (one `randomBytes` per thread rather than per file: it cost as much CPU as the rename); the file is
+ * created exclusively (`wx`), so a clash fails the write rather than overwrite anything. One message: a batch as one string (see
  * {@link encode}); one reply: per write, `0` or a {@link WriteFailure}, in the same order.
  */
 const THREAD_CODE = `
 const { parentPort } = require('node:worker_threads');
 const { mkdirSync, writeFileSync, renameSync, rmSync } = require('node:fs');
 const { randomBytes } = require('node:crypto');
+let seq = randomBytes(6).readUIntBE(0, 6);
 function atomic(path, text) {
-  const tmp = path + '.' + randomBytes(6).toString('hex') + '.tmp';
+  seq = (seq + 1) % 0x1000000000000;
+  const tmp = path + '.' + seq.toString(16).padStart(12, '0') + '.tmp';
   try {
     writeFileSync(tmp, text, { mode: 0o600, flag: 'wx' });
     renameSync(tmp, path);

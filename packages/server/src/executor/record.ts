@@ -13,7 +13,7 @@
  * files are written by one worker thread in batches (`record-writer.ts`).
  */
 import { isUtf8 } from 'node:buffer';
-import { join, resolve, sep } from 'node:path';
+import { resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
 import { RecordWriter } from './record-writer.js';
 
@@ -53,13 +53,14 @@ export interface CallIds {
 export class DiskRecord {
   /** The record root, absolute. */
   readonly root: string;
-  readonly #root: string;
+  /** `root` ending with the path separator: every record directory starts with it. */
+  readonly #prefix: string;
   readonly #writer = new RecordWriter();
 
   /** @param root record root; resolved against the process cwd. */
   constructor(root: string) {
-    this.#root = resolve(root);
-    this.root = this.#root;
+    this.root = resolve(root);
+    this.#prefix = this.root.endsWith(sep) ? this.root : this.root + sep;
   }
 
   /** End the writer thread (later writes reject). Idempotent. */
@@ -74,41 +75,60 @@ export class DiskRecord {
   dirOf(agent: string, id: string): string {
     assertSegment(agent, 'agent');
     assertSegment(id, 'call id');
-    const dir = resolve(this.#root, agent, id);
-    if (!dir.startsWith(this.#root + sep)) throw new TypeError(`record path escapes the record root: ${dir}`);
+    // A checked segment holds no separator and is not `.` or `..`: joined as it is, the path is
+    // already normal (no `path.resolve` per record file) and stays under the root.
+    const dir = this.#prefix + agent + sep + id;
+    if (!dir.startsWith(this.#prefix)) throw new TypeError(`record path escapes the record root: ${dir}`);
     return dir;
   }
 
-  /** Write `input.json` `{id, name, input}`. Rejects on an I/O error. */
-  async writeInput(agent: string, id: string, name: string, input: unknown): Promise<void> {
-    const dir = this.dirOf(agent, id);
-    await this.#writer.write({ path: join(dir, 'input.json'), text: jsonText({ id, name, input }), dir, mkdir: 'always' });
+  /** Write `input.json` `{id, name, input}`. Rejects on an I/O error, a bad segment or an input JSON cannot hold. */
+  writeInput(agent: string, id: string, name: string, input: unknown): Promise<void> {
+    // Not async (one promise per write, the writer's): a throw here becomes the rejection.
+    try {
+      const dir = this.dirOf(agent, id);
+      return this.#writer.write({ path: dir + sep + 'input.json', text: jsonText({ id, name, input }), dir, mkdir: 'always' });
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
   }
 
   /**
    * Write `output.json` with the call id, its wire id and trace context (`ids`, when present) and the full capture (its directory is made only if `input.json` did not
    * make it); `interrupted` adds `"interrupted": true`. Rejects on an I/O error.
    */
-  async writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted = false, ids: CallIds = {}): Promise<void> {
+  writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted = false, ids: CallIds = {}): Promise<void> {
+    try {
+      return this.#writeOutput(agent, id, capture, startedAt, endedAt, interrupted, ids);
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
+  }
+
+  #writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted: boolean, ids: CallIds): Promise<void> {
     const dir = this.dirOf(agent, id);
-    const output: Record<string, unknown> = {
-      id,
-      ...(ids.wireId !== undefined && { wireId: ids.wireId }),
-      ...(ids.traceparent !== undefined && { traceparent: ids.traceparent }),
-      ...(ids.tracestate !== undefined && { tracestate: ids.tracestate }),
-      stdout: recordBytes(capture.stdout),
-      stderr: recordBytes(capture.stderr),
-      exitCode: capture.exitCode,
-      startedAt: startedAt.toISOString(),
-      endedAt: endedAt.toISOString(),
-    };
+    // Keys in this order (assigned one by one: no object spread per write).
+    const output: Record<string, unknown> = { id };
+    if (ids.wireId !== undefined) output.wireId = ids.wireId;
+    if (ids.traceparent !== undefined) output.traceparent = ids.traceparent;
+    if (ids.tracestate !== undefined) output.tracestate = ids.tracestate;
+    output.stdout = recordBytes(capture.stdout);
+    output.stderr = recordBytes(capture.stderr);
+    output.exitCode = capture.exitCode;
+    output.startedAt = startedAt.toISOString();
+    output.endedAt = endedAt.toISOString();
     if (capture.failure !== undefined) output.failure = capture.failure;
     if (interrupted) output.interrupted = true;
-    await this.#writer.write({ path: join(dir, 'output.json'), text: jsonText(output), dir, mkdir: 'missing' });
+    return this.#writer.write({ path: dir + sep + 'output.json', text: jsonText(output), dir, mkdir: 'missing' });
   }
 }
 
 /** A record file's content: `value` as indented JSON and a newline. Throws what `JSON.stringify` throws. */
 function jsonText(value: unknown): string {
   return `${JSON.stringify(value, null, 2)}\n`;
+}
+
+/** `error` as an `Error` (a throw here is a `TypeError` or `JSON.stringify`'s error, but a hostile `toJSON` may throw anything). */
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
 }
