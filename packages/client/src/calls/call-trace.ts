@@ -10,7 +10,19 @@
  * it is a plain pino logger (`pino-direct.ts`: the same line pino would write); nothing is made
  * when info is off.
  */
-import { type Span, SpanKind, SpanStatusCode, ROOT_CONTEXT, TraceFlags, context, createTraceState, isSpanContextValid, trace } from '@opentelemetry/api';
+import {
+  INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  ROOT_CONTEXT,
+  TraceFlags,
+  context,
+  createTraceState,
+  isSpanContextValid,
+  trace,
+} from '@opentelemetry/api';
 import { type CallMessage, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
 import type { HostMetrics } from '../host/host-metrics.js';
 import { type DirectLine, directLine, quote } from './pino-direct.js';
@@ -19,6 +31,16 @@ import type { Logger } from '../types.js';
 /** Tracer name (instrumentation scope) of the tool host's spans. */
 export const TRACER_NAME = '@toolwire/client';
 const tracer = trace.getTracer(TRACER_NAME);
+
+/** What the API's tracer provider delegates to while no SDK is registered: its no-op provider. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+/** The span of a call with no trace context while no SDK is registered: non-recording, shared (its `end()` does nothing). */
+const NO_SPAN = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** True when no OpenTelemetry SDK is registered (a provider registered through another copy of the API is taken for one). */
+function noTracing(): boolean {
+  return (trace.getTracerProvider() as { getDelegate?: () => unknown }).getDelegate?.() === NOOP_PROVIDER;
+}
 
 /** Child loggers kept at most per logger (one per tool name seen; emptied when full). */
 export const MAX_TOOL_LOGGERS = 1024;
@@ -97,6 +119,13 @@ export class HostCall {
     this.id = call.callId ?? call.id;
     this.wire = call.id;
     this.tool = call.tool;
+    if (call.traceparent === undefined && noTracing()) {
+      // No context and nothing records spans: the span would be a no-op and the tool gets no context.
+      this.#span = NO_SPAN;
+      this.traceparent = undefined;
+      this.tracestate = undefined;
+      return;
+    }
     const parts = call.traceparent === undefined ? undefined : parseTraceparent(call.traceparent);
     const parent =
       parts === undefined
