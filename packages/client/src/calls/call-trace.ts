@@ -6,7 +6,9 @@
  * `ms`, `trace` (the trace id), `toolPid` (the pid of its subprocess tool, when it started one; pino's
  * own `pid` is the host's). Never its input.
  * The line is made by a child logger per tool (pino serializes `tool` once per child, not per
- * line), at most {@link MAX_TOOL_LOGGERS} per logger; nothing is made when info is off.
+ * line), at most {@link MAX_TOOL_LOGGERS} per logger, and written straight to its destination when
+ * it is a plain pino logger (`pino-direct.ts`: the same line pino would write); nothing is made
+ * when info is off.
  */
 import {
   type Span,
@@ -22,6 +24,7 @@ import {
 } from '@opentelemetry/api';
 import { type CallMessage, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
 import type { HostMetrics } from '../host/host-metrics.js';
+import { type DirectLine, directLine, quote } from './pino-direct.js';
 import type { Logger } from '../types.js';
 
 /** Tracer name (instrumentation scope) of the tool host's spans. */
@@ -43,14 +46,23 @@ function tracing(): boolean {
 
 /** Child loggers kept at most per logger (one per tool name seen; emptied when full). */
 export const MAX_TOOL_LOGGERS = 1024;
+/** The message of a call's line. */
+const MESSAGE = 'toolwire: call ended';
+/** Every key the call line writes beside `tool`. */
+const KEYS = ['call', 'exitCode', 'ms', 'wire', 'trace', 'toolPid'] as const;
 
 /** What the call line uses of a logger beyond {@link Logger}: pino's `child` and `isLevelEnabled`, when present. */
 interface Parent extends Logger {
   child?: (bindings: Record<string, string>) => Logger;
   isLevelEnabled?: (level: string) => boolean;
 }
+/** A tool's child logger and, for a plain pino logger, its direct line writer. */
+interface ToolLogger {
+  logger: Logger;
+  direct: DirectLine | undefined;
+}
 /** The per-tool children of each logger. */
-const toolLoggers = new WeakMap<Logger, Map<string, Logger>>();
+const toolLoggers = new WeakMap<Logger, Map<string, ToolLogger>>();
 
 /** The fields of a call line beside `tool`. */
 interface LineFields {
@@ -63,22 +75,34 @@ interface LineFields {
   toolPid?: number;
 }
 
+/** `fields` as the JSON of a line's body (`,"key":value` in {@link KEYS} order, absent ones left out), as pino writes them. */
+function body(fields: LineFields): string {
+  let out = `,"call":${quote(fields.call)},"exitCode":${fields.exitCode},"ms":${fields.ms}`;
+  if (fields.wire !== undefined) out += `,"wire":${quote(fields.wire)}`;
+  if (fields.trace !== undefined) out += `,"trace":${quote(fields.trace)}`;
+  if (fields.toolPid !== undefined) out += `,"toolPid":${fields.toolPid}`;
+  return out;
+}
+
 /** Log a call's end line through `logger`'s child for `tool` (see the file's comment). */
 function logCallEnd(logger: Parent, tool: string, fields: LineFields): void {
   if (logger.isLevelEnabled !== undefined && !logger.isLevelEnabled('info')) return;
   if (logger.child === undefined) {
     (fields as LineFields & { tool: string }).tool = tool; // the line's own object: no copy
-    return logger.info(fields, 'toolwire: call ended');
+    return logger.info(fields, MESSAGE);
   }
   let children = toolLoggers.get(logger);
-  if (children === undefined) toolLoggers.set(logger, (children = new Map<string, Logger>()));
+  if (children === undefined) toolLoggers.set(logger, (children = new Map<string, ToolLogger>()));
   let child = children.get(tool);
   if (child === undefined) {
     if (children.size >= MAX_TOOL_LOGGERS) children.clear();
-    child = logger.child({ tool });
+    const made = logger.child({ tool });
+    child = { logger: made, direct: directLine(made, KEYS, MESSAGE) };
     children.set(tool, child);
   }
-  child.info(fields, 'toolwire: call ended');
+  // Finite integers and strings only (exit code, ms, pid): the body is what pino would make of them.
+  if (child.direct !== undefined && Number.isFinite(fields.ms) && child.direct.write(body(fields))) return;
+  child.logger.info(fields, MESSAGE);
 }
 
 /** One call as the host observes it, from its arrival to its answer. */

@@ -6,13 +6,36 @@
  * call. The host and the tool get the `toolwire.call` span's context when an SDK records it, else
  * the caller's `traceparent` unchanged — the trace id is the caller's either way.
  */
-import { type Context, type Span, SpanKind, SpanStatusCode, context, createTraceState, isSpanContextValid, trace, TraceFlags } from '@opentelemetry/api';
+import {
+  type Context,
+  INVALID_SPAN_CONTEXT,
+  ProxyTracerProvider,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  createTraceState,
+  isSpanContextValid,
+  trace,
+  TraceFlags,
+} from '@opentelemetry/api';
 import { type Capture, formatTraceparent, parseTraceparent } from '@toolwire/protocol';
 
 /** Tracer name (instrumentation scope) of the server's spans. */
 export const TRACER_NAME = '@toolwire/server';
 /** A proxy: it follows whatever tracer provider is registered when a span starts. */
 const tracer = trace.getTracer(TRACER_NAME);
+
+/** What the API's tracer provider delegates to while no SDK is registered: its no-op provider. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
+/**
+ * True when no OpenTelemetry SDK is registered: every span would be a non-recording no-op. (A
+ * provider registered through another copy of the API is taken for an SDK.)
+ */
+export function noTracing(): boolean {
+  return (trace.getTracerProvider() as { getDelegate?: () => unknown }).getDelegate?.() === NOOP_PROVIDER;
+}
 
 /** One call's span and the trace context the host is to get. */
 export interface CallTrace {
@@ -36,8 +59,19 @@ function parentOf(traceparent: string | undefined, tracestate: string | undefine
   });
 }
 
-/** Start the `toolwire.call` span of one call (attributes `toolwire.tool`, `toolwire.agent`, `toolwire.call_id`). */
+/**
+ * A call with no trace context while no SDK is registered: its span would be a non-recording no-op
+ * and the host would get no context, so every such call shares this (its span's `end()` does nothing).
+ */
+const UNTRACED: CallTrace = Object.freeze({ span: trace.wrapSpanContext(INVALID_SPAN_CONTEXT), traceparent: undefined, tracestate: undefined });
+
+/**
+ * Start the `toolwire.call` span of one call (attributes `toolwire.tool`, `toolwire.agent`,
+ * `toolwire.call_id`). Costs a provider lookup and nothing else when the call has no `traceparent`
+ * and no SDK is registered.
+ */
 export function startCallTrace(id: string, tool: string, agent: string, traceparent: string | undefined, tracestate: string | undefined): CallTrace {
+  if (traceparent === undefined && noTracing()) return UNTRACED;
   const span = tracer.startSpan(
     'toolwire.call',
     { kind: SpanKind.SERVER, attributes: { 'toolwire.tool': tool, 'toolwire.agent': agent, 'toolwire.call_id': id } },
