@@ -1,7 +1,7 @@
 /**
  * Bench helpers' observability switch (issue 16, `pnpm bench --observe`): with `BENCH_OBSERVE=1` a
  * helper logs at info through pino to /dev/null through the destination `toolwire serve` and
- * `toolwire host` use for JSON on stderr (`TurnDestination`: one write per event-loop turn), and
+ * `toolwire host` use for JSON on stderr (`HeldDestination`: one write per event-loop turn), and
  * the server keeps metrics; without it the logger is silent and metrics are off.
  */
 import { openSync } from 'node:fs';
@@ -9,7 +9,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ToolwireServerOptions } from '@toolwire/server';
-import { TurnDestination } from '../../packages/cli/src/log-format.js';
+import { HeldDestination } from '../../packages/cli/src/log-format.js';
 
 /** True when this helper runs with observability on. */
 export const observing = process.env.BENCH_OBSERVE === '1';
@@ -25,5 +25,5 @@ const { pino } = createRequire(serverPackage)('pino') as Pino;
 
 /** A pino logger at info writing to /dev/null as the CLI writes to stderr. */
 export function infoLogger(): Logger {
-  return pino({ level: 'info' }, new TurnDestination(openSync('/dev/null', 'w')));
+  return pino({ level: 'info' }, new HeldDestination(openSync('/dev/null', 'w')));
 }

@@ -35,7 +35,7 @@ const BUFFER_BYTES = 16 * 1024;
  * uncaught exception, and the CLI's SIGTERM/SIGINT handling, which returns through its command and
  * exits). Lost on SIGKILL (or an abort of the process itself): the lines of its last {@link HOLD_MS}.
  */
-export class TurnDestination implements pino.DestinationStream {
+export class HeldDestination implements pino.DestinationStream {
   readonly #boom: ReturnType<typeof pino.destination>;
   readonly #held = Buffer.allocUnsafe(BUFFER_BYTES);
   /** Bytes of {@link #held} in use. */
@@ -96,10 +96,10 @@ export class TurnDestination implements pino.DestinationStream {
 
 /**
  * The destination of a logger writing `format` to `stream` (pretty: colours only on a TTY; written
- * synchronously). JSON to this process's stderr: a {@link TurnDestination} on fd 2.
+ * synchronously). JSON to this process's stderr: a {@link HeldDestination} on fd 2.
  */
 export function logDestination(format: LogFormat, stream: NodeJS.WritableStream): pino.DestinationStream {
-  if (format === 'json') return stream === process.stderr ? new TurnDestination(2) : stream;
+  if (format === 'json') return stream === process.stderr ? new HeldDestination(2) : stream;
   const colorize = (stream as { isTTY?: boolean }).isTTY === true;
   return PinoPretty({ destination: stream, colorize, sync: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' });
 }

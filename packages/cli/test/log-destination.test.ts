@@ -1,6 +1,6 @@
 /**
  * The JSON log destination of `toolwire serve` and `toolwire host` on stderr (issue 16): lines are
- * held for at most one event-loop turn and written together, and nothing held is lost when the
+ * held for at most 10 ms and written together, and nothing held is lost when the
  * process exits — by `process.exit()` in the same turn, or through the commands' SIGTERM handling.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -41,7 +41,7 @@ const jsonLines = (text: string): Record<string, unknown>[] =>
     .filter((l) => l.startsWith('{'))
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 
-describe('TurnDestination (JSON logs on stderr)', () => {
+describe('HeldDestination (JSON logs on stderr)', () => {
   it('writes every line logged in the turn process.exit() is called in', async () => {
     const { child, stderr } = start([join(here, 'fixtures', 'log-burst.ts')], { ...process.env, LOG_BURST_LINES: '5000' });
     const [code] = (await once(child, 'exit')) as [number | null];
