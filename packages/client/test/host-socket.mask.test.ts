@@ -13,7 +13,16 @@ describe('unmaskedIsSafe', () => {
     for (const url of ['ws://127.0.0.1:8080/', 'ws://127.9.0.1/', 'ws://localhost:1/', 'ws://[::1]:8080/', 'wss://127.0.0.1:8443/']) {
       expect(unmaskedIsSafe(url), url).toBe(true);
     }
-    for (const url of ['ws://example.com/', 'ws://10.0.0.1:8080/', 'ws://127.0.0.1.example.com/', 'ws://[::2]/', 'wss://example.com/', 'wss://10.0.0.1/', 'http://127.0.0.1/', 'not a url']) {
+    for (const url of [
+      'ws://example.com/',
+      'ws://10.0.0.1:8080/',
+      'ws://127.0.0.1.example.com/',
+      'ws://[::2]/',
+      'wss://example.com/',
+      'wss://10.0.0.1/',
+      'http://127.0.0.1/',
+      'not a url',
+    ]) {
       expect(unmaskedIsSafe(url), url).toBe(false);
     }
   });
