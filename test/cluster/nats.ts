@@ -34,9 +34,14 @@ async function freePort(): Promise<number> {
 
 /** Three nats-servers routed into one NATS cluster (JetStream on each). */
 export async function startNatsCluster(): Promise<Nats[]> {
+  return Promise.all((await natsClusterArgs()).map((args) => startNats(args)));
+}
+
+/** The `startNats` arguments of three nats-servers (named n0, n1, n2) routed into one NATS cluster, to start one by one. */
+export async function natsClusterArgs(): Promise<string[][]> {
   const routes = await Promise.all([freePort(), freePort(), freePort()]);
   const all = routes.map((p) => `nats://127.0.0.1:${p}`).join(',');
-  return Promise.all(routes.map((route, i) => startNats(['--cluster_name', 'tw', '-n', `n${i}`, '--cluster', `nats://127.0.0.1:${route}`, '--routes', all])));
+  return routes.map((route, i) => ['--cluster_name', 'tw', '-n', `n${i}`, '--cluster', `nats://127.0.0.1:${route}`, '--routes', all]);
 }
 
 /** Start one nats-server with JetStream; `args` are extra flags (e.g. `--user`, `--pass`). */

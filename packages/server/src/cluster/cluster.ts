@@ -17,6 +17,13 @@ import { Peers } from './peers.js';
 import { RemoteCalls } from './remote-calls.js';
 import { decode, encode } from './wire.js';
 
+/**
+ * How long start-up waits for the lease bucket to open, ms: a NATS cluster that has just started
+ * (or lost a server) answers no JetStream request until it has elected a leader. The node then
+ * joins without it and keeps trying; hosts that connect meanwhile bind without a lease (logged).
+ */
+const LEASE_BUCKET_WAIT_MS = 15_000;
+
 export interface ClusterDeps {
   router: Router;
   executor: Executor;
@@ -115,9 +122,9 @@ export class ClusterNode {
   }
 
   /**
-   * Connect to NATS and join. The lease bucket needs JetStream; without it the node runs without
-   * leases (logged). Rejects with a {@link ClusterError} when no NATS server can be reached or the
-   * credentials are refused.
+   * Connect to NATS and join: resolves once the lease bucket is open (at most 15 s: without
+   * JetStream the node runs without leases, logged, and keeps trying to open it). Rejects with a
+   * {@link ClusterError} when no NATS server can be reached or the credentials are refused.
    */
   static async start(config: ClusterConfig, deps: ClusterDeps): Promise<ClusterNode> {
     const { logger, router } = deps;
@@ -129,32 +136,28 @@ export class ClusterNode {
       throw new ClusterError(`cannot join cluster "${config.name}": no NATS server of ${config.nats.join(', ')} accepted the connection (${why})`, { cause: error });
     }
     const names = subjects(config.name);
-    let leases: Leases | undefined;
-    try {
-      leases = await Leases.open(
-        bus.connection,
-        names.leaseBucket,
-        {
-          node: config.node,
-          logger,
-          evict: async (node, host) => {
-            try {
-              await bus.request(names.node(node, 'evict'), encode({ host }), config.requestTimeoutMs);
-            } catch (error) {
-              logger.warn({ err: error, node, host }, 'cluster: the node that held a host identity did not confirm closing its session');
-            }
-          },
-          lost: (host) => {
-            if (router.evict(host)) logger.info({ host }, 'cluster: host identity lease moved to another node; its session here closed (4000)');
-          },
+    const leases = await Leases.open(
+      bus.connection,
+      names.leaseBucket,
+      {
+        node: config.node,
+        logger,
+        evict: async (node, host) => {
+          try {
+            await bus.request(names.node(node, 'evict'), encode({ host }), config.requestTimeoutMs);
+          } catch (error) {
+            logger.warn({ err: error, node, host }, 'cluster: the node that held a host identity did not confirm closing its session');
+          }
         },
-        config.kvReplicas,
-      );
-    } catch (error) {
-      logger.warn({ err: error }, 'cluster: no JetStream key-value store; running without host identity leases');
-    }
+        lost: (host) => {
+          if (router.evict(host)) logger.info({ host }, 'cluster: host identity lease moved to another node; its session here closed (4000)');
+        },
+      },
+      config.kvReplicas,
+      LEASE_BUCKET_WAIT_MS,
+    );
     const node = new ClusterNode(config, bus, deps, leases);
-    logger.info({ cluster: config.name, node: config.node, leases: leases !== undefined }, 'cluster: joined');
+    logger.info({ cluster: config.name, node: config.node, leases: leases.ready }, 'cluster: joined');
     return node;
   }
 

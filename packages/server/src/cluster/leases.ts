@@ -18,8 +18,15 @@ interface Lease {
 /** Key of a host identity (base64url: any identity, only key-safe characters). */
 const keyOf = (host: string): string => `h.${Buffer.from(host).toString('base64url') || '_'}`;
 const hostOf = (key: string): string => Buffer.from(key.slice(2), 'base64url').toString();
-/** First pause before a claim's next compare-and-set, ms (doubled at each try: 50 … 400 with the default 5 tries). */
+/**
+ * How long a claim keeps trying, ms: a read or compare-and-set of the bucket goes unanswered while
+ * it elects a leader (a NATS server lost: a few seconds). Under the default hello timeout (10 s),
+ * which keeps running meanwhile.
+ */
+const CLAIM_MS = 8_000;
+/** First pause before a claim's next try, ms (doubled at each try up to {@link RETRY_MAX_MS}). */
 const RETRY_MS = 50;
+const RETRY_MAX_MS = 1_000;
 
 /** Key of an exposed tool name (naming `bare`). */
 const nameKey = (name: string): string => `n.${Buffer.from(name).toString('base64url')}`;
@@ -31,36 +38,82 @@ export interface LeasesDeps {
   evict: (node: string, host: string) => Promise<void>;
   /** This node's session of `host` lost its lease: close it. */
   lost: (host: string) => void;
-  /** Tries of the compare-and-set before giving up (the host then binds without a lease, logged). */
-  tries?: number;
+  /** How long a claim keeps trying, ms (default 8000); then the host binds without a lease (logged). */
+  claimMs?: number;
 }
 
-/** The leases of one cluster. Without JetStream (`open` fails) the cluster runs without them, logged. */
+/** Pause before the next try to open the bucket, ms (doubled at each try up to {@link OPEN_RETRY_MAX_MS}). */
+const OPEN_RETRY_MS = 500;
+const OPEN_RETRY_MAX_MS = 10_000;
+
+/**
+ * The leases of one cluster. The bucket is opened in the background until it opens: a NATS cluster
+ * that is still electing its JetStream leader (just started, or a server was lost) answers nothing
+ * for a while, and a node must not run without leases for good because of that. Until the bucket
+ * is open, a host binds without a lease (logged).
+ */
 export class Leases {
-  readonly #kv: KV;
+  #kv: KV | undefined;
   readonly #deps: LeasesDeps;
   #stopWatch: (() => void) | undefined;
   /** The revision of this node's lease per host it holds (a watch event older than it is stale). */
   readonly #mine = new Map<string, number>();
   /** Aborted by {@link close}: ends a claim's pause between tries (no timer outlives the leases). */
   readonly #closing = new AbortController();
+  /** Settles when the bucket is open and watched, or the leases are closed. */
+  readonly #opened: Promise<void>;
+  /** Called when a try finds no JetStream in the NATS account (start-up need not wait then). */
+  #noJetStream: () => void = () => undefined;
+  readonly #noJetStreamSeen = new Promise<void>((resolve) => (this.#noJetStream = resolve));
 
-  private constructor(kv: KV, deps: LeasesDeps) {
-    this.#kv = kv;
+  private constructor(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas: number) {
     this.#deps = deps;
+    this.#opened = this.#open(nc, bucket, replicas);
   }
 
   /**
-   * Open (or create, with `replicas`, default 1) the bucket and watch it. The bucket is read
-   * through its leader, never a replica (`allow_direct` off, also for a bucket created with it on
-   * or given replicas later): a lagging replica's answer would make every compare-and-set of a
-   * claim fail, and the lease would not move.
+   * Open (or create, with `replicas`, default 1) the bucket and watch it, trying again until it
+   * opens; resolves once it is open or after `waitMs` (default 0), whichever is first, or at once
+   * when the NATS account has no JetStream (tries go on: {@link ready} says when they succeeded).
+   * The bucket is read through its leader, never a replica (`allow_direct` off, also for a bucket
+   * created with it on or given replicas later): a lagging replica's answer would make every
+   * compare-and-set of a claim fail, and the lease would not move.
    */
-  static async open(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas = 1): Promise<Leases> {
-    const kv = await new Kvm(nc).create(bucket, { history: 1, replicas, allow_direct: false });
-    const leases = new Leases(kv, deps);
-    await leases.#watch();
+  static async open(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas = 1, waitMs = 0): Promise<Leases> {
+    const leases = new Leases(nc, bucket, deps, replicas);
+    const waited = new AbortController();
+    await Promise.race([leases.#opened, leases.#noJetStreamSeen, sleep(waitMs, undefined, { signal: waited.signal }).catch(() => undefined)]);
+    waited.abort(); // no timer outlives the wait
     return leases;
+  }
+
+  /** Whether the bucket is open (leases are taken). */
+  get ready(): boolean {
+    return this.#kv !== undefined;
+  }
+
+  async #open(nc: NatsConnection, bucket: string, replicas: number): Promise<void> {
+    const { logger } = this.#deps;
+    const { signal } = this.#closing;
+    for (let attempt = 0; !signal.aborted; attempt++) {
+      try {
+        const kv = await new Kvm(nc).create(bucket, { history: 1, replicas, allow_direct: false });
+        if (signal.aborted) return;
+        await this.#watch(kv);
+        this.#kv = kv;
+        if (attempt > 0) logger.info({ bucket, tries: attempt + 1 }, 'cluster: host identity lease bucket open');
+        return;
+      } catch (error) {
+        if (error instanceof Error && error.name === 'JetStreamNotEnabled') this.#noJetStream();
+        const log = attempt === 0 ? logger.warn.bind(logger) : logger.debug.bind(logger);
+        log(
+          { err: error, bucket },
+          'cluster: cannot open the host identity lease bucket yet (no JetStream, or it is electing a leader); trying again, hosts bind without a lease meanwhile',
+        );
+      }
+      const pause = Math.min(OPEN_RETRY_MS * 2 ** attempt, OPEN_RETRY_MAX_MS);
+      await sleep(pause, undefined, { signal }).catch(() => undefined);
+    }
   }
 
   /**
@@ -69,23 +122,21 @@ export class Leases {
    */
   async claim(host: string): Promise<void> {
     const { node, logger } = this.#deps;
+    const kv = this.#kv;
+    if (kv === undefined) return void logger.warn({ host }, 'cluster: the lease bucket is not open yet; the host binds on this node only');
     const key = keyOf(host);
     const value = encode({ node, at: Date.now() } satisfies Lease);
     let previous: string | undefined;
     try {
-      for (let attempt = 0; ; attempt++) {
-        const entry = await this.#kv.get(key);
-        previous = entry !== null && entry.operation === 'PUT' ? decode<Lease>(entry.value)?.node : undefined;
-        try {
-          const revision = entry === null ? await this.#kv.create(key, value) : await this.#kv.update(key, value, entry.revision);
-          this.#mine.set(host, revision);
-          break;
-        } catch (error) {
-          if (attempt + 1 >= (this.#deps.tries ?? 5) || this.#closing.signal.aborted) throw error;
-          // Another node wrote it meanwhile, or the bucket is electing a leader: read again shortly.
-          await sleep(RETRY_MS * 2 ** attempt, undefined, { signal: this.#closing.signal }).catch(() => undefined);
-        }
-      }
+      await this.#retry(host, async () => {
+        const entry = await kv.get(key);
+        const owner = entry !== null && entry.operation === 'PUT' ? decode<Lease>(entry.value)?.node : undefined;
+        // This node's own write whose answer was lost (a try that timed out) keeps the owner read before it.
+        if (owner !== node) previous = owner;
+        // Fails when another node wrote the key since it was read: read it again.
+        const revision = entry === null ? await kv.create(key, value) : await kv.update(key, value, entry.revision);
+        this.#mine.set(host, revision);
+      });
     } catch (error) {
       logger.warn({ err: error, host }, 'cluster: could not take the host identity lease; the host binds on this node only');
       return;
@@ -100,25 +151,22 @@ export class Leases {
    */
   async claimNames(host: string, names: string[]): Promise<Map<string, string>> {
     const taken = new Map<string, string>();
+    const kv = this.#kv;
+    if (kv === undefined) return taken;
     const value = encode({ host, node: this.#deps.node });
     await Promise.all(
       names.map(async (name) => {
         const key = nameKey(name);
         try {
-          for (let attempt = 0; attempt < (this.#deps.tries ?? 5); attempt++) {
-            const entry = await this.#kv.get(key);
+          await this.#retry(name, async () => {
+            const entry = await kv.get(key);
             const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
             if (lease?.host === host && lease.node === this.#deps.node) return;
             // Another host's name; the same host's name held by another node moves here with the host.
             if (lease?.host !== undefined && lease.host !== host) return void taken.set(name, lease.host);
-            try {
-              if (entry === null) await this.#kv.create(key, value);
-              else await this.#kv.update(key, value, entry.revision);
-              return;
-            } catch {
-              // another node wrote it meanwhile: read again
-            }
-          }
+            if (entry === null) await kv.create(key, value);
+            else await kv.update(key, value, entry.revision);
+          });
         } catch (error) {
           this.#deps.logger.warn({ err: error, host, name }, 'cluster: could not take a tool name lease; the name is granted on this node');
         }
@@ -129,13 +177,15 @@ export class Leases {
 
   /** Give up `host`'s leases of `names` (those it still holds). Never rejects. */
   async releaseNames(host: string, names: Iterable<string>): Promise<void> {
+    const kv = this.#kv;
+    if (kv === undefined) return;
     await Promise.all(
       [...names].map(async (name) => {
         try {
-          const entry = await this.#kv.get(nameKey(name));
+          const entry = await kv.get(nameKey(name));
           const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
           if (entry === null || lease?.host !== host || lease.node !== this.#deps.node) return;
-          await this.#kv.delete(nameKey(name), { previousSeq: entry.revision });
+          await kv.delete(nameKey(name), { previousSeq: entry.revision });
         } catch {
           // taken meanwhile, or unreachable
         }
@@ -147,11 +197,33 @@ export class Leases {
   async release(host: string): Promise<void> {
     try {
       this.#mine.delete(host);
-      const entry = await this.#kv.get(keyOf(host));
+      const kv = this.#kv;
+      if (kv === undefined) return;
+      const entry = await kv.get(keyOf(host));
       if (entry === null || entry.operation !== 'PUT' || decode<Lease>(entry.value)?.node !== this.#deps.node) return;
-      await this.#kv.delete(keyOf(host), { previousSeq: entry.revision });
+      await kv.delete(keyOf(host), { previousSeq: entry.revision });
     } catch {
       // another node took it meanwhile, or the bucket is unreachable: the next claim settles it
+    }
+  }
+
+  /**
+   * Run `attempt` until it resolves, pausing between tries; rejects with its last error once the
+   * claim time ({@link LeasesDeps.claimMs}) is spent or the leases are closed. Retried: another
+   * node's write since the read (a failed compare-and-set), and a bucket that does not answer
+   * (electing a leader, or this node's NATS server reconnecting).
+   */
+  async #retry(what: string, attempt: () => Promise<void>): Promise<void> {
+    const end = Date.now() + (this.#deps.claimMs ?? CLAIM_MS);
+    for (let tries = 1; ; tries++) {
+      try {
+        return await attempt();
+      } catch (error) {
+        const pause = Math.min(RETRY_MS * 2 ** (tries - 1), RETRY_MAX_MS);
+        if (this.#closing.signal.aborted || Date.now() + pause >= end) throw error;
+        this.#deps.logger.debug({ err: error, key: what, tries }, 'cluster: a lease read or compare-and-set failed; trying again');
+        await sleep(pause, undefined, { signal: this.#closing.signal }).catch(() => undefined);
+      }
     }
   }
 
@@ -161,9 +233,10 @@ export class Leases {
     this.#stopWatch = undefined;
   }
 
-  async #watch(): Promise<void> {
-    const iterator = await this.#kv.watch({ key: 'h.>', include: KvWatchInclude.UpdatesOnly });
+  async #watch(kv: KV): Promise<void> {
+    const iterator = await kv.watch({ key: 'h.>', include: KvWatchInclude.UpdatesOnly });
     this.#stopWatch = () => iterator.stop();
+    if (this.#closing.signal.aborted) this.close();
     void (async () => {
       for await (const entry of iterator) {
         if (entry.operation !== 'PUT') continue;
