@@ -17,6 +17,7 @@ import { SessionCounters } from './observe/counters.js';
 import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
 import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';
 import type { PreAuthOptions } from './preauth/guard.js';
+import { AdvertiseCache } from './registry/advertise-cache.js';
 import { SchemaCompiler } from './registry/schema-compiler.js';
 import type { RouterOptions } from './router/router.js';
 import { FrameDecoder } from './session/frame-decoder.js';
@@ -211,6 +212,14 @@ export interface ToolwireServerOptions {
    * more memory than the decoder has (512 MiB) → close 1009.
    */
   frameDecodeTimeoutMs?: number;
+  /**
+   * Advertise frames kept decoded and examined, by their exact bytes, so hosts that send the same
+   * frame (a fleet with one manifest) are decoded and examined once: bytes of frame text at most
+   * (least recently used out first; the examined form kept beside a frame is of the same order);
+   * default 4194304 (4 MiB); 0 keeps none. Names, schema compile budget and registry are still
+   * checked per host.
+   */
+  advertiseCacheBytes?: number;
   /** Warning lines logged about one host per `logWindowMs`; default 20; more are counted and reported as one "N more … suppressed" line. */
   maxLogLinesPerHost?: number;
   /** The window of `maxLogLinesPerHost`, ms; default 10000. */
@@ -295,6 +304,8 @@ export const ServerDefaults = Object.freeze({
   /** 128 KiB. */
   maxSchemaCodeBytes: 128 * 1024,
   frameDecodeTimeoutMs: 10_000,
+  /** 4 MiB. */
+  advertiseCacheBytes: 4 * 1024 * 1024,
   maxLogLinesPerHost: 20,
   logWindowMs: 10_000,
   statusRecentCalls: 50,
@@ -401,7 +412,7 @@ const positive = [
   'statusSessionMs',
   'statusMaxSessions',
 ] as const;
-const nonNegative = ['cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes', 'maxCaptureBytes'] as const;
+const nonNegative = ['advertiseCacheBytes', 'cancelGraceMs', 'projectionHeadBytes', 'projectionTailBytes', 'maxCaptureBytes'] as const;
 
 /** Check `allowedOrigins` and lower-case it (origins compare case-insensitively). */
 function normalizeOrigins(origins: readonly string[]): readonly string[] {
@@ -480,7 +491,14 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     logWindowMs: o.logWindowMs,
     newCallId,
     counters,
-    decoder: new FrameDecoder({ limits: { ...toolLimits, maxToolsPerHost: o.maxToolsPerHost }, decodeTimeoutMs: o.frameDecodeTimeoutMs }, decodeWorker),
+    decoder: new FrameDecoder(
+      {
+        limits: { ...toolLimits, maxToolsPerHost: o.maxToolsPerHost },
+        decodeTimeoutMs: o.frameDecodeTimeoutMs,
+        ...(o.advertiseCacheBytes > 0 && { advertises: new AdvertiseCache(o.advertiseCacheBytes) }),
+      },
+      decodeWorker,
+    ),
     logger,
   };
   return {

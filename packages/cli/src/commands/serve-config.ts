@@ -128,6 +128,7 @@ const configSchema = {
     schemaCompileWindowMs: count,
     maxSchemaCodeBytes: count,
     frameDecodeTimeoutMs: count,
+    advertiseCacheBytes: zeroOk,
     maxLogLinesPerHost: count,
     logWindowMs: count,
     statusRecentCalls: count,

@@ -22,6 +22,8 @@ const forget = new FinalizationRegistry<string>((key) => {
 
 /** The shared spec (and schema text) equal to `spec` with schema text `text`; `spec` itself the first time. */
 export function internTool(spec: ToolSpec, text: string): InternedTool {
+  const own = texts.get(spec); // this very object is the shared one (a spec handed out again, `toolSpecOf`)
+  if (own !== undefined) return { spec, text: own };
   // name has no NUL (validated); the description's presence is part of the key.
   const key = `${spec.name}\0${spec.description === undefined ? '-' : `+${spec.description}`}\0${text}`;
   const known = specs.get(key)?.deref();

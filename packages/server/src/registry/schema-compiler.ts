@@ -16,7 +16,7 @@ import type { CompileJob, CompileReply } from '../worker/jobs.js';
 import type { OffloadWorker } from '../worker/offload.js';
 import { instantiate } from './ajv-setup.js';
 import { type CompileBudgetOptions, CompileBudgets } from './compile-budget.js';
-import { cachedOutcome, type Compiled, rememberOutcome } from './schema-cache.js';
+import { cachedOutcome, type Compiled, compiledFor, rememberOutcome } from './schema-cache.js';
 import { compileRefusal, type ExaminedOk, type ToolCheck, toolSpecOf } from './validate-tool.js';
 
 /** Schemas sent to the worker in one job at most. */
@@ -64,6 +64,13 @@ export class SchemaCompiler {
   async compileAll(host: string, tools: readonly ExaminedOk[], isCurrent: () => boolean): Promise<ToolCheck[] | undefined> {
     const pending: Pending[] = [];
     for (const examined of tools) {
+      // A schema object compiled before (the same advertise frame from another host of a fleet,
+      // `advertise-cache.ts`): nothing to parse or look up.
+      const known = examined.schema === undefined ? undefined : compiledFor(examined.schema);
+      if (known !== undefined) {
+        pending.push({ examined, schema: examined.schema!, outcome: { ok: true, validate: known } });
+        continue;
+      }
       await nextTurn(); // parsing a schema text of up to maxSchemaBytes: one per turn
       if (!isCurrent()) return undefined;
       const schema = examined.schema ?? (JSON.parse(examined.text) as Record<string, unknown>);

@@ -117,8 +117,18 @@ export function examineTool(value: unknown, limits: ToolLimits, keepSchema = tru
   return examined;
 }
 
-/** The `ToolSpec` of an examined tool, given its parsed schema. */
+/** Specs made from an examined tool with its own schema object (one per examined tool: a cached advertise gives every host the same one). */
+const specOf = new WeakMap<ExaminedOk, ToolSpec>();
+
+/** The `ToolSpec` of an examined tool, given its parsed schema (the same object each time for the examined tool's own schema). */
 export function toolSpecOf(examined: ExaminedOk, schema: Record<string, unknown>): ToolSpec {
+  if (schema !== examined.schema) return makeSpec(examined, schema);
+  let spec = specOf.get(examined);
+  if (spec === undefined) specOf.set(examined, (spec = makeSpec(examined, schema)));
+  return spec;
+}
+
+function makeSpec(examined: ExaminedOk, schema: Record<string, unknown>): ToolSpec {
   const spec: ToolSpec = { name: examined.name, inputSchema: schema };
   if (examined.title !== undefined) spec.title = examined.title;
   if (examined.description !== undefined) spec.description = examined.description;

@@ -7,6 +7,7 @@
  * `maxPayload` (close 1009). Either way an `advertise` comes out prepared (`prepareAdvertise`).
  */
 import { CloseCode, type Decoded, decodeHostMessage } from '@toolwire/protocol';
+import type { AdvertiseCache } from '../registry/advertise-cache.js';
 import { type PrepareLimits, prepareAdvertise } from '../registry/prepare.js';
 import type { DecodeJob, DecodeReply, HostFrame } from '../worker/jobs.js';
 import type { OffloadWorker } from '../worker/offload.js';
@@ -19,6 +20,8 @@ export interface FrameDecoderOptions {
   limits: PrepareLimits;
   /** Time the worker may take to decode one frame, ms (`frameDecodeTimeoutMs`). */
   decodeTimeoutMs: number;
+  /** Advertise frames already decoded and examined, by their bytes (identical frames of a fleet are examined once). */
+  advertises?: AdvertiseCache;
 }
 
 /** A Uint8Array that owns its whole ArrayBuffer, so the buffer can be moved to the worker. */
@@ -43,9 +46,14 @@ export class FrameDecoder {
    */
   decode(data: Buffer, isBinary: boolean): Decoded<HostFrame> | Promise<Decoded<HostFrame>> {
     if (isBinary || data.byteLength <= INLINE_DECODE_BYTES) {
+      const cache = isBinary ? undefined : this.#options.advertises;
+      const key = cache?.keyOf(data);
+      const known = key === undefined ? undefined : cache!.get(key);
+      if (known !== undefined) return { ok: true, message: { type: 'advertise', prepared: known } };
       const decoded = decodeHostMessage(data, isBinary);
       if (!decoded.ok || decoded.message.type !== 'advertise') return decoded as Decoded<HostFrame>;
-      return { ok: true, message: { type: 'advertise', prepared: prepareAdvertise(decoded.message.tools, this.#options.limits) } };
+      const prepared = prepareAdvertise(decoded.message.tools, this.#options.limits);
+      return { ok: true, message: { type: 'advertise', prepared: key === undefined ? prepared : cache!.set(key, prepared) } };
     }
     const bytes = owned(data);
     const job: Omit<DecodeJob, 'id'> = { kind: 'decode', data: bytes, limits: this.#options.limits };
