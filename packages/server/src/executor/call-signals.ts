@@ -30,6 +30,8 @@ export class Generation {
   readonly controller = new AbortController();
   /** `controller.signal`, read once (the getter checks its receiver on every read). */
   readonly signal = this.controller.signal;
+  /** `signal.aborted`, as a field (the getter checks its receiver on every read); set where this file aborts. */
+  aborted = false;
   /** Calls in flight in this generation (what `stop` counts). */
   calls = 0;
   /** Links of this generation not yet let go (with calls in flight, or idle for at most a turn), aborted with it. */
@@ -40,6 +42,8 @@ export class Generation {
 class Link {
   readonly controller = new AbortController();
   readonly signal = this.controller.signal;
+  /** `signal.aborted`, as a field; set only by {@link abort}. */
+  aborted = false;
   calls = 0;
   /** True while this link listens to its caller signal. */
   attached = false;
@@ -53,10 +57,16 @@ class Link {
 
   /** Listen to the caller's signal (or take its abort at once). */
   attach(): void {
-    if (this.attached || this.controller.signal.aborted) return;
-    if (this.source.aborted) return this.controller.abort(this.source.reason);
+    if (this.attached || this.aborted) return;
+    if (this.source.aborted) return this.abort(this.source.reason);
     this.attached = true;
     this.source.addEventListener('abort', this);
+  }
+
+  /** Abort this link's signal with `reason` (the one place a link's controller is aborted). */
+  abort(reason: unknown): void {
+    this.aborted = true;
+    this.controller.abort(reason);
   }
 
   /** Stop listening: a listener would keep an `AbortSignal.any()` or `timeout()` caller signal alive. */
@@ -69,7 +79,7 @@ class Link {
   /** The caller's signal aborted (the link is its own listener: no closure per link). */
   handleEvent(): void {
     this.attached = false;
-    this.controller.abort(this.source.reason);
+    this.abort(this.source.reason);
   }
 }
 
@@ -162,8 +172,9 @@ export class CallSignals {
       if (generation.calls === 0) continue;
       this.#generations.delete(name);
       stopped += generation.calls;
+      generation.aborted = true;
       generation.controller.abort('stop');
-      for (const link of generation.links) link.controller.abort('stop');
+      for (const link of generation.links) link.abort('stop');
     }
     return stopped;
   }

@@ -237,13 +237,15 @@ export class Executor {
     const signal = scope.signal;
     const recordKey = this.#record && `${agent}/${id}`;
     if (recordKey !== undefined) this.#liveRecords.add(recordKey);
-    const startedAt = new Date();
+    // ms since the epoch, kept as numbers (one clock read each) until the result is built
+    const startedMs = Date.now();
     let live: LiveCall | undefined;
     const trace = startCallTrace(id, name, agent, req.traceparent, req.tracestate);
     let host: string | undefined;
     let wireId: string | undefined;
     let node: string | undefined;
     let capture: Capture | undefined;
+    let endedMs: number | undefined;
     try {
       if (this.#toolControl) {
         const request = { id, name, input, agent, role: req.role };
@@ -254,7 +256,7 @@ export class Executor {
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
-      live = this.#board?.begin(id, agent, name);
+      live = this.#board?.begin(id, agent, name, startedMs);
       const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
       if (record) {
@@ -265,14 +267,17 @@ export class Executor {
           this.#writeFailed(error, 'input.json', agent, id);
         }
       }
-      if (signal.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
+      // The scope's own flag, not `signal.aborted` (a getter that checks its receiver): the same state.
+      if (scope.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
       else if (invalid) capture = invalid;
       else {
-        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal };
+        const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
+        // `host` and `wireId` present from the start (`undefined` = not set yet): the router's writes
+        // of them then change no object shape and add no property store to the call.
+        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal, host: undefined, wireId: undefined };
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
         if (trace.traceparent !== undefined) call.traceparent = trace.traceparent;
         if (trace.tracestate !== undefined) call.tracestate = trace.tracestate;
-        const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         const onOutput = outputListener(streamLog, req.onOutput);
         if (onOutput !== undefined) call.onOutput = onOutput;
         if (req.onProgress !== undefined) call.onProgress = req.onProgress;
@@ -292,7 +297,9 @@ export class Executor {
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const done = capture;
-      const endedAt = new Date();
+      endedMs = Date.now();
+      const startedAt = new Date(startedMs);
+      const endedAt = new Date(endedMs);
       if (record) {
         const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
         try {
@@ -302,12 +309,12 @@ export class Executor {
         }
       }
       const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
-      this.#ended(id, name, agent, host, node, wireId, done, endedAt.getTime() - startedAt.getTime(), traceIdOf(trace.traceparent));
+      this.#ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);
       return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
       else trace.span.end();
-      if (live !== undefined) this.#board!.end(live, capture);
+      if (live !== undefined) this.#board!.end(live, capture, endedMs);
       this.#signals.leave(agent, scope);
       if (recordKey !== undefined) this.#liveRecords.delete(recordKey);
       if (this.#idle.length > 0 && this.#signals.inFlight === 0) for (const resolve of this.#idle.splice(0)) resolve();
@@ -328,16 +335,21 @@ export class Executor {
     wire: string | undefined,
     capture: Capture,
     ms: number,
-    traceId: string | undefined,
+    traceparent: string | undefined,
   ): void {
-    const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
-    const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
-    if (wire !== undefined) fields.wire = wire;
-    if (node !== undefined) fields.node = node;
-    if (capture.failure !== undefined) fields.failure = capture.failure;
-    if (traceId !== undefined) fields.trace = traceId;
-    this.#lines.ended(tool, host, agent, fields);
     const observer = this.#observer;
+    const lines = this.#lines;
+    if (observer === undefined && !lines.enabled) return; // nothing to tell: no fields built
+    const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
+    const traceId = traceIdOf(traceparent);
+    if (lines.enabled) {
+      const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
+      if (wire !== undefined) fields.wire = wire;
+      if (node !== undefined) fields.node = node;
+      if (capture.failure !== undefined) fields.failure = capture.failure;
+      if (traceId !== undefined) fields.trace = traceId;
+      lines.ended(tool, host, agent, fields);
+    }
     if (observer === undefined) return;
     const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
     try {

@@ -6,7 +6,10 @@
  * message to the thread and one back per batch of files rather than five thread-pool round trips
  * per file (mkdir, open, write, close, rename; see bench/README.md, issue 12 "session 6").
  *
- * Files queued while a batch is being written go out together as the next batch, in order. A write
+ * A batch goes out at the end of the event loop's turn (`setImmediate`), with every file queued in
+ * that turn — the first write after a pause too, and the writes the settling of the last batch led to
+ * — so a burst of calls wakes the thread once rather than once for its first file and again for the
+ * rest. Files queued while a batch is being written go out together as the next batch, in order. A write
  * resolves once its file is in place and rejects with the file error (its `code`, e.g. `ENOENT`,
  * kept). The thread starts at the first write, keeps the process alive only while writing, ends after
  * {@link IDLE_MS} without writes or at {@link RecordWriter.close}; a thread that dies fails the
@@ -100,6 +103,18 @@ export class RecordWriter {
   #closed = false;
   /** The thread is ref'ed (a batch is in flight). */
   #refed = false;
+  /** The end-of-turn send of the next batch, when one is due (ref'ed: queued writes keep the process alive). */
+  #due: NodeJS.Immediate | undefined;
+  readonly #sendDue = (): void => {
+    this.#due = undefined;
+    if (this.#queue.length > 0) this.#pump();
+    else if (this.#batch === undefined && this.#refed) {
+      // Nothing came of the last batch in its turn: idle.
+      this.#thread?.unref();
+      this.#refed = false;
+      this.#armIdle();
+    }
+  };
 
   /** Write `job`'s file (temp file, then rename). Rejects with the file error, when closed, or (`TypeError`) when a field holds a NUL. */
   write(job: FileWrite): Promise<void> {
@@ -108,13 +123,20 @@ export class RecordWriter {
       return Promise.reject(new TypeError('record file fields must not contain NUL'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ job, resolve, reject });
-      this.#pump();
+      this.#schedule();
     });
+  }
+
+  /** Send the queue as the next batch at the end of this turn, unless a batch is in flight (then at its end). */
+  #schedule(): void {
+    if (this.#batch === undefined && this.#due === undefined) this.#due = setImmediate(this.#sendDue);
   }
 
   /** End the thread; writes queued or in flight reject. Idempotent. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearImmediate(this.#due);
+    this.#due = undefined;
     clearTimeout(this.#idleTimer);
     this.#idleTimer = undefined;
     const waiting = [...(this.#batch ?? []), ...this.#queue.splice(0)];
@@ -170,12 +192,9 @@ export class RecordWriter {
       if (reply === 0) batch[i]!.resolve();
       else batch[i]!.reject(toError(reply ?? { message: 'no reply from the record writer thread' }));
     }
-    if (this.#queue.length > 0) this.#pump();
-    else {
-      this.#thread?.unref();
-      this.#refed = false;
-      this.#armIdle();
-    }
+    // The writes these settlements lead to (a call's output.json, the next call's input.json) join
+    // the queue in this turn; at its end they go out, or the thread idles.
+    this.#schedule();
   }
 
   /** The thread died or could not be given the batch: fail the batch, drop the thread, go on. */

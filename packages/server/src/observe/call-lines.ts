@@ -67,6 +67,12 @@ export class CallLines {
     this.#logger = logger;
   }
 
+  /** False when the logger says info is off (`isLevelEnabled`): {@link ended} would write nothing, so its fields need not be built. */
+  get enabled(): boolean {
+    const parent = this.#logger;
+    return parent.isLevelEnabled === undefined || parent.isLevelEnabled('info');
+  }
+
   /** Log `fields` as `call ended` with `tool`, `host` (when one answered) and `agent`. Never the input. */
   ended(tool: string, host: string | undefined, agent: string, fields: CallLineFields): void {
     const parent = this.#logger;

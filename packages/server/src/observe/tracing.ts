@@ -89,6 +89,7 @@ export function startCallTrace(id: string, tool: string, agent: string, tracepar
 
 /** End a call's span with its host and exit code (status ERROR for a non-zero exit code). */
 export function endCallTrace(trace: CallTrace, capture: Capture, host: string | undefined): void {
+  if (trace === UNTRACED) return; // its no-op span has nothing to end
   const span = trace.span;
   if (!span.isRecording()) return span.end();
   span.setAttribute('toolwire.exit_code', capture.exitCode);

@@ -64,13 +64,13 @@ export class LiveCall {
   newer: LiveCall | undefined = undefined;
   onBoard = false;
 
-  constructor(id: string, agent: string, tool: string, host: string | undefined, node?: string) {
+  constructor(id: string, agent: string, tool: string, host: string | undefined, node?: string, startedAt = Date.now()) {
     this.id = id;
     this.agent = agent;
     this.tool = tool;
     this.host = host;
     this.node = node;
-    this.startedAt = Date.now();
+    this.startedAt = startedAt;
     this.routed = undefined;
   }
 }
@@ -126,11 +126,14 @@ export class CallBoard {
     this.#changed = listener;
   }
 
-  /** A call of `agent` to tool `tool` starts (past the gates). Pair with {@link end}. */
-  begin(id: string, agent: string, tool: string): LiveCall {
+  /**
+   * A call of `agent` to tool `tool` starts (past the gates). Pair with {@link end}.
+   * @param startedAt when it started, ms since the epoch (default now: the caller's clock reading saves one)
+   */
+  begin(id: string, agent: string, tool: string, startedAt = Date.now()): LiveCall {
     const host = this.#router.hostOf(tool);
     const node = this.#node === undefined || host === undefined ? undefined : (this.#router.linkOf?.(host)?.node ?? this.#node);
-    const call = new LiveCall(id, agent, tool, host, node);
+    const call = new LiveCall(id, agent, tool, host, node, startedAt);
     call.onBoard = true;
     call.older = this.#newest;
     if (this.#newest === undefined) this.#oldest = call;
@@ -141,8 +144,11 @@ export class CallBoard {
     return call;
   }
 
-  /** `call` settled with `capture` (kept among the recent calls), or without one (dropped). */
-  end(call: LiveCall, capture: Capture | undefined): void {
+  /**
+   * `call` settled with `capture` (kept among the recent calls), or without one (dropped).
+   * @param endedAt when it ended, ms since the epoch (default now)
+   */
+  end(call: LiveCall, capture: Capture | undefined, endedAt = Date.now()): void {
     if (!call.onBoard) return;
     this.#unlink(call);
     const node = call.routed?.node ?? call.node;
@@ -157,7 +163,7 @@ export class CallBoard {
       done.host = call.host;
       done.node = node;
       done.startedAt = call.startedAt;
-      done.endedAt = Date.now();
+      done.endedAt = endedAt;
       done.exitCode = capture.exitCode;
       done.failure = capture.failure;
       done.bytes = capture.stdout.length + capture.stderr.length;
