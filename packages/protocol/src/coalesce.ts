@@ -1,8 +1,10 @@
 /**
- * Coalescing outgoing frames (performance, no change on the wire): the socket is corked at the second
- * frame written in a tick and uncorked on `process.nextTick`, so the frames written in the same
- * tick — e.g. the results of all calls that arrived in one read — leave in few `writev`s instead of
- * one syscall each. Nothing waits past the current tick; the frames and their order are unchanged.
+ * Coalescing outgoing frames (performance, no change on the wire): {@link TickCoalescer} corks the
+ * socket at the second frame written in a tick and uncorks it on `process.nextTick`, so the frames
+ * written in the same tick — e.g. the results of all calls that arrived in one read — leave in few
+ * `writev`s instead of one syscall each; {@link TurnCoalescer} corks it at the first frame of a turn
+ * of the event loop and uncorks it on `setImmediate`, so the frames of every I/O callback of that
+ * turn leave together. Neither holds a frame past the current turn; frames and their order are unchanged.
  */
 
 /** The part of a socket (`net.Socket`, any `stream.Writable`) the coalescer uses. */
@@ -68,5 +70,57 @@ export class TickCoalescer {
     this.#corked = true;
     this.#frames = 1;
     this.#socket.cork();
+  }
+}
+
+/**
+ * Corks one socket from the first frame written in a turn of the event loop until `setImmediate` —
+ * the check phase of the same turn: the loop does not block for I/O while an immediate is pending —
+ * so the frames written by every I/O callback of the turn leave in one `writev`. Where frames are
+ * produced by several reads of other pipes or sockets in one turn (a tool host's results from its
+ * MCP servers' output, each read one or two results), a per-tick coalescer sends each read's frames
+ * on their own. Flushes every {@link COALESCE_MAX_FRAMES} frames; a frame over
+ * {@link COALESCE_MAX_BYTES} does not start a batch (it joins one already held). One per connection;
+ * {@link close} when the connection closed.
+ */
+export class TurnCoalescer {
+  readonly #socket: Corkable;
+  /** The pending flush while the socket is corked. */
+  #immediate: NodeJS.Immediate | undefined;
+  #frames = 0;
+  readonly #flush = (): void => {
+    this.#immediate = undefined;
+    this.#socket.uncork(); // a no-op on a socket that ended or was destroyed meanwhile
+  };
+
+  /** @param socket the connection's underlying socket (the one `ws` writes to) */
+  constructor(socket: Corkable) {
+    this.#socket = socket;
+  }
+
+  /**
+   * Call right before writing a frame of about `bytes` bytes: corks the socket until the end of
+   * this turn unless it is already held, flushing every {@link COALESCE_MAX_FRAMES} frames.
+   */
+  hold(bytes: number): void {
+    if (this.#immediate !== undefined) {
+      if (++this.#frames > COALESCE_MAX_FRAMES) {
+        this.#frames = 1;
+        this.#socket.uncork(); // flush the full batch; this frame starts the next one
+        this.#socket.cork();
+      }
+      return;
+    }
+    if (bytes > COALESCE_MAX_BYTES) return;
+    this.#frames = 1;
+    this.#socket.cork();
+    this.#immediate = setImmediate(this.#flush);
+  }
+
+  /** Flush what is held now and cancel the pending flush (nothing is left scheduled). */
+  close(): void {
+    if (this.#immediate === undefined) return;
+    clearImmediate(this.#immediate);
+    this.#flush();
   }
 }

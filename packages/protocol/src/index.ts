@@ -29,7 +29,7 @@ export type {
 export { hostMessageSchemas, serverMessageSchemas, toolSpecSchema, MAX_CONTENT_BLOCKS } from './schemas.js';
 export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, encodeMessage, checkToolSpec, formatAjvErrors } from './codec.js';
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
-export { type Corkable, TickCoalescer } from './coalesce.js';
+export { type Corkable, TickCoalescer, TurnCoalescer } from './coalesce.js';
 export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';
 export { type OutputFrame, OUTPUT_FRAME_KIND, MAX_OUTPUT_FRAME_SEQ, encodeOutputFrame, decodeOutputFrame, outputFrameHeaderBytes } from './output-frame.js';
 export {

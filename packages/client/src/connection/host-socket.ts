@@ -12,7 +12,7 @@ import {
   type HelloMessage,
   type HostMessage,
   SUBPROTOCOLS,
-  TickCoalescer,
+  TurnCoalescer,
   type WelcomeMessage,
   decodeServerMessage,
   versionOfSubprotocol,
@@ -126,8 +126,8 @@ export class HostSocket {
   #error: Error | undefined;
   /** When the server was last heard from after `welcome` (a ping or a frame), `performance.now()` ms. */
   #heardAt = 0;
-  /** Frames written in one tick leave in one syscall (set once the upgrade hands over the socket). */
-  #coalescer: TickCoalescer | undefined;
+  /** Frames written in one turn of the event loop leave in one syscall (set once the upgrade hands over the socket). */
+  #coalescer: TurnCoalescer | undefined;
 
   constructor(options: HostSocketOptions, handlers: HostSocketHandlers) {
     this.#options = options;
@@ -147,6 +147,7 @@ export class HostSocket {
     });
     this.#closed = new Promise((resolve) => {
       ws.on('close', (code, reason) => {
+        this.#coalescer?.close();
         clearTimeout(this.#timer);
         clearTimeout(this.#bodyGuard);
         const info: CloseInfo = { opened: this.#opened, welcomed: this.#welcome !== undefined, code, reason: reason.toString('utf8') };
@@ -191,7 +192,7 @@ export class HostSocket {
       res.on('close', finish);
     });
     ws.on('upgrade', (res) => {
-      this.#coalescer = new TickCoalescer(res.socket);
+      this.#coalescer = new TurnCoalescer(res.socket);
     });
     ws.on('open', () => this.#onOpen());
     ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
