@@ -6,6 +6,7 @@
  */
 import type { ErrorObject } from 'ajv';
 import { CloseCode } from './codes.js';
+import { isPlainCall, isPlainResult } from './hot-frames.js';
 import type { HostMessage, ServerMessage, ToolSpec } from './messages.js';
 import * as generated from './validators.generated.js';
 
@@ -47,6 +48,15 @@ const hostValidators = validators('host_');
 const serverValidators = validators('server_');
 const toolSpecValidator = generated.toolSpec as Validator;
 
+/** The frame sent once per call in one direction, and its accept-only check (`hot-frames.ts`), tried before ajv. */
+interface HotFrame {
+  type: string;
+  accept: (value: Record<string, unknown>) => boolean;
+}
+
+const hostHot: HotFrame = { type: 'result', accept: isPlainResult };
+const serverHot: HotFrame = { type: 'call', accept: isPlainCall };
+
 /** Most ajv errors rendered into one reason line; the rest are counted. */
 const MAX_REPORTED_ERRORS = 5;
 
@@ -77,7 +87,7 @@ function describeType(type: unknown): string {
   return String(JSON.stringify(typeof type === 'string' ? type.slice(0, 64) : type)).slice(0, 64);
 }
 
-function decode<M>(validators: Map<string, Validator>, data: string | Buffer, isBinary: boolean): Decoded<M> {
+function decode<M>(validators: Map<string, Validator>, hot: HotFrame, data: string | Buffer, isBinary: boolean): Decoded<M> {
   if (isBinary) {
     return { ok: false, error: { fatal: true, closeCode: CloseCode.UNSUPPORTED_DATA, reason: 'binary frame' } };
   }
@@ -91,8 +101,9 @@ function decode<M>(validators: Map<string, Validator>, data: string | Buffer, is
     return { ok: false, error: { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: 'frame is not a JSON object' } };
   }
   const record = value as Record<string, unknown>;
-  const named = typeof record.id === 'string' && record.id.length > 0 ? record.id : undefined;
   const type = record.type;
+  if (type === hot.type && hot.accept(record)) return { ok: true, message: value as M };
+  const named = typeof record.id === 'string' && record.id.length > 0 ? record.id : undefined;
   const validate = typeof type === 'string' ? validators.get(type) : undefined;
   if (typeof type !== 'string' || !validate) {
     const error: WireError = { fatal: false, closeCode: CloseCode.PROTOCOL_ERROR, reason: `unknown message type ${describeType(type)}` };
@@ -117,12 +128,12 @@ function decode<M>(validators: Map<string, Validator>, data: string | Buffer, is
 
 /** Decode a frame a host sent (server side). `data` as ws delivers it; `isBinary` from the ws event. */
 export function decodeHostMessage(data: string | Buffer, isBinary = false): Decoded<HostMessage> {
-  return decode<HostMessage>(hostValidators, data, isBinary);
+  return decode<HostMessage>(hostValidators, hostHot, data, isBinary);
 }
 
 /** Decode a frame the server sent (tool-host side). */
 export function decodeServerMessage(data: string | Buffer, isBinary = false): Decoded<ServerMessage> {
-  return decode<ServerMessage>(serverValidators, data, isBinary);
+  return decode<ServerMessage>(serverValidators, serverHot, data, isBinary);
 }
 
 /** Encode any message as one JSON text frame. */
