@@ -31,7 +31,15 @@ export { type WireError, type Decoded, decodeHostMessage, decodeServerMessage, e
 export { type WireBytes, toWire, fromWire, utf8 } from './bytes.js';
 export { type Corkable, TickCoalescer, TurnCoalescer } from './coalesce.js';
 export { type Capture, type PartialOutput, failureCapture, appendReason, headTail, HeadTailBuffer } from './capture.js';
-export { type OutputFrame, OUTPUT_FRAME_KIND, MAX_OUTPUT_FRAME_SEQ, encodeOutputFrame, decodeOutputFrame, outputFrameHeaderBytes } from './output-frame.js';
+export {
+  type OutputFrame,
+  OUTPUT_FRAME_KIND,
+  MAX_OUTPUT_FRAME_SEQ,
+  encodeOutputFrame,
+  decodeOutputFrame,
+  outputFrameHeaderBytes,
+  outputFrameInPlace,
+} from './output-frame.js';
 export {
   type Traceparent,
   TRACEPARENT_PATTERN,

@@ -56,18 +56,11 @@ export function outputFrameHeaderBytes(id: string): number {
  * none of them from peer input).
  */
 export function encodeOutputFrame(id: string, stream: 'stdout' | 'stderr', seq: number, parts: readonly Uint8Array[], bytes: number, into?: Buffer): Buffer {
-  if (!Number.isInteger(seq) || seq < 0 || seq > MAX_OUTPUT_FRAME_SEQ) throw new RangeError(`output seq ${seq} out of range`);
-  if (id.length === 0 || id.length > MAX_ID_CHARS) throw new RangeError(`call id of ${id.length} characters (1–${MAX_ID_CHARS})`);
   if (bytes < 1) throw new RangeError('an output chunk holds at least one byte');
-  const idBytes = Buffer.byteLength(id, 'utf8');
-  const header = FIXED_HEADER_BYTES + idBytes;
+  const header = outputFrameHeaderBytes(id);
   if (into !== undefined && into.length < header + bytes) throw new RangeError(`output frame of ${header + bytes} bytes does not fit ${into.length}`);
   const frame = into === undefined ? Buffer.allocUnsafeSlow(header + bytes) : into.subarray(0, header + bytes);
-  frame[0] = OUTPUT_FRAME_KIND;
-  frame[1] = stream === 'stdout' ? 1 : 2;
-  frame.writeUIntBE(seq, 2, 6);
-  frame.writeUInt16BE(idBytes, 8);
-  frame.write(id, FIXED_HEADER_BYTES, 'utf8');
+  writeHeader(frame, id, stream, seq, header);
   let at = header;
   for (const part of parts) {
     frame.set(part, at);
@@ -75,6 +68,32 @@ export function encodeOutputFrame(id: string, stream: 'stdout' | 'stderr', seq: 
   }
   if (at !== header + bytes) throw new RangeError(`output parts hold ${at - header} bytes, not ${bytes}`);
   return frame;
+}
+
+/**
+ * Make the bytes `frame[start, end)` a binary `output` frame in place: its header is written into the
+ * {@link outputFrameHeaderBytes} bytes before `start` (they must be free), and the frame is returned
+ * as a view of `frame` — the chunk's bytes are not copied. Throws `RangeError` as {@link encodeOutputFrame}
+ * does, and when the header does not fit before `start`.
+ */
+export function outputFrameInPlace(id: string, stream: 'stdout' | 'stderr', seq: number, frame: Buffer, start: number, end: number): Buffer {
+  if (end - start < 1) throw new RangeError('an output chunk holds at least one byte');
+  const header = outputFrameHeaderBytes(id);
+  if (start < header || end > frame.length) throw new RangeError(`output frame [${start - header}, ${end}) does not fit ${frame.length} bytes`);
+  const view = frame.subarray(start - header, end);
+  writeHeader(view, id, stream, seq, header);
+  return view;
+}
+
+/** Write the header (`header` bytes, {@link outputFrameHeaderBytes}) at the start of `frame`. */
+function writeHeader(frame: Buffer, id: string, stream: 'stdout' | 'stderr', seq: number, header: number): void {
+  if (!Number.isInteger(seq) || seq < 0 || seq > MAX_OUTPUT_FRAME_SEQ) throw new RangeError(`output seq ${seq} out of range`);
+  if (id.length === 0 || id.length > MAX_ID_CHARS) throw new RangeError(`call id of ${id.length} characters (1–${MAX_ID_CHARS})`);
+  frame[0] = OUTPUT_FRAME_KIND;
+  frame[1] = stream === 'stdout' ? 1 : 2;
+  frame.writeUIntBE(seq, 2, 6);
+  frame.writeUInt16BE(header - FIXED_HEADER_BYTES, 8);
+  frame.write(id, FIXED_HEADER_BYTES, 'utf8');
 }
 
 function refused(reason: string, id?: string): Decoded<OutputFrame> {

@@ -1,7 +1,7 @@
 /** The binary `output` frame (protocol 2, DESIGN §5 "Live output"): layout, round trip, refusals. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { MAX_OUTPUT_FRAME_SEQ, decodeOutputFrame, encodeOutputFrame, outputFrameHeaderBytes } from '@toolwire/protocol';
+import { MAX_OUTPUT_FRAME_SEQ, decodeOutputFrame, encodeOutputFrame, outputFrameHeaderBytes, outputFrameInPlace } from '@toolwire/protocol';
 
 describe('binary output frame', () => {
   it('lays out kind, stream, seq (48 bits), id length, id, then the bytes', () => {
@@ -72,5 +72,20 @@ describe('binary output frame', () => {
     expect(frame.buffer).toBe(into.buffer);
     expect(frame.byteOffset).toBe(into.byteOffset);
     expect(into[frame.length]).toBe(0xff);
+  });
+
+  it('makes a frame in place around bytes already in a buffer: the header goes just before them, nothing else changes', () => {
+    const buffer = Buffer.alloc(64, 0xff);
+    buffer.write('abc', 20);
+    const frame = outputFrameInPlace('c1', 'stderr', 258, buffer, 20, 23);
+    expect(frame.equals(encodeOutputFrame('c1', 'stderr', 258, [Buffer.from('abc')], 3))).toBe(true);
+    expect(frame.buffer).toBe(buffer.buffer);
+    expect(frame.byteOffset).toBe(buffer.byteOffset + 20 - outputFrameHeaderBytes('c1'));
+    expect(buffer[20 - outputFrameHeaderBytes('c1') - 1]).toBe(0xff);
+    expect(buffer[23]).toBe(0xff);
+    expect(() => outputFrameInPlace('c1', 'stdout', 0, buffer, 11, 12)).toThrow(RangeError); // no room for the header
+    expect(() => outputFrameInPlace('c1', 'stdout', 0, buffer, 20, 20)).toThrow(RangeError); // empty chunk
+    expect(() => outputFrameInPlace('c1', 'stdout', 0, buffer, 20, 65)).toThrow(RangeError); // past the buffer
+    expect(() => outputFrameInPlace('', 'stdout', 0, buffer, 20, 21)).toThrow(RangeError);
   });
 });

@@ -4,7 +4,7 @@
  * the server's `credit` to the streaming call it names. Credit for a call that is unknown or no
  * longer streams (answered, ended) is ignored.
  */
-import { type CreditMessage, encodeOutputFrame, outputFrameHeaderBytes, type WelcomeOutput } from '@toolwire/protocol';
+import { type CreditMessage, encodeOutputFrame, outputFrameHeaderBytes, outputFrameInPlace, type WelcomeOutput } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
 import { BufferedOutput, type CallOutput, type OutputStreamName } from './output-sink.js';
 import { type OutputLink, StreamingOutput } from './streaming-output.js';
@@ -90,10 +90,20 @@ export class OutputChannel implements OutputLink {
   /** One chunk as a binary frame, in a pooled buffer when it fits one (the buffer comes back once the frame is written). */
   sendChunk(id: string, stream: OutputStreamName, seq: number, parts: readonly Uint8Array[], bytes: number): boolean {
     if (outputFrameHeaderBytes(id) + bytes > this.#frameBytes) return this.#send(encodeOutputFrame(id, stream, seq, parts, bytes));
-    const buffer = this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#frameBytes);
-    return this.#send(encodeOutputFrame(id, stream, seq, parts, bytes, buffer), () => {
-      if (this.#free.length < POOLED_FRAMES) this.#free.push(buffer);
-    });
+    const buffer = this.frameBuffer();
+    return this.#send(encodeOutputFrame(id, stream, seq, parts, bytes, buffer), () => this.recycle(buffer));
+  }
+
+  frameBuffer(): Buffer {
+    return this.#free.pop() ?? Buffer.allocUnsafeSlow(this.#frameBytes);
+  }
+
+  sendInPlace(id: string, stream: OutputStreamName, seq: number, frame: Buffer, start: number, end: number): boolean {
+    return this.#send(outputFrameInPlace(id, stream, seq, frame, start, end), () => this.recycle(frame));
+  }
+
+  recycle(frame: Buffer): void {
+    if (this.#free.length < POOLED_FRAMES && frame.length === this.#frameBytes) this.#free.push(frame);
   }
 
   forget(id: string, output: StreamingOutput): void {

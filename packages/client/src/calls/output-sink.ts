@@ -56,6 +56,12 @@ export interface Remainder {
 export interface CallOutput extends OutputSink {
   /** Whether bytes leave as `output` chunks. */
   readonly streaming: boolean;
+  /**
+   * Take `bytes` of `stream` as a pipe source reads them: copied before this returns (the source
+   * reuses its read buffer). A pipe source is held by {@link allowance} and its {@link ReadGate}, not
+   * by a promise. Bytes copied after the call ended are dropped.
+   */
+  copy(stream: OutputStreamName, bytes: Uint8Array): void;
   /** What was streamed, or `undefined` when no chunk was sent (the `result` then has no `streamed`). */
   readonly streamed: StreamedCounts | undefined;
   /** Bytes a pipe source may read before it waits for its {@link ReadGate}; `undefined`: no bound. */
@@ -104,6 +110,7 @@ abstract class BaseOutput implements CallOutput {
   }
 
   abstract write(stream: OutputStreamName, bytes: Uint8Array): Promise<void>;
+  abstract copy(stream: OutputStreamName, bytes: Uint8Array): void;
   abstract progress(message?: string): void;
   abstract gate(gate: ReadGate): void;
   abstract end(): void;
@@ -167,6 +174,11 @@ export class BufferedOutput extends BaseOutput {
       this.lastStderr = bytes[bytes.length - 1]!;
     }
     return WRITABLE;
+  }
+
+  copy(stream: OutputStreamName, bytes: Uint8Array): void {
+    // A copy of its own size that owns its memory (`Buffer.from` would take small ones from Node's shared pool).
+    if (!this.closed && bytes.length > 0) void this.write(stream, new Uint8Array(bytes));
   }
 
   progress(): void {

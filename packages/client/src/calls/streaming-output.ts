@@ -15,7 +15,7 @@
  *   `result`; nothing waits for credit any more. {@link StreamingOutput.take} does the same and
  *   closes. What the result carries is never sent twice.
  */
-import { encodeMessage, type HeadTailBuffer } from '@toolwire/protocol';
+import { encodeMessage, type HeadTailBuffer, outputFrameHeaderBytes } from '@toolwire/protocol';
 import { BaseOutput, type OutputStreamName, type ReadGate, type StreamedCounts, WRITABLE } from './output-sink.js';
 
 /** What a streaming call needs from its connection (one per connection: `output-channel.ts`). */
@@ -24,6 +24,18 @@ export interface OutputLink {
   send(frame: string | Uint8Array): boolean;
   /** Sends one chunk (`parts` in order, `bytes` in all) as a binary `output` frame; false when the connection is gone. */
   sendChunk(id: string, stream: OutputStreamName, seq: number, parts: readonly Uint8Array[], bytes: number): boolean;
+  /**
+   * A frame buffer for {@link sendInPlace}: room for the largest header (a call id of 512 bytes) and
+   * {@link chunkBytes}. Pooled: give it back with {@link recycle} when it is not sent.
+   */
+  frameBuffer(): Buffer;
+  /**
+   * Sends `frame[start, end)` as one chunk's binary `output` frame, its header written into the bytes
+   * just before `start` (no copy of the data); `frame` goes back to the pool once written. False when the connection is gone.
+   */
+  sendInPlace(id: string, stream: OutputStreamName, seq: number, frame: Buffer, start: number, end: number): boolean;
+  /** Gives back a buffer of {@link frameBuffer} that was not sent. */
+  recycle(frame: Buffer): void;
   /** Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`). */
   readonly chunkBytes: number;
   /** Most window a call holds at once, bytes (see `MAX_WINDOW_BYTES`). */
@@ -38,6 +50,12 @@ export const PROGRESS_INTERVAL_MS = 100;
 interface Piece {
   stream: OutputStreamName;
   bytes: Uint8Array;
+  /**
+   * Set when the bytes were copied in ({@link StreamingOutput.copy}): the pooled frame buffer they lie
+   * in, from offset `start` (at least the frame header's length: the header goes just before them).
+   */
+  frame?: Buffer;
+  start?: number;
 }
 
 /** One streaming call's chunks, window and remainder. */
@@ -45,6 +63,8 @@ export class StreamingOutput extends BaseOutput {
   readonly streaming = true;
   readonly #id: string;
   readonly #link: OutputLink;
+  /** Bytes of this call's `output` frame header: where copied-in bytes start in their frame buffer. */
+  readonly #header: number;
   /** Bytes the window can still take. */
   #window: number;
   /** Bytes a pipe source may still read (the window granted so far, less what it wrote). */
@@ -70,6 +90,7 @@ export class StreamingOutput extends BaseOutput {
     super(capBytes);
     this.#id = id;
     this.#link = link;
+    this.#header = outputFrameHeaderBytes(id);
     this.#window = Math.min(windowBytes, link.maxWindowBytes);
     this.#allowance = this.#window;
   }
@@ -104,6 +125,40 @@ export class StreamingOutput extends BaseOutput {
     if (this.#pendingBytes <= this.#window) return WRITABLE;
     this.#waiting ??= withResolvers();
     return this.#waiting.promise;
+  }
+
+  /**
+   * Pipe reads: the bytes are copied into the pooled frame buffer their chunk will leave in (its
+   * header is written in front of them when it goes), so a read costs one copy and no new buffer.
+   * Consecutive reads of one stream fill one frame up to a chunk.
+   */
+  copy(stream: OutputStreamName, bytes: Uint8Array): void {
+    if (this.closed || bytes.length === 0) return;
+    if (stream === 'stderr') this.lastStderr = bytes[bytes.length - 1]!;
+    this.#allowance -= bytes.length;
+    if (this.#ending) {
+      this.#keep(stream, new Uint8Array(bytes));
+      return;
+    }
+    const limit = this.#header + this.#link.chunkBytes; // where a frame's data ends at most
+    let at = 0;
+    while (at < bytes.length) {
+      const last = this.#pending[this.#pending.length - 1];
+      let piece: Piece & { frame: Buffer; start: number };
+      if (last?.frame !== undefined && last.stream === stream && last.start! + last.bytes.length < limit) piece = last as typeof piece;
+      else {
+        const frame = this.#link.frameBuffer();
+        piece = { stream, bytes: frame.subarray(this.#header, this.#header), frame, start: this.#header };
+        this.#pending.push(piece);
+      }
+      const end = piece.start + piece.bytes.length;
+      const take = Math.min(limit - end, bytes.length - at);
+      piece.frame.set(take === bytes.length ? bytes : bytes.subarray(at, at + take), end);
+      piece.bytes = piece.frame.subarray(piece.start, end + take);
+      at += take;
+    }
+    this.#pendingBytes += bytes.length;
+    if (this.#window > 0) this.#flushing ??= setImmediate(this.#flush);
   }
 
   progress(message?: string): void {
@@ -160,17 +215,32 @@ export class StreamingOutput extends BaseOutput {
     this.#flushing = undefined;
     const limit = this.#link.chunkBytes;
     while (this.#pending.length > 0 && this.#window > 0 && !this.closed) {
-      const stream = this.#pending[0]!.stream;
+      const first = this.#pending[0]!;
+      const stream = first.stream;
       const size = Math.min(limit, this.#window);
+      if (first.frame !== undefined && first.bytes.length <= size) {
+        // Copied in: the chunk leaves from its own frame buffer, the header written in front of it.
+        this.#pending.shift();
+        const n = first.bytes.length;
+        this.#pendingBytes -= n;
+        this.#window -= n;
+        this.#count(stream, n);
+        this.#link.sendInPlace(this.#id, stream, this.#seq++, first.frame, first.start!, first.start! + n);
+        continue;
+      }
       const parts: Uint8Array[] = [];
+      const spent: Buffer[] = [];
       let n = 0;
       while (n < size && this.#pending.length > 0 && this.#pending[0]!.stream === stream) {
         const piece = this.#pending[0]!;
         const take = Math.min(size - n, piece.bytes.length);
-        if (take === piece.bytes.length) this.#pending.shift();
-        else {
+        if (take === piece.bytes.length) {
+          this.#pending.shift();
+          if (piece.frame !== undefined) spent.push(piece.frame);
+        } else {
           parts.push(piece.bytes.subarray(0, take));
           piece.bytes = piece.bytes.subarray(take);
+          if (piece.start !== undefined) piece.start += take;
           n += take;
           break;
         }
@@ -180,15 +250,20 @@ export class StreamingOutput extends BaseOutput {
       this.#pendingBytes -= n;
       this.#window -= n;
       this.#sendChunk(stream, parts, n);
+      for (const frame of spent) this.#link.recycle(frame); // copied into the chunk's frame
     }
     if (this.#waiting !== undefined && this.#pendingBytes <= this.#window) this.#release();
   };
 
   /** One chunk of `bytes` (the `parts` in order) as a binary `output` frame: the parts are copied once, into the frame. */
   #sendChunk(stream: OutputStreamName, parts: Uint8Array[], bytes: number): void {
+    this.#count(stream, bytes);
+    this.#link.sendChunk(this.#id, stream, this.#seq++, parts, bytes);
+  }
+
+  #count(stream: OutputStreamName, bytes: number): void {
     if (stream === 'stdout') this.#sentStdout += bytes;
     else this.#sentStderr += bytes;
-    this.#link.sendChunk(this.#id, stream, this.#seq++, parts, bytes);
   }
 
   /** Move what waits into the remainder (the call ends: no more chunks for it). */

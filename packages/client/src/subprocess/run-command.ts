@@ -221,7 +221,10 @@ function watch(
 
   const events: ToolEvents = {
     spawnFailed: (error) => finish({ spawnError: error }),
-    data: (fd, chunk) => void output.write(fd === 1 ? 'stdout' : 'stderr', chunk),
+    data: (fd, chunk, reused) => {
+      if (reused) output.copy(fd === 1 ? 'stdout' : 'stderr', chunk);
+      else void output.write(fd === 1 ? 'stdout' : 'stderr', chunk);
+    },
     exit: (code, sig) => {
       exit = { code, signal: sig };
       clearTimeout(graceTimer);

@@ -21,7 +21,7 @@
  *   no `release` then. Nothing after `release`.
  *
  * - helper → host, once a tool has output HANDOVER_BYTES: `{ev:'pipe', id, fd}` with the handle of its
- *   stdout (fd 1), then its stderr (fd 2) (each a net.Socket, `sendHandle`), after every `data` event read here: from then on the host
+ *   stdout (fd 1), then its stderr (fd 2) (each the bare pipe handle, `sendHandle`), after every `data` event read here: from then on the host
  *   reads the pipes itself (one process and one copy fewer for a big output), counts the tool's
  *   allowance, and sees the pipes close; this helper sends no `data` or `closed` for it any more,
  *   and the host always sends `release` at the end.
@@ -214,8 +214,9 @@ function handOver(id, entry) {
   }
   entry.passed = true;
   flush(); // the data read here goes before the handles
-  // Sent as a net.Socket (the host gets one); kept open until sent, then closed here.
-  for (const [fd, s] of streams) process.send({ ev: 'pipe', id, fd }, s, { keepOpen: true }, () => s.destroy());
+  // Sent as the bare pipe handle (the host makes its own net.Socket of it, reading into a buffer it
+  // reuses); this process's copy is closed once the handle is sent.
+  for (const [fd, s] of streams) process.send({ ev: 'pipe', id, fd }, s._handle, undefined, () => s.destroy());
 }
 
 function allow(id, bytes) {

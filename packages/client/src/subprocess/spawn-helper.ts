@@ -24,7 +24,7 @@
  * tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { type OnReadOpts, Socket, type SocketConstructorOpts } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { killGroup } from './process-group.js';
 import { forgetGroup, toolStarting } from './reaper.js';
@@ -38,6 +38,15 @@ const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
  * (and so each fork's page-table copy) small (bench/README.md item 17).
  */
 const HELPER_NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
+
+/**
+ * What the pipes handed over by the helper are read into (64 KiB: a Linux pipe's default size, the
+ * most one read returns): one buffer for every pipe of this process, since each read is copied out
+ * (`ToolEvents.data`'s `reused`) before the event loop reads again. A new buffer per read is memory
+ * V8 counts as external, and at streaming rates that starts a full garbage collection every few
+ * dozen MiB.
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 
 /** A message from the helper (see `spawn-helper.cjs`). */
 type HelperEvent =
@@ -92,7 +101,7 @@ class Helper {
 
   constructor(child: ChildProcess) {
     this.#child = child;
-    child.on('message', (events: HelperEvent[] | PipeEvent, pipe?: Socket) => {
+    child.on('message', (events: HelperEvent[] | PipeEvent, pipe?: object) => {
       if (Array.isArray(events)) for (const m of events) this.#onEvent(m);
       // A `pipe` without its handle: the helper released the call before the handle went (nothing to read).
       else if (pipe !== undefined) this.#onPipe(events, pipe);
@@ -223,26 +232,34 @@ class Helper {
     }
   }
 
-  /** One pipe of a tool, handed over by the helper after every `data` event it read: read here from now on. */
-  #onPipe(m: PipeEvent, socket: Socket): void {
-    socket.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
+  /**
+   * One pipe of a tool (its bare handle), handed over by the helper after every `data` event it read:
+   * read here from now on, into {@link READ_BUFFER} (each read is copied out before the next one).
+   */
+  #onPipe(m: PipeEvent, handle: object): void {
     const remote = this.#calls.get(m.id);
-    if (remote === undefined) {
+    const live = (): boolean => this.#calls.get(m.id) === remote;
+    const passed = remote === undefined ? undefined : (remote.passed ??= { sockets: [], open: 2 });
+    // Returns true: the pipes are paused (both) by `pause()` when the allowance is used up.
+    const onread = (nread: number, buffer: Uint8Array): boolean => {
+      if (remote === undefined || !live()) return true;
+      if (remote.left !== undefined) {
+        remote.left -= nread;
+        if (remote.left <= 0) for (const s of passed!.sockets) s.pause();
+      }
+      remote.events.data(m.fd, buffer.subarray(0, nread), true);
+      return true;
+    };
+    // As child_process makes a socket of a received pipe handle, with the read buffer of its own.
+    const options: SocketConstructorOpts & { handle: object; onread: OnReadOpts } = { handle, readable: true, onread: { buffer: READ_BUFFER, callback: onread } };
+    const socket = new Socket(options);
+    socket.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
+    if (remote === undefined || passed === undefined) {
       socket.destroy(); // released meanwhile
       return;
     }
-    const passed = (remote.passed ??= { sockets: [], open: 2 });
     passed.sockets.push(socket);
     if (remote.left !== undefined && remote.left <= 0) socket.pause();
-    const live = (): boolean => this.#calls.get(m.id) === remote;
-    socket.on('data', (chunk: Buffer) => {
-      if (!live()) return;
-      if (remote.left !== undefined) {
-        remote.left -= chunk.length;
-        if (remote.left <= 0) for (const s of passed.sockets) s.pause();
-      }
-      remote.events.data(m.fd, chunk);
-    });
     socket.on('close', () => {
       if (--passed.open !== 0 || !live()) return;
       remote.closed = true;

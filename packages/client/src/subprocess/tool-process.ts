@@ -47,8 +47,11 @@ export interface ToolEvents {
   spawnFailed(error: Error): void;
   /** It started as process `pid` (for the host's call line, issue 16). */
   started?(pid: number): void;
-  /** Bytes from stdout (1) or stderr (2). */
-  data(fd: 1 | 2, chunk: Uint8Array): void;
+  /**
+   * Bytes from stdout (1) or stderr (2). `reused`: `chunk` is a view of a read buffer that is
+   * reused once this returns (copy what is kept); else it is the listener's to keep.
+   */
+  data(fd: 1 | 2, chunk: Uint8Array, reused?: boolean): void;
   /** The tool process exited (its group may live on). */
   exit(code: number | null, signal: NodeJS.Signals | null): void;
   /** stdout and stderr are both closed (every process that held them is gone, or `release()`). */
