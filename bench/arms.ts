@@ -12,7 +12,7 @@ import type { LoadShape } from './scenarios.js';
 /** Tools every toolwire bench host advertises (see proc/toolwire-host.ts). */
 export const TOOLS_PER_HOST = 10;
 
-export type ArmName = 'toolwire' | 'toolwire+obs' | 'toolwire-execute' | 'raw-ws' | 'spawn-floor' | 'door' | 'mcp-sdk';
+export type ArmName = 'toolwire' | 'toolwire+obs' | 'toolwire-execute' | 'raw-ws' | 'spawn-floor' | 'door' | 'mcp-sdk' | 'nats-floor';
 
 /**
  * Live processes of one arm. `load` are the extra fields of its `load` command (tool name, path).

@@ -3,24 +3,25 @@
  * host on node A, over a real `nats-server`) against the same call on node A, side by side in one
  * run, at c=1 and c=64 (`route()`, 100 B echo). Needs `nats-server` (Debian's package).
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Arm, type ArmResult, compare, TOOLS_PER_HOST } from './arms.js';
-import { Helper } from './helpers.js';
+import { Helper, repoRoot } from './helpers.js';
 import type { LoadShape } from './scenarios.js';
 
 export const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
 
 export interface ClusterBench {
-  shapes: { same: ArmResult; cross: ArmResult }[];
+  /** Per shape: the call on node A, the call from node B, and the NATS floor (`proc/nats-echo-server.ts`: B's hops without toolwire or the host). */
+  shapes: { same: ArmResult; cross: ArmResult; floor: ArmResult }[];
 }
 
 /** A nats-server with JetStream on a random port; resolves with its URL and a stop. */
-async function startNats(): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startNats(): Promise<{ url: string; stop: () => Promise<void> }> {
   if (NATS_SERVER === undefined) throw new Error('the cluster scenario needs nats-server (apt-get install -y nats-server)');
   const store = await mkdtemp(join(tmpdir(), 'toolwire-bench-nats-'));
   const child: ChildProcess = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', '-1', '-js', '-sd', store], { stdio: ['ignore', 'ignore', 'pipe'] });
@@ -56,15 +57,20 @@ export async function clusterScenario(shapes: LoadShape[]): Promise<ClusterBench
     helpers.push(b.helper);
     const host = (await Helper.start('toolwire-host', { BENCH_URL: String(a.ready.url) })).helper;
     helpers.push(host);
+    const answer = (await Helper.start('nats-echo-server', { BENCH_NATS: nats.url, BENCH_NATS_ROLE: 'answer' })).helper;
+    helpers.push(answer);
+    const caller = (await Helper.start('nats-echo-server', { BENCH_NATS: nats.url, BENCH_NATS_ROLE: 'call' })).helper;
+    helpers.push(caller);
     await a.helper.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
     await b.helper.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
     const load = { name: 'h0__echo', path: 'route' };
     const same: Arm = { name: 'toolwire', server: a.helper, host, load };
     const cross: Arm = { name: 'toolwire', server: b.helper, host, load };
+    const floor: Arm = { name: 'nats-floor', server: caller, load: {} };
     const out: ClusterBench['shapes'] = [];
     for (const shape of shapes) {
-      const [s, c] = await compare([same, cross], shape);
-      out.push({ same: s!, cross: c! });
+      const [s, c, f] = await compare([same, cross, floor], shape);
+      out.push({ same: s!, cross: c!, floor: f! });
     }
     return { shapes: out };
   } finally {
@@ -88,10 +94,18 @@ export interface ClusterScale {
   rss: { node: string; perClusterHostKiB: number; perLocalHostKiB: number }[];
   /** Per node: V8 heap used growth after GC from 1 host per node to all, KiB per host of the cluster (the rest of the RSS growth is outside the JS heap). */
   heap: { node: string; perClusterHostKiB: number }[];
+  /**
+   * Per node: RSS growth less the growth of the V8 heap committed but unused after GC (`heapTotal −
+   * heapUsed`: the young generation grown in the connect storm, old-space pages kept), KiB per host
+   * of the cluster — what the hosts hold, without the slack V8 keeps for the next allocations.
+   */
+  rssLessHeapSlack: { node: string; perClusterHostKiB: number }[];
   /** Per node: `process.memoryUsage()` after GC (KiB) with one host per node and with all, for where the RSS is. */
   memory: { node: string; few: Record<string, unknown>; all: Record<string, unknown> }[];
   /** Per node: CPU seconds (user + system) from before the host processes start until every node lists every tool. */
   stormCpuSeconds: { node: string; seconds: number }[];
+  /** Where the nodes' packages were loaded from: `dist` (built, as installed, as s6 measures; the default) or `src` (tsx, `BENCH_CLUSTER_SOURCE=1`). */
+  serverCode: 'dist' | 'src';
   /** Cross-node s1 (node b → host h0 on node a) with one host per node, and with all. */
   few: ArmResult;
   all: ArmResult;
@@ -106,15 +120,30 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
   const nats = await startNats();
   const helpers: Helper[] = [];
   const total = 3 * hostsPerNode;
+  // The nodes as installed, from `dist/` (as s6 runs its single node, so RSS per host compares like
+  // for like): from `src/`, tsx's keepNames gives each named closure of a session its own property
+  // dictionary (~2.5 KiB per local host).
+  const built = process.env.BENCH_CLUSTER_SOURCE !== '1';
+  if (built) execFileSync('pnpm', ['--filter', '@toolwire/server...', 'build'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] });
+  // BENCH_CLUSTER_PROF=DIR: CPU profiles of nodes a and b over each s1 run (DIR/{few,all}-{a,b}.cpuprofile).
+  const profDir = process.env.BENCH_CLUSTER_PROF;
+  const profiled = async <T>(label: string, nodes: Helper[], run: () => Promise<T>): Promise<T> => {
+    if (profDir === undefined) return run();
+    for (const n of nodes) await n.request('profile', { action: 'start' });
+    const out = await run();
+    for (const [k, n] of nodes.entries()) await n.request('profile', { action: 'stop', file: join(profDir, `${label}-${'ab'[k]}.cpuprofile`) });
+    return out;
+  };
   try {
     const env = (node: string) => ({ BENCH_NATS: nats.url, BENCH_NODE: node, BENCH_HOSTS: String(total) });
-    const nodes = await Promise.all(['a', 'b', 'c'].map((n) => Helper.start('toolwire-server', env(n))));
+    const nodes = await Promise.all(['a', 'b', 'c'].map((n) => Helper.start('toolwire-server', env(n), 120_000, built)));
     helpers.push(...nodes.map((n) => n.helper));
     // One host per node first: h0 (the echo target) on a, h1 on b, h2 on c.
     for (let i = 0; i < 3; i++) helpers.push((await Helper.start('toolwire-host', { BENCH_URL: String(nodes[i]!.ready.url), BENCH_FIRST: String(i) })).helper);
     for (const n of nodes) await n.helper.request('wait', { hosts: 3, tools: 3 * TOOLS_PER_HOST, timeoutMs: 60_000 });
     const cross: Arm = { name: 'toolwire', server: nodes[1]!.helper, host: helpers[3]!, load: { name: 'h0__echo', path: 'route' } };
-    const few = (await compare([cross], shape))[0]!;
+    const ab = [nodes[0]!.helper, nodes[1]!.helper];
+    const few = (await profiled('few', ab, () => compare([cross], shape)))[0]!;
     const memFew = await Promise.all(nodes.map((n) => n.helper.request('mem')));
     const rssFew = memFew.map((m) => Number(m.rssKiB));
 
@@ -141,11 +170,20 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
     const convergeSeconds = (Date.now() - t0) / 1000;
     const cpuAfter = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('info')).cpuUs)));
-    const memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
+    // As s6 does (it holds its hosts 3 × heartbeat before it measures): the server's decode and
+    // compile workers, each with an isolate of its own (tens of MiB), end after their idle time;
+    // measured while one lives, a node's RSS per host carries it. Wait (bounded) until every node
+    // has no more threads than with one host per node.
+    const threadsFew = memFew.map((m) => Number(m.threads));
+    let memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
+    for (const until = Date.now() + 30_000; memAll.some((m, k) => Number(m.threads) > threadsFew[k]!) && Date.now() < until;) {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
+    }
     const rssAll = memAll.map((m) => Number(m.rssKiB));
     // Settled again before the s1 run (a node dropped and re-fetched meanwhile would fail its calls 69).
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
-    const all = (await compare([cross], shape))[0]!;
+    const all = (await profiled('all', ab, () => compare([cross], shape)))[0]!;
     return {
       nodes: 3,
       hostsPerNode,
@@ -156,8 +194,13 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
         perLocalHostKiB: (rssAll[k]! - rssFew[k]!) / (hostsPerNode - 1),
       })),
       heap: ['a', 'b', 'c'].map((node, k) => ({ node, perClusterHostKiB: (Number(memAll[k]!.heapUsedKiB) - Number(memFew[k]!.heapUsedKiB)) / (total - 3) })),
+      rssLessHeapSlack: ['a', 'b', 'c'].map((node, k) => {
+        const slack = (m: Record<string, unknown>): number => Number(m.heapTotalKiB) - Number(m.heapUsedKiB);
+        return { node, perClusterHostKiB: (rssAll[k]! - rssFew[k]! - (slack(memAll[k]!) - slack(memFew[k]!))) / (total - 3) };
+      }),
       memory: ['a', 'b', 'c'].map((node, k) => ({ node, few: memFew[k]!, all: memAll[k]! })),
       stormCpuSeconds: ['a', 'b', 'c'].map((node, k) => ({ node, seconds: (cpuAfter[k]! - cpuBefore[k]!) / 1e6 })),
+      serverCode: built ? 'dist' : 'src',
       few,
       all,
     };

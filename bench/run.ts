@@ -176,13 +176,15 @@ try {
       const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };
       const c64 = { concurrency: 64, bytes: 100, count: quick ? 5_000 : 30_000, warmup: quick ? 5_000 : 10_000 };
       const c = await clusterScenario([c1, c64]);
-      for (const { same, cross } of c.shapes) {
-        const line = `run ${run} cluster ${shapeLabel(same.shape)}: same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}`;
-        log(`${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node`);
+      for (const { same, cross, floor } of c.shapes) {
+        const line = `run ${run} cluster ${shapeLabel(same.shape)}: same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}\n${' '.repeat(12)}NATS floor ${brief(floor)}`;
+        log(
+          `${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node; NATS floor p50 ${Math.round(floor.stats.p50Us)} µs`,
+        );
       }
       await appendFile(
         resultsFile,
-        `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
+        `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, floor: x.floor.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
       );
     }
     if (wanted('cluster-scale')) {
@@ -190,9 +192,10 @@ try {
       const perNode = Number(process.env.BENCH_CLUSTER_HOSTS ?? (quick ? 300 : 3_000));
       const k = await clusterScale(perNode, { concurrency: 1, bytes: 100, count: quick ? 1_000 : 3_000, warmup: quick ? 2_000 : 5_000 });
       log(
-        `run ${run} cluster-scale: 3 nodes × ${perNode} hosts: every node lists every tool ${k.convergeSeconds.toFixed(1)} s after the last connect; ` +
+        `run ${run} cluster-scale (nodes from ${k.serverCode}): 3 nodes × ${perNode} hosts: every node lists every tool ${k.convergeSeconds.toFixed(1)} s after the last connect; ` +
           `RSS per host ${k.rss.map((r) => `${r.node} ${r.perClusterHostKiB.toFixed(1)} KiB (${r.perLocalHostKiB.toFixed(1)} per local host)`).join(', ')}; ` +
           `heap used per host ${k.heap.map((h) => `${h.node} ${h.perClusterHostKiB.toFixed(1)} KiB`).join(', ')}; ` +
+          `RSS less V8's unused committed heap per host ${k.rssLessHeapSlack.map((h) => `${h.node} ${h.perClusterHostKiB.toFixed(1)} KiB`).join(', ')}; ` +
           `node CPU during the connects ${k.stormCpuSeconds.map((c) => `${c.node} ${c.seconds.toFixed(1)} s`).join(', ')}; ` +
           `cross-node s1 p50 ${Math.round(k.few.stats.p50Us)} → ${Math.round(k.all.stats.p50Us)} µs (${(k.all.stats.p50Us / k.few.stats.p50Us).toFixed(2)} ×)`,
       );

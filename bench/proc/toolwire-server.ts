@@ -5,6 +5,7 @@
  * in this process, through `router.route()` (path `route`) or `executor.execute()` (path
  * `execute`); the door arms load it from an MCP client process instead (`mcp-client.ts`).
  */
+import { readFileSync } from 'node:fs';
 import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
@@ -127,10 +128,19 @@ serve(async (command) => {
     case 'count':
       return { hosts: server.router.hosts().length, connections: server.hostEndpoint.sessionCount };
     case 'mem': {
-      // After a full GC: where the memory is (V8 heap used, external, array buffers), in KiB.
+      // After a full GC: where the memory is (V8 heap used, external, array buffers), in KiB; and the
+      // process's threads (a live decode or compile worker, each with an isolate of its own, adds one).
       const rssKiB = settledRssKiB();
       const m = process.memoryUsage();
-      return { rssKiB, heapUsedKiB: m.heapUsed / 1024, heapTotalKiB: m.heapTotal / 1024, externalKiB: m.external / 1024, arrayBuffersKiB: m.arrayBuffers / 1024 };
+      const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+      return {
+        rssKiB,
+        heapUsedKiB: m.heapUsed / 1024,
+        heapTotalKiB: m.heapTotal / 1024,
+        externalKiB: m.external / 1024,
+        arrayBuffersKiB: m.arrayBuffers / 1024,
+        threads,
+      };
     }
     case 'profile': {
       // CPU profile of a phase (e.g. s6's connect storm): start, then stop and write `file`.
