@@ -27,6 +27,8 @@ const server = new ToolwireServer({
   // process at once: the default 64 unauthenticated connections per address would close the
   // oldest dials of the connect storm (README, "Fleet size").
   maxPreAuthPerAddress: 1024,
+  // BENCH_ADVERTISE_CACHE=0: every advertise frame decoded and examined anew (the paired arm of the advertise cache).
+  ...(process.env.BENCH_ADVERTISE_CACHE === '0' ? { advertiseCacheBytes: 0 } : {}),
   ...(recordDir ? { recordDir } : {}),
   // Observability (issue 16): on only with BENCH_OBSERVE=1 (`pnpm bench --observe`), else a silent logger and no metrics.
   metrics: observing,
