@@ -23,7 +23,8 @@
  *   this process.
  * - **s1–s4 cost**: in-process `echo` calls of the s1–s4 shapes through a host with live output on
  *   and one with it off (`liveOutput: false`), 10 segments alternating; medians of the calls/s ratio
- *   (on / off) and of the CPU-per-call ratio of server + host (off / on), which a loaded machine moves less.
+ *   (on / off) and of the CPU-per-call ratio of server + host (off / on; each process's own
+ *   `process.cpuUsage()`, µs), which a loaded machine moves less.
  */
 import { decodeHostMessage, decodeOutputFrame, encodeMessage, encodeOutputFrame, fromWire, toWire } from '@toolwire/protocol';
 import { readFileSync } from 'node:fs';
@@ -308,13 +309,17 @@ async function cost(segments: number, scale: number): Promise<CostResult> {
     const shapes: CostResult['shapes'] = [];
     for (const shape of SHAPES) {
       const count = Math.max(20, Math.round(shape.count * scale));
+      // CPU of server + host as each process counts it (µs; /proc's 10 ms ticks were ±3 % of an s1 segment).
+      const cpuUs = async (p: Pair) => {
+        const [s, h] = await Promise.all([p.server.request('cpu'), p.host.request('cpu')]);
+        return Number(s.us) + Number(h.us);
+      };
       const run = async (p: Pair) => {
-        const pids = [p.server.pid, p.host.pid];
-        const before = pids.map(cpuMs);
+        const before = await cpuUs(p);
         const s = (await p.server.request('load', { concurrency: shape.concurrency, bytes: shape.bytes, count })).segment as Segment;
-        const cpu = pids.reduce<number>((sum, pid, k) => sum + cpuMs(pid) - before[k]!, 0);
+        const cpu = (await cpuUs(p)) - before;
         if (s.errors > 0) throw new Error(`${shape.id}: ${s.firstError}`);
-        return { rate: s.calls / s.seconds, cpuUs: (cpu * 1000) / s.calls };
+        return { rate: s.calls / s.seconds, cpuUs: cpu / s.calls };
       };
       await run(on); // warm-up
       await run(off);

@@ -142,6 +142,10 @@ export class ClusterNode {
       {
         node: config.node,
         logger,
+        holds: (host) => {
+          const link = router.linkOf(host);
+          return link !== undefined && link.node === undefined;
+        },
         evict: async (node, host) => {
           try {
             await bus.request(names.node(node, 'evict'), encode({ host }), config.requestTimeoutMs);

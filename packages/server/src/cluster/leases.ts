@@ -5,6 +5,7 @@
  * watches the bucket, so a session whose lease moved is closed even when that request was lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { jetstream } from '@nats-io/jetstream';
 import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
@@ -24,6 +25,14 @@ const hostOf = (key: string): string => Buffer.from(key.slice(2), 'base64url').t
  * which keeps running meanwhile.
  */
 const CLAIM_MS = 8_000;
+/**
+ * How long one request to the bucket may take, ms (the client's default is 5 s): a request sent
+ * while the bucket has no leader is never answered, so a short one lets a claim's next try reach
+ * the new leader soon after it is elected, within {@link CLAIM_MS}.
+ */
+const REQUEST_MS = 1_000;
+/** How long a host bound without its lease (the claim time ran out) goes on taking it, ms. */
+const LATER_MS = 120_000;
 /** First pause before a claim's next try, ms (doubled at each try up to {@link RETRY_MAX_MS}). */
 const RETRY_MS = 50;
 const RETRY_MAX_MS = 1_000;
@@ -40,6 +49,8 @@ export interface LeasesDeps {
   lost: (host: string) => void;
   /** How long a claim keeps trying, ms (default 8000); then the host binds without a lease (logged). */
   claimMs?: number;
+  /** Whether a session of `host` is bound on this node. */
+  holds: (host: string) => boolean;
 }
 
 /** Pause before the next try to open the bucket, ms (doubled at each try up to {@link OPEN_RETRY_MAX_MS}). */
@@ -97,7 +108,7 @@ export class Leases {
     const { signal } = this.#closing;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
-        const kv = await new Kvm(nc).create(bucket, { history: 1, replicas, allow_direct: false });
+        const kv = await new Kvm(jetstream(nc, { timeout: REQUEST_MS })).create(bucket, { history: 1, replicas, allow_direct: false });
         if (signal.aborted) return;
         await this.#watch(kv);
         this.#kv = kv;
@@ -118,7 +129,9 @@ export class Leases {
 
   /**
    * Take `host`'s lease for this node. When another node held it, that node is asked to close its
-   * session first. Never rejects: a failure is logged and the host binds on this node anyway.
+   * session first. Never rejects: when the bucket does not answer within the claim time the host
+   * binds on this node anyway (logged), and the lease is taken (and the other node's session
+   * closed) once the bucket answers, while the host stays here ({@link LATER_MS} at most).
    */
   async claim(host: string): Promise<void> {
     const { node, logger } = this.#deps;
@@ -127,21 +140,41 @@ export class Leases {
     const key = keyOf(host);
     const value = encode({ node, at: Date.now() } satisfies Lease);
     let previous: string | undefined;
+    const take = async (): Promise<void> => {
+      const entry = await kv.get(key);
+      const owner = entry !== null && entry.operation === 'PUT' ? decode<Lease>(entry.value)?.node : undefined;
+      // This node's own write whose answer was lost (a try that timed out) keeps the owner read before it.
+      if (owner !== node) previous = owner;
+      // Fails when another node wrote the key since it was read: read it again.
+      const revision = entry === null ? await kv.create(key, value) : await kv.update(key, value, entry.revision);
+      this.#mine.set(host, revision);
+    };
+    const evict = async (): Promise<void> => {
+      if (previous !== undefined && previous !== node) await this.#deps.evict(previous, host);
+    };
     try {
-      await this.#retry(host, async () => {
-        const entry = await kv.get(key);
-        const owner = entry !== null && entry.operation === 'PUT' ? decode<Lease>(entry.value)?.node : undefined;
-        // This node's own write whose answer was lost (a try that timed out) keeps the owner read before it.
-        if (owner !== node) previous = owner;
-        // Fails when another node wrote the key since it was read: read it again.
-        const revision = entry === null ? await kv.create(key, value) : await kv.update(key, value, entry.revision);
-        this.#mine.set(host, revision);
-      });
+      await this.#retry(host, take, this.#deps.claimMs ?? CLAIM_MS);
     } catch (error) {
-      logger.warn({ err: error, host }, 'cluster: could not take the host identity lease; the host binds on this node only');
+      logger.warn({ err: error, host }, 'cluster: could not take the host identity lease yet; the host binds on this node, and takes it once the bucket answers');
+      void this.#later(host, take, evict);
       return;
     }
-    if (previous !== undefined && previous !== node) await this.#deps.evict(previous, host);
+    await evict();
+  }
+
+  /** Go on taking `host`'s lease after its session bound without one, while the session stays on this node. */
+  async #later(host: string, take: () => Promise<void>, evict: () => Promise<void>): Promise<void> {
+    const { logger, holds } = this.#deps;
+    // The session binds once the claim has resolved: try again from then on.
+    await sleep(RETRY_MAX_MS, undefined, { signal: this.#closing.signal }).catch(() => undefined);
+    try {
+      await this.#retry(host, async () => (holds(host) ? take() : undefined), LATER_MS);
+    } catch (error) {
+      return void logger.warn({ err: error, host }, 'cluster: gave up taking the host identity lease; the host stays bound on this node without it');
+    }
+    if (!this.#mine.has(host) || !holds(host)) return;
+    logger.info({ host }, 'cluster: host identity lease taken once the bucket answered');
+    await evict();
   }
 
   /**
@@ -213,8 +246,8 @@ export class Leases {
    * node's write since the read (a failed compare-and-set), and a bucket that does not answer
    * (electing a leader, or this node's NATS server reconnecting).
    */
-  async #retry(what: string, attempt: () => Promise<void>): Promise<void> {
-    const end = Date.now() + (this.#deps.claimMs ?? CLAIM_MS);
+  async #retry(what: string, attempt: () => Promise<void>, budgetMs = this.#deps.claimMs ?? CLAIM_MS): Promise<void> {
+    const end = Date.now() + budgetMs;
     for (let tries = 1; ; tries++) {
       try {
         return await attempt();
