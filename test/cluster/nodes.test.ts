@@ -63,6 +63,21 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     }
   }, 180_000);
 
+  it('a node started after a host connected to another node answers that host’s tools from its first call (its port opens once it has read the other nodes’ hosts)', async () => {
+    const nats = await startNats();
+    // A long heartbeat: before it had read them, a fresh node did not know of a's hosts for up to 3 s.
+    const a = await startNode(nats.url, 'a', { heartbeatMs: 3000 });
+    fixtureHost(a.url);
+    await toolsOn(a, 10, 'node a to list the host’s tools');
+    const b = await startNode(nats.url, 'b', { heartbeatMs: 3000 });
+    // The first request node b serves: the tool of a host it has never seen connect.
+    const client = new Client({ name: 'fresh', version: '1' }, { versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    defer(() => client.close());
+    await client.connect(new StreamableHTTPClientTransport(new URL(`${b.http}/mcp`), { requestInit: { headers: { authorization: `Bearer ${CALLER_TOKEN}` } } }));
+    const result = await client.callTool({ name: 'alpha__echo', arguments: { first: true } });
+    expect(result.structuredContent).toMatchObject({ exitCode: 0, stdout: '{"first":true}' });
+  }, 120_000);
+
   it('live output crosses nodes: the first line of a ticking tool reaches B’s caller long before the tool ends', async () => {
     const nats = await startNats();
     const a = await startNode(nats.url, 'a');

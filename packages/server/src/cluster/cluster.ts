@@ -123,8 +123,10 @@ export class ClusterNode {
 
   /**
    * Connect to NATS and join: resolves once the lease bucket is open (at most 15 s: without
-   * JetStream the node runs without leases, logged, and keeps trying to open it). Rejects with a
-   * {@link ClusterError} when no NATS server can be reached or the credentials are refused.
+   * JetStream the node runs without leases, logged, and keeps trying to open it) and the other
+   * nodes' hosts are read (one heartbeat period at least, 2 × `heartbeatMs` at most; see
+   * {@link Peers.initialSync}). Rejects with a {@link ClusterError} when no NATS server can be
+   * reached or the credentials are refused.
    */
   static async start(config: ClusterConfig, deps: ClusterDeps): Promise<ClusterNode> {
     const { logger, router } = deps;
@@ -161,7 +163,9 @@ export class ClusterNode {
       LEASE_BUCKET_WAIT_MS,
     );
     const node = new ClusterNode(config, bus, deps, leases);
-    logger.info({ cluster: config.name, node: config.node, leases: leases.ready }, 'cluster: joined');
+    // Before the port opens: a caller's first call to a host on another node finds its tool (not 127).
+    await node.#peers.initialSync();
+    logger.info({ cluster: config.name, node: config.node, leases: leases.ready, peers: node.peers().length }, 'cluster: joined');
     return node;
   }
 

@@ -40,6 +40,8 @@ interface Peer {
   applied: number;
   lastSeen: number;
   syncing: boolean;
+  /** A first fetch of its hosts has ended (applied, or failed: retried on its next heartbeat). */
+  tried: boolean;
   /** Each bound host and the digest of the tool set it was advertised with. */
   links: Map<string, { link: RemoteHostLink; tools: string }>;
 }
@@ -71,6 +73,8 @@ export class Peers {
   /** When `#tick` last ran, ms since the epoch. */
   #lastTick = Date.now();
   #closed = false;
+  /** The wait of {@link initialSync}, while it runs. */
+  #initial: { heardAll: boolean; done: () => void } | undefined;
 
   constructor(deps: PeersDeps) {
     this.#deps = deps;
@@ -84,6 +88,41 @@ export class Peers {
     this.#publish();
   }
 
+  /**
+   * Resolves once this node has read the hosts of the other nodes: one heartbeat period has passed
+   * (every live node announces itself within it, and answers a new node's first heartbeat at once)
+   * and a first fetch of each node heard from has ended; or after 2 × `heartbeatMs` at most (a
+   * node whose hosts are not read by then is logged, and its tools arrive when they are).
+   */
+  initialSync(): Promise<void> {
+    const { heartbeatMs, logger } = this.#deps;
+    return new Promise((resolve) => {
+      const heard = setTimeout(() => {
+        if (this.#initial === undefined) return;
+        this.#initial.heardAll = true;
+        this.#checkInitial();
+      }, heartbeatMs);
+      const bound = setTimeout(() => {
+        const unread = [...this.#peers].filter(([, peer]) => !peer.tried).map(([node]) => node);
+        logger.info({ nodes: unread, boundMs: 2 * heartbeatMs }, 'cluster: not every node’s hosts read at start-up; their tools arrive once read');
+        done();
+      }, 2 * heartbeatMs);
+      const done = (): void => {
+        clearTimeout(heard);
+        clearTimeout(bound);
+        this.#initial = undefined;
+        resolve();
+      };
+      this.#initial = { heardAll: false, done };
+    });
+  }
+
+  #checkInitial(): void {
+    const initial = this.#initial;
+    if (initial === undefined || (!initial.heardAll && !this.#closed)) return;
+    if (this.#closed || [...this.#peers.values()].every((peer) => peer.tried)) initial.done();
+  }
+
   /** The nodes heard from within the loss bound. */
   nodes(): string[] {
     return [...this.#peers.keys()];
@@ -93,6 +132,11 @@ export class Peers {
   changed(host: string): void {
     this.#version += 1;
     this.#pages.note(host, this.#version);
+    this.#announce();
+  }
+
+  /** Publish a heartbeat now (coalesced to one per turn). */
+  #announce(): void {
     if (this.#announceQueued || this.#closed) return;
     this.#announceQueued = true;
     setImmediate(() => {
@@ -105,6 +149,7 @@ export class Peers {
   close(): void {
     this.#closed = true;
     clearInterval(this.#timer);
+    this.#checkInitial();
     for (const off of this.#unsubscribe.splice(0)) off();
     for (const node of [...this.#peers.keys()]) this.#drop(node, 'server shutting down');
   }
@@ -137,9 +182,11 @@ export class Peers {
       peer = undefined;
     }
     if (peer === undefined) {
-      peer = { boot: String(beat.boot), announced: beat.version, applied: -1, lastSeen: Date.now(), syncing: false, links: new Map() };
+      peer = { boot: String(beat.boot), announced: beat.version, applied: -1, lastSeen: Date.now(), syncing: false, tried: false, links: new Map() };
       this.#peers.set(beat.node, peer);
       this.#deps.logger.info({ node: beat.node }, 'cluster: node joined');
+      // A node that just started waits for the others' hosts before it opens its port: announce at once.
+      this.#announce();
     }
     peer.lastSeen = Date.now();
     peer.announced = beat.version;
@@ -162,6 +209,8 @@ export class Peers {
       this.#deps.logger.warn({ err: error, node }, 'cluster: could not read the hosts of a node; retrying on its next heartbeat');
     } finally {
       peer.syncing = false;
+      peer.tried = true;
+      this.#checkInitial();
     }
   }
 
