@@ -38,9 +38,12 @@ describe('the door refuses exactly the arguments JSON.parse would change', () =>
     );
   });
 
-  it('finds nothing in any JSON.stringify output (what SDK clients send), batch or not', () => {
+  it('finds nothing in any JSON.stringify output (what SDK clients send) without a "__proto__" key, batch or not', () => {
+    // fast-check's jsonValue() sometimes makes an own "__proto__" key; the door refuses that key by rule
+    // (tested above and in mcp-input), so such values are not "nothing to find".
+    const value = fc.jsonValue().filter((v) => !JSON.stringify(v).includes('"__proto__":'));
     fc.assert(
-      fc.property(fc.array(fc.jsonValue(), { minLength: 1, maxLength: 3 }), fc.boolean(), (values, batch) => {
+      fc.property(fc.array(value, { minLength: 1, maxLength: 3 }), fc.boolean(), (values, batch) => {
         const messages = values.map((v, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 't', arguments: { v } } }));
         const text = JSON.stringify(batch ? messages : messages[0]);
         expect(scanInput(text, batch)).toEqual([]);
