@@ -112,6 +112,8 @@ describe('the toolwire CLI against a real server', () => {
     expect(call.stdout).toBe(await readFile(join(repoRoot, 'README.md'), 'utf8'));
 
     const json = await finish(spawnTs([cliPath, 'tools', '--json', '--server', started.mcpUrl, '--token', started.callerToken]));
+    // Exit code and stderr first, so a failure says why (a CI run once saw empty stdout here).
+    expect({ code: json.code, stderr: json.stderr }).toEqual({ code: 0, stderr: '' });
     expect(JSON.parse(json.stdout).map((t: { name: string }) => t.name)).toContain('alpha__sleep');
   });
 
