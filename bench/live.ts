@@ -21,14 +21,13 @@
  * - **frames**: CPU per 64 KiB chunk of log text to encode (host) and decode (server) one `output`
  *   frame, the JSON text form (UTF-8 `data`, escaped newlines, schema check) vs the binary form, in
  *   this process.
- * - **s1–s4 cost**: in-process `echo` calls of the s1–s4 shapes through a host with live output on
- *   and one with it off (`liveOutput: false`), 10 segments alternating; medians of the calls/s ratio
- *   (on / off) and of the CPU-per-call ratio of server + host (off / on; each process's own
- *   `process.cpuUsage()`, µs), which a loaded machine moves less.
+ * - **cost**: s1–s4 with live output on and off, the pairs' roles swapped and an A/A control
+ *   (`live-cost.ts`).
  */
 import { decodeHostMessage, decodeOutputFrame, encodeMessage, encodeOutputFrame, fromWire, toWire } from '@toolwire/protocol';
 import { readFileSync } from 'node:fs';
 import { Helper } from './helpers.js';
+import { type CostResult, liveCost, liveCostReport } from './live-cost.js';
 import { percentile } from './load.js';
 import type { Segment } from './load.js';
 
@@ -285,79 +284,6 @@ async function backpressure(): Promise<BackpressureResult> {
   }
 }
 
-/** The s1–s4 shapes as `echo` calls (counts scaled down: only the on/off ratio matters). */
-const SHAPES = [
-  { id: 's1', concurrency: 1, bytes: 100, count: 1500 },
-  { id: 's2', concurrency: 64, bytes: 100, count: 8000 },
-  { id: 's3', concurrency: 16, bytes: 64 * 1024, count: 800 },
-  { id: 's4', concurrency: 4, bytes: MiB, count: 60 },
-] as const;
-
-export interface CostResult {
-  /**
-   * Per shape: median over alternating segments of calls/s with live output on / off (`ratio`), and of
-   * CPU per call (server + host processes, from /proc) off / on (`cpuRatio`: 1 = the same CPU, below 1
-   * = live output costs more). CPU per call holds on a loaded machine, where calls/s swings.
-   */
-  shapes: { id: string; ratio: number; segments: number[]; cpuRatio: number; cpuSegments: number[]; cpuUsPerCallOn: number; cpuUsPerCallOff: number }[];
-}
-
-async function cost(segments: number, scale: number): Promise<CostResult> {
-  const on = await startPair('true');
-  const off = await startPair('true', {}, { liveOutput: false });
-  try {
-    const shapes: CostResult['shapes'] = [];
-    for (const shape of SHAPES) {
-      const count = Math.max(20, Math.round(shape.count * scale));
-      // CPU of server + host as each process counts it (µs; /proc's 10 ms ticks were ±3 % of an s1 segment).
-      const cpuUs = async (p: Pair) => {
-        const [s, h] = await Promise.all([p.server.request('cpu'), p.host.request('cpu')]);
-        return Number(s.us) + Number(h.us);
-      };
-      const run = async (p: Pair) => {
-        const before = await cpuUs(p);
-        const s = (await p.server.request('load', { concurrency: shape.concurrency, bytes: shape.bytes, count })).segment as Segment;
-        const cpu = (await cpuUs(p)) - before;
-        if (s.errors > 0) throw new Error(`${shape.id}: ${s.firstError}`);
-        return { rate: s.calls / s.seconds, cpuUs: cpu / s.calls };
-      };
-      await run(on); // warm-up
-      await run(off);
-      const ratios: number[] = [];
-      const cpuRatios: number[] = [];
-      const cpuOn: number[] = [];
-      const cpuOff: number[] = [];
-      for (let i = 0; i < segments; i++) {
-        let a: { rate: number; cpuUs: number };
-        let b: { rate: number; cpuUs: number };
-        if (i % 2 === 0) {
-          a = await run(on);
-          b = await run(off);
-        } else {
-          b = await run(off);
-          a = await run(on);
-        }
-        ratios.push(a.rate / b.rate);
-        cpuRatios.push(b.cpuUs / a.cpuUs);
-        cpuOn.push(a.cpuUs);
-        cpuOff.push(b.cpuUs);
-      }
-      shapes.push({
-        id: shape.id,
-        ratio: median(ratios),
-        segments: ratios,
-        cpuRatio: median(cpuRatios),
-        cpuSegments: cpuRatios,
-        cpuUsPerCallOn: median(cpuOn),
-        cpuUsPerCallOff: median(cpuOff),
-      });
-    }
-    return { shapes };
-  } finally {
-    await Promise.all([stopPair(on), stopPair(off)]);
-  }
-}
-
 export interface FrameCost {
   jsonEncodeUs: number;
   jsonDecodeUs: number;
@@ -420,7 +346,7 @@ export async function liveScenario(quick: boolean, arms: ReadonlySet<LiveArm> = 
   if (arms.has('big')) r.big = await big(quick ? 10_000_000 : 50_000_000);
   if (arms.has('backpressure')) r.backpressure = await backpressure();
   if (arms.has('frames')) r.frames = frameCost(quick ? 300 : 2000);
-  if (arms.has('cost')) r.cost = await cost(quick ? 2 : 10, quick ? 0.3 : 0.6);
+  if (arms.has('cost')) r.cost = await liveCost(quick ? 3 : 6, quick ? 0.3 : 0.6);
   return r;
 }
 
@@ -449,9 +375,6 @@ export function liveReport(run: number, l: LiveResult): string {
     lines.push(
       `run ${run} live frames, CPU µs per 64 KiB chunk of log text: JSON encode ${l.frames.jsonEncodeUs.toFixed(0)} + decode ${l.frames.jsonDecodeUs.toFixed(0)}, binary encode ${l.frames.binaryEncodeUs.toFixed(0)} + decode ${l.frames.binaryDecodeUs.toFixed(0)}`,
     );
-  if (l.cost)
-    lines.push(
-      `run ${run} live s1–s4 with live output on / off: calls/s ${l.cost.shapes.map((s) => `${s.id} ${s.ratio.toFixed(3)}`).join(', ')}; CPU per call (server + host) off / on ${l.cost.shapes.map((s) => `${s.id} ${s.cpuRatio.toFixed(3)} (${s.cpuUsPerCallOn.toFixed(0)} vs ${s.cpuUsPerCallOff.toFixed(0)} µs)`).join(', ')}`,
-    );
+  if (l.cost) lines.push(liveCostReport(run, l.cost));
   return lines.join('\n');
 }

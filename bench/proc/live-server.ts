@@ -26,9 +26,10 @@ const MARKER = /\[\.\.\. stdout truncated: (\d+) bytes/;
 serve(async (command) => {
   switch (command.cmd) {
     case 'wait': {
+      // Until exactly `tools` tools are listed (0: the host's session is gone).
       const until = Date.now() + 60_000;
-      while (server.router.tools().length < Number(command.tools)) {
-        if (Date.now() > until) throw new Error('no host');
+      while (server.router.tools().length !== Number(command.tools)) {
+        if (Date.now() > until) throw new Error(`not ${String(command.tools)} tools listed`);
         await sleep(20);
       }
       return {};
