@@ -5,8 +5,8 @@
  * Two servers, A and B, stay up for the whole arm. Each repetition starts a fresh tool host for each
  * (in-process `echo`; live output on, or off with `liveOutput: false`), the roles cycling through
  * three layouts: A on / B off, A off / B on, and the **A/A control**, A off / B off. Per repetition and
- * shape: one warm-up segment on each pair, then segments A B B A; the repetition's figures are each
- * pair's calls/s and CPU per call summed over its segments. The CPU is each process's own
+ * shape: one warm-up segment on each pair, then A B B A rounds; the repetition's figures are each
+ * pair's calls/s and CPU per call over all its segments. The CPU is each process's own
  * `process.cpuUsage()` (µs), server and host apart.
  *
  * If pair A runs `k` times as fast as pair B for reasons of its own (start order, where its memory or
@@ -26,12 +26,16 @@ const median = (xs: readonly number[]): number => {
   return s.length === 0 ? NaN : s.length % 2 === 1 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 };
 
-/** The s1–s4 shapes as `echo` calls (counts scaled down: only ratios matter). */
+/**
+ * The s1–s4 shapes as `echo` calls (counts scaled down: only ratios matter). `rounds`: A B B A rounds
+ * per repetition — more, shorter segments where a call is cheapest, so a burst of other work on the
+ * machine falls on both pairs alike.
+ */
 const SHAPES = [
-  { id: 's1', concurrency: 1, bytes: 100, count: 1500 },
-  { id: 's2', concurrency: 64, bytes: 100, count: 8000 },
-  { id: 's3', concurrency: 16, bytes: 64 * 1024, count: 800 },
-  { id: 's4', concurrency: 4, bytes: MiB, count: 60 },
+  { id: 's1', concurrency: 1, bytes: 100, count: 1000, rounds: 3 },
+  { id: 's2', concurrency: 64, bytes: 100, count: 8000, rounds: 2 },
+  { id: 's3', concurrency: 16, bytes: 64 * 1024, count: 800, rounds: 1 },
+  { id: 's4', concurrency: 4, bytes: MiB, count: 40, rounds: 1 },
 ] as const;
 
 /** Which pair has live output on in a repetition; `none`: the A/A control (both off). */
@@ -175,10 +179,14 @@ export async function liveCost(repetitions: number, scale: number): Promise<Cost
         const count = Math.max(20, Math.round(shape.count * scale));
         await segment(a, shape, count); // warm-up
         await segment(b, shape, count);
-        const sa = [await segment(a, shape, count)];
-        const sb = [await segment(b, shape, count)];
-        sb.push(await segment(b, shape, count));
-        sa.push(await segment(a, shape, count));
+        const sa = [];
+        const sb = [];
+        for (let k = 0; k < shape.rounds; k++) {
+          sa.push(await segment(a, shape, count));
+          sb.push(await segment(b, shape, count));
+          sb.push(await segment(b, shape, count));
+          sa.push(await segment(a, shape, count));
+        }
         reps.get(shape.id)!.push({ layout, a: figures(sa), b: figures(sb) });
       }
     }
