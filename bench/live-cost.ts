@@ -72,6 +72,9 @@ export interface CostShape {
   /** Calls/s on / off per repetition with A on, and with B on. */
   aOn: number[];
   bOn: number[];
+  /** CPU per call (server + host) off / on per repetition with A on, and with B on. */
+  aOnCpu: number[];
+  bOnCpu: number[];
   /** The A/A control: calls/s A / B per repetition with both off, and the CPU per call B / A (server + host). */
   control: number[];
   controlCpu: number[];
@@ -148,6 +151,8 @@ function summarize(id: string, reps: readonly Rep[]): CostShape {
     hostCpuRatio: both((on, off) => off.hostUs / on.hostUs),
     aOn: per('A', (on, off) => on.callsPerS / off.callsPerS),
     bOn: per('B', (on, off) => on.callsPerS / off.callsPerS),
+    aOnCpu: per('A', (on, off) => total(off) / total(on)),
+    bOnCpu: per('B', (on, off) => total(off) / total(on)),
     control: control.map((r) => r.a.callsPerS / r.b.callsPerS),
     controlCpu: control.map((r) => total(r.b) / total(r.a)),
     cpuUs: {
@@ -204,7 +209,7 @@ export function liveCostReport(run: number, c: CostResult): string {
     `run ${run} live s1–s4 with live output on / off (${c.repetitions} repetitions, pairs' roles swapped, asymmetry cancelled):`,
     ...c.shapes.map(
       (s) =>
-        `  ${s.id}: calls/s on/off ${f(s.ratio)} (A on ${list(s.aOn)}; B on ${list(s.bOn)}); CPU/call off/on ${f(s.cpuRatio)} (server ${f(s.serverCpuRatio)}, host ${f(s.hostCpuRatio)}); ` +
+        `  ${s.id}: calls/s on/off ${f(s.ratio)} (A on ${list(s.aOn)}; B on ${list(s.bOn)}); CPU/call off/on ${f(s.cpuRatio)} (A on ${list(s.aOnCpu)}; B on ${list(s.bOnCpu)}; server ${f(s.serverCpuRatio)}, host ${f(s.hostCpuRatio)}); ` +
         `µs/call on/off server ${s.cpuUs.serverOn.toFixed(1)}/${s.cpuUs.serverOff.toFixed(1)}, host ${s.cpuUs.hostOn.toFixed(1)}/${s.cpuUs.hostOff.toFixed(1)}; ` +
         `A/A control calls/s A/B ${list(s.control)}, CPU B/A ${list(s.controlCpu)}`,
     ),
