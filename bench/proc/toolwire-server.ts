@@ -110,7 +110,7 @@ serve(async (command) => {
         command.exact === true,
         Number(command.pollMs ?? 20),
       );
-      return { hosts: server.router.hosts().length, tools: server.router.tools().length };
+      return { hosts: server.router.hosts().length, tools: toolCount() };
     case 'load': {
       const input = makeInput(Number(command.bytes));
       const call = makeCall(command.path === 'execute' ? 'execute' : 'route', String(command.name), input, JSON.stringify(input));
