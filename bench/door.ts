@@ -111,7 +111,8 @@ export async function idsScenario(plan: Plan['ids'], log: (line: string) => void
     statuses = Object.fromEntries(Object.entries(statuses).sort());
     log(
       `ids: door with ${plan.hosts} + ${plan.callers} identities ${Math.round(many!.stats.callsPerSec)} calls/s, with 1 + 1 ${Math.round(one!.stats.callsPerSec)} calls/s; ` +
-        `failed upgrade ${f.many.toFixed(1)} / ${f.one.toFixed(1)} µs of server CPU (bare node:http 401: ${f.floor.toFixed(1)} µs)`,
+        `failed upgrade ${f.many.toFixed(1)} / ${f.one.toFixed(1)} µs of server CPU (bare node:http 401: ${f.floor.toFixed(1)} µs; ` +
+        `over it per segment ${Math.min(...per.over).toFixed(1)}–${Math.max(...per.over).toFixed(1)} µs)`,
     );
     return {
       one: one!,
