@@ -4,7 +4,7 @@
  * one (`ids`), with the server CPU a failed host upgrade costs on each.
  */
 import { type Arm, type ArmResult, compare, startDoor, startSdkBaseline, stopArm } from './arms.js';
-import { Helper } from './helpers.js';
+import { buildServerOnce, Helper } from './helpers.js';
 import { median } from './report.js';
 import type { Plan } from './scenarios.js';
 
@@ -50,45 +50,69 @@ export async function doorScenario(plan: Plan['door'], log: (line: string) => vo
   }
 }
 
-/** Server CPU per failed upgrade of `server`, µs: `count` upgrades with an unknown token, 8 at a time, from `driver`. */
-async function failedUpgradeCpu(server: Helper, driver: Helper, count: number, url?: string): Promise<{ us: number; statuses: Record<string, number> }> {
+/** Failed upgrades each server gets before the measured ones: its refusal path optimised and its limiter in the state the measured ones meet. */
+const FAILED_UPGRADE_WARMUP = 2_000;
+/** Measured segments of failed upgrades per server (the plan's count split evenly). */
+const FAILED_UPGRADE_SEGMENTS = 10;
+
+/**
+ * Server CPU per failed upgrade of `server`, µs: `count` upgrades with an unknown token, 8 at a time,
+ * from `driver`, to `url`. A full GC first, so garbage left by what ran before is not counted here.
+ */
+async function failedUpgradeCpu(server: Helper, driver: Helper, count: number, url: string): Promise<{ us: number; statuses: Record<string, number> }> {
+  await server.request('rss'); // full GC
   const before = Number((await server.request('info')).cpuUs);
-  const reply = await driver.request('badUpgrades', { count, concurrency: 8, ...(url && { url }) });
+  const reply = await driver.request('badUpgrades', { count, concurrency: 8, url });
   const after = Number((await server.request('info')).cpuUs);
   return { us: (after - before) / count, statuses: reply.statuses as Record<string, number> };
 }
 
 export async function idsScenario(plan: Plan['ids'], log: (line: string) => void): Promise<IdsResult> {
   const live: Arm[] = [];
+  const flood: Helper[] = [];
   try {
     live.push(await startDoor(), await startDoor({ hosts: plan.hosts, callers: plan.callers }));
     const [one, many] = await compare(live, plan.load);
-    // Failed upgrades in interleaved segments on the three servers (as the load segments are), so
-    // a burst of other work on the machine hits all three alike; medians of the segments.
-    const { helper: floorServer, ready } = await Helper.start('upgrade-floor-server');
+    // Failed upgrades: three servers of their own, idle but for them — toolwire from `dist/` (as
+    // installed; from `src/`, tsx's keepNames adds CPU to every named function) with the plan's
+    // identities and with 1 + 1, and a bare node:http server that answers every upgrade 401 — in
+    // interleaved segments, the order rotated each segment, so a burst of other work on the machine
+    // hits all three alike; medians of the segments.
+    buildServerOnce();
+    const start = async (name: string, env: Record<string, string>, built: boolean): Promise<{ helper: Helper; url: string }> => {
+      const { helper, ready } = await Helper.start(name, env, 120_000, built);
+      flood.push(helper);
+      return { helper, url: String(ready.url) };
+    };
+    const arms = {
+      many: await start('toolwire-server', { BENCH_HOSTS: String(plan.hosts), BENCH_CALLERS: String(plan.callers) }, true),
+      one: await start('toolwire-server', { BENCH_HOSTS: '1', BENCH_CALLERS: '1' }, true),
+      floor: await start('upgrade-floor-server', {}, false),
+    };
+    const driver = live[1]!.driver!;
+    const names = ['many', 'floor', 'one'] as const;
     const per = { one: [] as number[], many: [] as number[], floor: [] as number[], over: [] as number[] };
     let statuses: Record<string, number> = {};
-    try {
-      const segments = 5;
-      const count = Math.max(1, Math.round(plan.failedUpgrades / segments));
-      for (let k = 0; k < segments; k++) {
-        const many = await failedUpgradeCpu(live[1]!.server, live[1]!.driver!, count);
-        const floor = await failedUpgradeCpu(floorServer, live[1]!.driver!, count, String(ready.mcpUrl));
-        const one = await failedUpgradeCpu(live[0]!.server, live[0]!.driver!, count);
-        per.many.push(many.us);
-        per.floor.push(floor.us);
-        per.one.push(one.us);
-        per.over.push(many.us - floor.us);
-        for (const [status, n] of Object.entries(many.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
+    const warmup = Math.min(FAILED_UPGRADE_WARMUP, plan.failedUpgrades);
+    for (const name of names) await failedUpgradeCpu(arms[name].helper, driver, warmup, arms[name].url);
+    const count = Math.max(1, Math.round(plan.failedUpgrades / FAILED_UPGRADE_SEGMENTS));
+    for (let k = 0; k < FAILED_UPGRADE_SEGMENTS; k++) {
+      const us: Partial<Record<(typeof names)[number], number>> = {};
+      for (let j = 0; j < names.length; j++) {
+        const name = names[(k + j) % names.length]!;
+        const r = await failedUpgradeCpu(arms[name].helper, driver, count, arms[name].url);
+        us[name] = r.us;
+        per[name].push(r.us);
+        if (name === 'many') for (const [status, n] of Object.entries(r.statuses)) statuses[status] = (statuses[status] ?? 0) + n;
       }
-    } finally {
-      await floorServer.stop();
+      per.over.push(us.many! - us.floor!);
     }
     const f = { one: median(per.one), many: median(per.many), floor: median(per.floor), overFloor: median(per.over) };
     statuses = Object.fromEntries(Object.entries(statuses).sort());
     log(
       `ids: door with ${plan.hosts} + ${plan.callers} identities ${Math.round(many!.stats.callsPerSec)} calls/s, with 1 + 1 ${Math.round(one!.stats.callsPerSec)} calls/s; ` +
-        `failed upgrade ${f.many.toFixed(1)} / ${f.one.toFixed(1)} µs of server CPU (bare node:http 401: ${f.floor.toFixed(1)} µs)`,
+        `failed upgrade ${f.many.toFixed(1)} / ${f.one.toFixed(1)} µs of server CPU (bare node:http 401: ${f.floor.toFixed(1)} µs; ` +
+        `over it per segment ${Math.min(...per.over).toFixed(1)}–${Math.max(...per.over).toFixed(1)} µs)`,
     );
     return {
       one: one!,
@@ -99,6 +123,6 @@ export async function idsScenario(plan: Plan['ids'], log: (line: string) => void
       failedUpgradeStatuses: statuses,
     };
   } finally {
-    await Promise.all(live.map(stopArm));
+    await Promise.all([...live.map(stopArm), ...flood.map((h) => h.stop())]);
   }
 }

@@ -3,7 +3,7 @@
  * (`node --expose-gc --conditions=@toolwire/source --import tsx bench/proc/<name>.ts`) with an IPC channel, send it commands and
  * await its replies, and stop it. Every helper started here is stopped by {@link stopAll}.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -115,6 +115,18 @@ export class Helper {
     await this.#exited;
     clearTimeout(timer);
   }
+}
+
+let serverBuilt = false;
+
+/**
+ * Build the server's packages (`dist/`, as installed) once per bench run, for helpers started with
+ * `built` (a `dist/` left from an earlier checkout would measure old code).
+ */
+export function buildServerOnce(): void {
+  if (serverBuilt) return;
+  execFileSync('pnpm', ['--filter', '@toolwire/server...', 'build'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] });
+  serverBuilt = true;
 }
 
 /** Stop every helper still running. */

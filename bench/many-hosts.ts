@@ -19,7 +19,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { type Arm, segment, segmentsFor, TOOLS_PER_HOST } from './arms.js';
-import { Helper, repoRoot } from './helpers.js';
+import { buildServerOnce, Helper } from './helpers.js';
 import { type LoadStats, type Segment, summarize } from './load.js';
 import type { LoadShape, Plan } from './scenarios.js';
 
@@ -143,7 +143,7 @@ export async function manyHosts(planned: Plan['s6']): Promise<ManyHostsResult> {
   // measure old code). From `src/`, tsx's keepNames adds ~2.6 KiB per host (a property dictionary
   // on each named closure of a session), which the built server does not have.
   const built = process.env.BENCH_S6_SOURCE !== '1';
-  if (built) execFileSync('pnpm', ['--filter', '@toolwire/server...', 'build'], { cwd: repoRoot, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (built) buildServerOnce();
   const { helper: server, ready } = await Helper.start('toolwire-server', env, 120_000, built);
   const url = String(ready.url);
   let loadHosts: Helper[] = [];

@@ -58,7 +58,7 @@ export const fullPlan: Plan = {
     { concurrency: 1, bytes: 100, count: 4_000, warmup: 5_000 },
     { concurrency: 16, bytes: 100, count: 8_000, warmup: 4_000 },
   ],
-  ids: { hosts: 10_000, callers: 1_000, load: { concurrency: 16, bytes: 100, count: 8_000, warmup: 5_000 }, failedUpgrades: 5_000 },
+  ids: { hosts: 10_000, callers: 1_000, load: { concurrency: 16, bytes: 100, count: 8_000, warmup: 5_000 }, failedUpgrades: 20_000 },
 };
 
 export const quickPlan: Plan = {

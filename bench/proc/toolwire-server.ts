@@ -43,13 +43,30 @@ const signals: AbortSignal[] = [];
 const signalOf = (worker: number): AbortSignal => (signals[worker] ??= new AbortController().signal);
 
 /**
+ * The tools of this node's hosts, counted as they change (`localChanged`: a host bound, advertised or
+ * left): what `waitFor` polls. `tools()` rebuilds its list of every tool after each change, which in
+ * a connect storm is every advertise; a cluster node counts `tools()`, which has the other nodes' tools too.
+ */
+const localTools = new Map<string, number>();
+let localToolCount = 0;
+if (!nats) {
+  server.router.on('localChanged', (host: string) => {
+    const n = server.router.toolsOf(host).length;
+    localToolCount += n - (localTools.get(host) ?? 0);
+    if (n === 0) localTools.delete(host);
+    else localTools.set(host, n);
+  });
+}
+const toolCount = (): number => (nats ? server.router.tools().length : localToolCount);
+
+/**
  * Wait until at least `hosts` hosts and `tools` tools are there (`exact`: exactly that many),
  * looking every `pollMs`. `hosts()` (an object per host) is only counted once the tools are there.
  */
 async function waitFor(hosts: number, tools: number, timeoutMs: number, exact: boolean, pollMs = 20): Promise<void> {
   const until = Date.now() + timeoutMs;
   const done = (): boolean => {
-    const t = server.router.tools().length;
+    const t = toolCount();
     if (exact ? t !== tools : t < tools) return false;
     const h = server.router.hosts().length;
     return exact ? h === hosts : h >= hosts;
@@ -93,7 +110,7 @@ serve(async (command) => {
         command.exact === true,
         Number(command.pollMs ?? 20),
       );
-      return { hosts: server.router.hosts().length, tools: server.router.tools().length };
+      return { hosts: server.router.hosts().length, tools: toolCount() };
     case 'load': {
       const input = makeInput(Number(command.bytes));
       const call = makeCall(command.path === 'execute' ? 'execute' : 'route', String(command.name), input, JSON.stringify(input));

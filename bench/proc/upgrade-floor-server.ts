@@ -6,7 +6,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { processInfo, send, serve } from './ipc.js';
+import { processInfo, send, serve, settledRssKiB } from './ipc.js';
 
 const RESPONSE = 'HTTP/1.1 401 Unauthorized\r\nConnection: close\r\nContent-Length: 0\r\nWWW-Authenticate: Bearer\r\n\r\n';
 const http = createServer((_req, res) => res.writeHead(404).end());
@@ -20,6 +20,7 @@ const { port } = http.address() as AddressInfo;
 
 serve((command) => {
   if (command.cmd === 'info') return processInfo();
+  if (command.cmd === 'rss') return { rssKiB: settledRssKiB() }; // after a full GC, as toolwire-server's
   throw new Error(`unknown command ${command.cmd}`);
 });
 send({ event: 'ready', url: `ws://127.0.0.1:${port}`, mcpUrl: `http://127.0.0.1:${port}/mcp` });
