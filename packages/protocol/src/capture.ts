@@ -4,6 +4,7 @@
  */
 import { type Failure, FailureKind } from './codes.js';
 import { utf8 } from './bytes.js';
+import { countNewlines } from './newlines.js';
 import type { ContentBlock } from './messages.js';
 
 /**
@@ -60,12 +61,6 @@ export function appendReason(stderr: Uint8Array | undefined, reason: string): Ui
 /** Number of lines in `bytes`: newline count, plus one for a final unterminated line. */
 export function countLines(bytes: Uint8Array): number {
   return countNewlines(bytes) + (bytes.length > 0 && bytes[bytes.length - 1] !== NEWLINE ? 1 : 0);
-}
-
-function countNewlines(bytes: Uint8Array): number {
-  let n = 0;
-  for (let i = bytes.indexOf(NEWLINE); i !== -1; i = bytes.indexOf(NEWLINE, i + 1)) n++;
-  return n;
 }
 
 /**
