@@ -7,6 +7,7 @@
  */
 import { failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
+import type { HostLink } from '../router/host-link.js';
 import type { Router } from '../router/router.js';
 import type { OutputChunk, RoutedCall, RoutedCapture } from '../seam.js';
 import type { Bus } from './bus.js';
@@ -14,11 +15,31 @@ import type { Subjects } from './options.js';
 import { encodeCapture, encodeOutput } from './answer.js';
 import { type CallControl, type CallRequest, decode } from './wire.js';
 
-interface Running {
-  /** Stops the call on its host (130). */
-  stop: () => void;
-  /** Output chunks sent and not yet credited, by seq. */
-  credits: Map<number, () => void>;
+/**
+ * A call from another node running here. A class, not a literal with closures: one object per call
+ * (its `stop` and the credits of its live output are only what the call needs).
+ */
+class Running {
+  /** Output chunks sent and not yet credited, by seq (only for a call that streams). */
+  credits: Map<number, () => void> | undefined = undefined;
+  /** The signal of a call on a link that is not a host session (it has no `stop(call)`). */
+  controller: AbortController | undefined = undefined;
+
+  constructor(
+    readonly link: HostLink,
+    readonly call: RoutedCall,
+  ) {}
+
+  /** Stop the call on its host (130). */
+  stop(): void {
+    if (this.controller !== undefined) this.controller.abort();
+    else void this.link.stop?.(this.call);
+  }
+
+  /** Release every output chunk still waiting for its credit (the call ended). */
+  creditAll(): void {
+    if (this.credits !== undefined) for (const credit of this.credits.values()) credit();
+  }
 }
 
 export interface CallServiceDeps {
@@ -74,13 +95,6 @@ export class CallService {
     if (link === undefined || link.node !== undefined || !link.isOpen) {
       return this.#answer(reply, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
-    const stream = request.stream === true;
-    const credits = new Map<number, () => void>();
-    const onOutput = (chunk: OutputChunk): Promise<void> =>
-      new Promise<void>((credit) => {
-        credits.set(chunk.seq, credit);
-        this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
-      });
     const call: RoutedCall = {
       id: request.id,
       name: typeof request.name === 'string' ? request.name : request.tool,
@@ -88,21 +102,25 @@ export class CallService {
       workspace: String(request.workspace ?? ''),
       agent: String(request.agent ?? ''),
       signal: this.#closing.signal,
-      ...(typeof request.deadlineMs === 'number' && { deadlineMs: request.deadlineMs }),
-      ...(stream && { onOutput }),
     };
-    // A local link is a host session (it has `stop`); any other link gets a signal of its own.
-    let stop: () => void;
-    if (link.stop !== undefined) stop = () => void link.stop!(call);
-    else {
-      const controller = new AbortController();
-      call.signal = AbortSignal.any([controller.signal, this.#closing.signal]);
-      stop = () => controller.abort();
+    if (typeof request.deadlineMs === 'number') call.deadlineMs = request.deadlineMs;
+    const running = new Running(link, call);
+    if (request.stream === true) {
+      const credits = (running.credits = new Map<number, () => void>());
+      call.onOutput = (chunk: OutputChunk): Promise<void> =>
+        new Promise<void>((credit) => {
+          credits.set(chunk.seq, credit);
+          this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
+        });
     }
-    const running: Running = { stop, credits };
+    // A local link is a host session (it has `stop`); any other link gets a signal of its own.
+    if (link.stop === undefined) {
+      running.controller = new AbortController();
+      call.signal = AbortSignal.any([running.controller.signal, this.#closing.signal]);
+    }
     this.#running.set(reply, running);
     void link.call(request.tool, call).then((capture) => {
-      for (const credit of running.credits.values()) credit();
+      running.creditAll();
       if (this.#running.get(reply) !== running) return; // answered at close already
       this.#running.delete(reply);
       this.#answer(reply, capture);
@@ -113,9 +131,9 @@ export class CallService {
     const control = decode<CallControl>(data);
     if (control === undefined || typeof control.seq !== 'number') return;
     const running = this.#running.get(control.reply);
-    const credit = running?.credits.get(control.seq);
+    const credit = running?.credits?.get(control.seq);
     if (credit === undefined) return;
-    running!.credits.delete(control.seq);
+    running!.credits!.delete(control.seq);
     credit();
   }
 

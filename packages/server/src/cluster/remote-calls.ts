@@ -13,17 +13,31 @@ import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
 import { type CallRequest, encode } from './wire.js';
 
-interface Pending {
-  node: string;
-  call: RoutedCall;
-  resolve: (capture: RoutedCapture) => void;
-  timer: NodeJS.Timeout;
+/**
+ * One pending call. A class, not a literal with closures: one object per call, its `stop` (the
+ * caller's signal aborted: publish the cancel; one shared listener per signal, `stop-watch.ts`) a
+ * method.
+ */
+class Pending {
   /** `part` answers received so far, per section (a capture larger than one NATS message). */
-  parts: Record<Section, Uint8Array[]> | undefined;
-  /** Publishes the cancel (the caller's signal aborted); one shared listener per signal (`stop-watch.ts`). */
-  stop: () => void;
-  /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
-  streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined;
+  parts: Record<Section, Uint8Array[]> | undefined = undefined;
+  timer: NodeJS.Timeout | undefined = undefined;
+
+  constructor(
+    readonly calls: RemoteCalls,
+    readonly reply: string,
+    readonly node: string,
+    readonly call: RoutedCall,
+    readonly resolve: (capture: RoutedCapture) => void,
+    /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
+    readonly streamed: { stdout: HeadTailBuffer; stderr: HeadTailBuffer; seq: number } | undefined,
+    /** The link whose in-flight count this call holds, if any. */
+    readonly link: RemoteHostLink | undefined,
+  ) {}
+
+  stop(): void {
+    this.calls.cancel(this);
+  }
 }
 
 /** What the remote calls need: the bus, this node's subjects, the default deadline and a grace, the logger. */
@@ -54,46 +68,50 @@ export class RemoteCalls {
     this.#unsubscribe = deps.bus.subscribe(`${this.#prefix}*`, (data, _reply, subject) => this.#onAnswer(subject, data));
   }
 
-  /** Send `call` to tool `tool` of `host` on `node`; always settles with a capture. */
-  call(node: string, host: string, tool: string, call: RoutedCall): Promise<RoutedCapture> {
+  /**
+   * Send `call` to tool `tool` of `host` on `node`; always settles with a capture. `link`: its
+   * in-flight count is taken here and given back when the call settles.
+   */
+  call(node: string, host: string, tool: string, call: RoutedCall, link?: RemoteHostLink): Promise<RoutedCapture> {
     const { bus, subjects } = this.#deps;
     if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
     if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     const stream = call.onOutput !== undefined;
-    const request: CallRequest = {
-      host,
-      tool,
-      name: call.name,
-      id: call.id,
-      input: call.input,
-      workspace: call.workspace,
-      agent: call.agent,
-      ...(call.deadlineMs !== undefined && { deadlineMs: call.deadlineMs }),
-      ...(stream && { stream }),
-    };
+    const request: CallRequest = { host, tool, name: call.name, id: call.id, input: call.input, workspace: call.workspace, agent: call.agent };
+    if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
+    if (stream) request.stream = true;
     const data = encode(request);
     if (data.length > bus.maxPayload) {
       return Promise.resolve(
         failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),
       );
     }
-    const reply = `${this.#prefix}${(this.#next++).toString(36)}`;
+    const reply = this.#prefix + (this.#next++).toString(36);
     const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
-    return new Promise<RoutedCapture>((resolve) => {
-      const stop = (): void => bus.publish(subjects.node(node, 'cancel'), encode({ reply }));
-      const timer = setTimeout(
-        () => this.#fail(reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${node} did not answer in time)`),
-        deadline + this.#deps.graceMs,
-      );
+    let streamed: Pending['streamed'];
+    if (stream) {
       const head = Math.floor(this.#deps.capBytes / 2);
       const tail = this.#deps.capBytes - head;
-      const streamed = stream ? { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 } : undefined;
-      const pending: Pending = { node, call, resolve, timer, parts: undefined, stop, streamed };
+      streamed = { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 };
+    }
+    return new Promise<RoutedCapture>((resolve) => {
+      const pending = new Pending(this, reply, node, call, resolve, streamed, link);
+      pending.timer = setTimeout(this.#onDeadline, deadline + this.#deps.graceMs, pending, deadline);
       this.#pending.set(reply, pending);
       watchStop(call.signal, pending);
+      if (link !== undefined) link.inFlight += 1;
       bus.publish(subjects.node(node, 'call'), data, reply);
     });
   }
+
+  /** Publish the cancel of a pending call (its caller's signal aborted). */
+  cancel(p: Pending): void {
+    this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'cancel'), encode({ reply: p.reply }));
+  }
+
+  /** The backstop past a call's deadline (+ grace): the host's node did not answer in time. One function for all calls. */
+  readonly #onDeadline = (p: Pending, deadline: number): void =>
+    this.#fail(p.reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${p.node} did not answer in time)`);
 
   /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
   failNode(node: string, reason: string): void {
@@ -176,6 +194,7 @@ export class RemoteCalls {
     this.#pending.delete(reply);
     clearTimeout(p.timer);
     unwatchStop(p.call.signal, p);
+    if (p.link !== undefined) p.link.inFlight -= 1;
     p.resolve(capture);
   }
 }
@@ -200,7 +219,8 @@ export class RemoteHostLink implements HostLink {
   readonly remote: string | undefined;
   readonly connectedAt: Date;
   #open = true;
-  #inFlight = 0;
+  /** Calls sent and not settled; kept by {@link RemoteCalls} (taken at send, given back at settle). */
+  inFlight = 0;
   readonly #calls: RemoteCalls;
 
   constructor(calls: RemoteCalls, node: string, host: string, connectedAt: Date, remote?: string) {
@@ -211,22 +231,13 @@ export class RemoteHostLink implements HostLink {
     this.remote = remote;
   }
 
-  get inFlight(): number {
-    return this.#inFlight;
-  }
-
   get isOpen(): boolean {
     return this.#open;
   }
 
   call(tool: string, call: RoutedCall): Promise<RoutedCapture> {
     if (!this.#open) return Promise.resolve(failureCapture('unavailable', `host ${this.host} is not connected`));
-    this.#inFlight += 1;
-    const done = (capture: RoutedCapture): RoutedCapture => {
-      this.#inFlight -= 1;
-      return capture;
-    };
-    return this.#calls.call(this.node, this.host, tool, call).then(done);
+    return this.#calls.call(this.node, this.host, tool, call, this);
   }
 
   /** Replaced (a newer session of the identity) or gone: no new calls; calls in flight end by their node's answer, its loss or their deadline. */
