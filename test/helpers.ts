@@ -101,17 +101,34 @@ export function spawnTs(args: string[], env: NodeJS.ProcessEnv = {}): ChildProce
   return child;
 }
 
-/** Collect a child's stdout/stderr and wait for its exit, bounded. */
+/**
+ * Collect a child's stdout/stderr until it has exited and both are closed, bounded: rejects, after
+ * killing it (SIGKILL), when that takes over `timeoutMs` (default 15000). It waits for `close`, not
+ * `exit`: at `exit` the child's last output may still be in the pipes, unread (Node's
+ * `child_process` docs), and a test would see it cut or empty.
+ */
 export async function finish(child: ChildProcess, timeoutMs = 15_000): Promise<{ code: number | null; stdout: string; stderr: string; ms: number }> {
   const started = Date.now();
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (d: string) => (stdout += d));
   child.stderr!.on('data', (d: string) => (stderr += d));
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const [code] = (await once(child, 'exit')) as [number | null];
-  clearTimeout(timer);
-  return { code, stdout, stderr, ms: Date.now() - started };
+  const closed = once(child, 'close') as Promise<[number | null, NodeJS.Signals | null]>;
+  void closed.catch(() => undefined); // an 'error' after the bound: reported by the bound
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      const what = child.exitCode === null && child.signalCode === null ? 'did not exit' : 'exited but its stdout/stderr did not close';
+      reject(new Error(`the child process ${what} within ${timeoutMs} ms (killed); stderr so far: ${JSON.stringify(stderr.slice(-1000))}`));
+    }, timeoutMs);
+  });
+  try {
+    const [code] = await Promise.race([closed, bound]);
+    return { code, stdout, stderr, ms: Date.now() - started };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Open a raw WebSocket as a host (no client library), tracked for teardown. */

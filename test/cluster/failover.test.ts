@@ -2,7 +2,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ExitCode } from '@toolwire/protocol';
 import { connect } from '@nats-io/transport-node';
-import { closeAll, startHost, startServer } from '@toolwire/testing';
+import { type TestServer, closeAll, startHost, startServer } from '@toolwire/testing';
 import { join } from 'node:path';
 import { cleanup, defer, repoRoot, text, waitFor } from '../helpers.js';
 import { NATS_SERVER, clusterHosts, fixtureHost, natsClusterArgs, startNats, startNatsCluster } from './nats.js';
@@ -102,33 +102,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
   // killed. Node b's claim then needs the bucket's new leader (elected among the two left), and node
   // a its reconnect to another server (learnt from the cluster) to be asked to close its session.
   it('kvReplicas 3: a host identity still moves between nodes once one NATS server of three is gone (the bucket leader, node a’s server)', async () => {
-    const nats = await startNatsCluster();
-    const urls = nats.map((n) => n.url);
-    const hosts = clusterHosts();
-    // Both nodes start while the fresh NATS cluster may still be electing its JetStream leader.
-    const a = await startServer({ hosts, cluster: { nats: [urls[0]!], name: 'm', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
-    const b = await startServer({ hosts, cluster: { nats: [urls[1]!], name: 'm', node: 'b', heartbeatMs: 250, kvReplicas: 3 } });
-    const probe = await connect({ servers: urls.slice(1), reconnect: true });
-    defer(() => probe.close());
-    const bucket = async (): Promise<{ cluster?: { leader?: string }; state?: { messages?: number } } | undefined> => {
-      const msg = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-m-hosts', '', { timeout: 2_000 }).catch(() => undefined);
-      return msg?.json();
-    };
-    await fixtureHost(a);
-    await waitFor(() => b.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'a'), 'node b to see alpha on a', 15_000);
-    await waitFor(async () => ((await bucket())?.state?.messages ?? 0) >= 1, 'alpha’s lease in the bucket', 15_000, 100);
-    // Move the bucket's leader to nats[0] (the server nodes' names are n0, n1, n2).
-    await waitFor(
-      async () => {
-        if ((await bucket())?.cluster?.leader === 'n0') return true;
-        await probe.request('$JS.API.STREAM.LEADER.STEPDOWN.KV_toolwire-m-hosts', '', { timeout: 5_000 }).catch(() => undefined);
-        return false;
-      },
-      'the lease bucket’s leader on the first NATS server',
-      30_000,
-      1_000,
-    );
-    await nats[0]!.kill();
+    const { a, b, bucket } = await aliveOnLeaderKilled();
     await waitFor(
       async () => {
         const now = await bucket();
@@ -140,57 +114,79 @@ describe.skipIf(NATS_SERVER === undefined)('cluster on a NATS cluster of three s
     );
     // The same identity on b: the lease (compare-and-set through the bucket's new leader) moves, a's session closes 4000.
     await fixtureHost(b);
-    await waitFor(
-      () => a.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')),
-      'node a to list alpha on b',
-      15_000,
-    );
-    expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
-    expect(exitOf(await a.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(0);
+    await movedToB(a, b);
   }, 150_000);
 
-  // The worst placement, every run: node a's NATS server is the bucket's leader, and it is the one
-  // killed. Node b's claim then needs the bucket's new leader (elected among the two left), and node
-  // a its reconnect to another server (learnt from the cluster) to be asked to close its session.
   it('kvReplicas 3: a host that says hello on node b while the lease bucket elects a new leader (its leader, node a’s NATS server, killed) takes the identity once it has one', async () => {
-    const nats = await startNatsCluster();
-    const urls = nats.map((n) => n.url);
-    const hosts = clusterHosts();
-    // Both nodes start while the fresh NATS cluster may still be electing its JetStream leader.
-    const a = await startServer({ hosts, cluster: { nats: [urls[0]!], name: 'm', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
-    const b = await startServer({ hosts, cluster: { nats: [urls[1]!], name: 'm', node: 'b', heartbeatMs: 250, kvReplicas: 3 } });
-    const probe = await connect({ servers: urls.slice(1), reconnect: true });
-    defer(() => probe.close());
-    const bucket = async (): Promise<{ cluster?: { leader?: string }; state?: { messages?: number } } | undefined> => {
-      const msg = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-m-hosts', '', { timeout: 2_000 }).catch(() => undefined);
-      return msg?.json();
-    };
-    await fixtureHost(a);
-    await waitFor(() => b.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'a'), 'node b to see alpha on a', 15_000);
-    await waitFor(async () => ((await bucket())?.state?.messages ?? 0) >= 1, 'alpha’s lease in the bucket', 15_000, 100);
-    // Move the bucket's leader to nats[0] (the server nodes' names are n0, n1, n2).
-    await waitFor(
-      async () => {
-        if ((await bucket())?.cluster?.leader === 'n0') return true;
-        await probe.request('$JS.API.STREAM.LEADER.STEPDOWN.KV_toolwire-m-hosts', '', { timeout: 5_000 }).catch(() => undefined);
-        return false;
-      },
-      'the lease bucket’s leader on the first NATS server',
-      30_000,
-      1_000,
-    );
-    await nats[0]!.kill();
+    const { a, b } = await aliveOnLeaderKilled();
     // At once, in this process: the claim runs while the bucket elects its new leader.
-    await startHost(b, join(repoRoot, 'test', 'fixtures', 'host-tools.ts'), { name: 'alpha', hostOptions: { cancelGraceMs: 1_000 } });
-    await waitFor(
-      () => a.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')),
-      'node a to list alpha on b',
-      15_000,
-    );
-    expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
-    expect(exitOf(await a.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(0);
+    await inProcessAlpha(b);
+    await movedToB(a, b);
+  }, 150_000);
+
+  it('kvReplicas 3: a host whose claim runs out while the lease bucket elects a new leader binds on node b, and takes the lease once the bucket answers (a’s session closes, a lists alpha on b)', async () => {
+    // b's claim gives up long before any election ends (they take seconds).
+    const { a, b } = await aliveOnLeaderKilled({ claimMs: 300 });
+    await inProcessAlpha(b);
+    await movedToB(a, b);
   }, 150_000);
 });
+
+/**
+ * Nodes a and b (kvReplicas 3) on a fresh 3-server NATS cluster, a connected to nats[0] only; host
+ * alpha on a with its lease in the bucket; the bucket's leader moved to nats[0] (named n0), which is
+ * then killed. `b` adds cluster options to node b. Resolves right after the kill.
+ */
+async function aliveOnLeaderKilled(b: { claimMs?: number } = {}): Promise<{
+  a: TestServer;
+  b: TestServer;
+  bucket: () => Promise<{ cluster?: { leader?: string }; state?: { messages?: number } } | undefined>;
+}> {
+  const nats = await startNatsCluster();
+  const urls = nats.map((n) => n.url);
+  const hosts = clusterHosts();
+  // Both nodes start while the fresh NATS cluster may still be electing its JetStream leader.
+  const nodeA = await startServer({ hosts, cluster: { nats: [urls[0]!], name: 'm', node: 'a', heartbeatMs: 250, kvReplicas: 3 } });
+  const nodeB = await startServer({ hosts, cluster: { nats: [urls[1]!], name: 'm', node: 'b', heartbeatMs: 250, kvReplicas: 3, ...b } });
+  const probe = await connect({ servers: urls.slice(1), reconnect: true });
+  defer(() => probe.close());
+  const bucket = async (): Promise<{ cluster?: { leader?: string }; state?: { messages?: number } } | undefined> => {
+    const msg = await probe.request('$JS.API.STREAM.INFO.KV_toolwire-m-hosts', '', { timeout: 2_000 }).catch(() => undefined);
+    return msg?.json();
+  };
+  // In this process (as on b): a host process's start-up (tsx) on a loaded machine is not what these tests are about.
+  await inProcessAlpha(nodeA);
+  await waitFor(() => nodeB.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'a'), 'node b to see alpha on a', 15_000);
+  await waitFor(async () => ((await bucket())?.state?.messages ?? 0) >= 1, 'alpha’s lease in the bucket', 15_000, 100);
+  // Move the bucket's leader to nats[0] (the server nodes' names are n0, n1, n2).
+  await waitFor(
+    async () => {
+      if ((await bucket())?.cluster?.leader === 'n0') return true;
+      await probe.request('$JS.API.STREAM.LEADER.STEPDOWN.KV_toolwire-m-hosts', '', { timeout: 5_000 }).catch(() => undefined);
+      return false;
+    },
+    'the lease bucket’s leader on the first NATS server',
+    30_000,
+    1_000,
+  );
+  await nats[0]!.kill();
+  return { a: nodeA, b: nodeB, bucket };
+}
+
+/** The fixture host `alpha` (test/fixtures/host-tools.ts) in this process, on `node`. */
+const inProcessAlpha = (node: TestServer): Promise<unknown> =>
+  startHost(node, join(repoRoot, 'test', 'fixtures', 'host-tools.ts'), { name: 'alpha', hostOptions: { cancelGraceMs: 1_000 } });
+
+/** alpha moved from node a to node b: a lists it on b (its own session closed 4000), b holds it, a call from a works. */
+async function movedToB(a: TestServer, b: TestServer): Promise<void> {
+  await waitFor(
+    () => a.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__echo')),
+    'node a to list alpha on b',
+    15_000,
+  );
+  expect(b.server.router.hosts().find((h) => h.name === 'alpha')?.node).toBeUndefined();
+  expect(exitOf(await a.server.executor.execute({ name: 'alpha__echo', input: {}, agent: 'agent' }))).toBe(0);
+}
 
 describe.skipIf(NATS_SERVER === undefined)('cluster NATS credentials', () => {
   it('nodes join with the NATS user and password; a node with wrong credentials cannot join (ClusterError naming the servers)', async () => {

@@ -138,4 +138,29 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: guarantees of cal
     const early = await run(b, 'alpha__echo');
     expect(early.capture.exitCode).toBe(ExitCode.UNAVAILABLE);
   });
+
+  it('one host identity bound on two nodes at once (no leases: NATS without JetStream): when its session on node A leaves, A lists the one on node B at once, not when B next changes', async () => {
+    const nats = await startNats(['-js=false']); // after startNats' own -js: JetStream off, so no identity leases
+    const hosts = clusterHosts();
+    const cluster = { nats: [nats.url], name: 'g', heartbeatMs: 250 };
+    const a = await startServer({ hosts, cluster: { ...cluster, node: 'a' } });
+    const b = await startServer({ hosts, cluster: { ...cluster, node: 'b' } });
+    const onA = await rawHost(a.url, await a.hostToken('alpha'));
+    await rawAdvertise(onA, [{ name: 'one', inputSchema: object }]);
+    await waitFor(() => lists(b, 'alpha__one'), 'node b to list alpha__one');
+    // The same identity on B: each node keeps its own session (no lease evicts A's), A lists its own.
+    await rawAdvertise(await rawHost(b.url, await b.hostToken('alpha')), [{ name: 'two', inputSchema: object }]);
+    // B's next change after alpha's: once A lists beta, A has read alpha's session on B (and kept its own).
+    await rawAdvertise(await rawHost(b.url, await b.hostToken('beta')), [{ name: 'three', inputSchema: object }]);
+    await waitFor(() => lists(a, 'beta__three'), 'node a to list beta__three');
+    expect(lists(a, 'alpha__one') && !lists(a, 'alpha__two')).toBe(true);
+
+    onA.terminate();
+    await waitFor(
+      () => a.server.router.hosts().some((h) => h.name === 'alpha' && h.node === 'b' && h.tools.includes('alpha__two')),
+      'node a to list alpha’s session on node b',
+      5_000,
+    );
+    expect(lists(a, 'alpha__one')).toBe(false);
+  });
 });

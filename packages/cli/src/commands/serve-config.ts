@@ -144,6 +144,7 @@ const configSchema = {
         heartbeatMs: count,
         requestTimeoutMs: count,
         kvReplicas: count,
+        claimMs: count,
         credentials: {
           type: 'object',
           properties: { token: text, tokenEnv: envName, user: text, pass: text, passEnv: envName, credsFile: text },

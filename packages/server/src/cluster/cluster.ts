@@ -144,6 +144,7 @@ export class ClusterNode {
       {
         node: config.node,
         logger,
+        claimMs: config.claimMs,
         holds: (host) => {
           const link = router.linkOf(host);
           return link !== undefined && link.node === undefined;

@@ -47,6 +47,13 @@ export interface ClusterOptions {
    * already exists keeps the replicas it was made with.
    */
   kvReplicas?: number;
+  /**
+   * How long a host's hello waits for its identity lease while the bucket does not answer (it is
+   * electing a leader), ms (default 8000, 100–60000; keep it under the hello timeout,
+   * `helloTimeoutMs`). Past it the host binds on this node and takes the lease, closing the session
+   * another node held, once the bucket answers.
+   */
+  claimMs?: number;
 }
 
 /** {@link ClusterOptions} with defaults applied and checked. */
@@ -59,6 +66,7 @@ export interface ClusterConfig {
   heartbeatMs: number;
   requestTimeoutMs: number;
   kvReplicas: number;
+  claimMs: number;
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,32}$/;
@@ -86,7 +94,9 @@ export function resolveClusterConfig(options: ClusterOptions, randomNode: () => 
     throw new RangeError(`cluster.requestTimeoutMs: expected an integer 10-60000, got ${requestTimeoutMs}`);
   const kvReplicas = options.kvReplicas ?? 1;
   if (!Number.isInteger(kvReplicas) || kvReplicas < 1 || kvReplicas > 5) throw new RangeError(`cluster.kvReplicas: expected an integer 1-5, got ${kvReplicas}`);
-  return { nats: [...nats], name, node, credentials: { ...options.credentials }, tls: options.tls, heartbeatMs, requestTimeoutMs, kvReplicas };
+  const claimMs = options.claimMs ?? 8000;
+  if (!Number.isInteger(claimMs) || claimMs < 100 || claimMs > 60_000) throw new RangeError(`cluster.claimMs: expected an integer 100-60000, got ${claimMs}`);
+  return { nats: [...nats], name, node, credentials: { ...options.credentials }, tls: options.tls, heartbeatMs, requestTimeoutMs, kvReplicas, claimMs };
 }
 
 /** The subjects of one cluster (`toolwire.<cluster>.…`). */

@@ -44,6 +44,14 @@ interface Peer {
   tried: boolean;
   /** Each bound host and the digest of the tool set it was advertised with. */
   links: Map<string, { link: RemoteHostLink; tools: string }>;
+  /**
+   * Its hosts not bound here because another session of the identity won (one on this node, or a
+   * newer one on a third node): read again when that session leaves, since that node's version
+   * does not move then.
+   */
+  shadowed: Set<string>;
+  /** Fetch every host of it again (not only the changes since `applied`): a shadowed host's winner left. */
+  refetch: boolean;
 }
 
 export interface PeersDeps {
@@ -133,6 +141,21 @@ export class Peers {
     this.#version += 1;
     this.#pages.note(host, this.#version);
     this.#announce();
+    this.#uncovered(host);
+  }
+
+  /**
+   * `host`'s session bound here left (closed, or evicted when another node took its identity): a
+   * node whose session of `host` was skipped while this one stayed is read again, so its session
+   * is bound here now and not when that node next changes.
+   */
+  #uncovered(host: string): void {
+    if (this.#closed || this.#deps.router.linkOf(host) !== undefined) return;
+    for (const [node, peer] of this.#peers) {
+      if (!peer.shadowed.has(host)) continue;
+      peer.refetch = true;
+      void this.#sync(node, peer);
+    }
   }
 
   /** Publish a heartbeat now (coalesced to one per turn). */
@@ -182,7 +205,17 @@ export class Peers {
       peer = undefined;
     }
     if (peer === undefined) {
-      peer = { boot: String(beat.boot), announced: beat.version, applied: -1, lastSeen: Date.now(), syncing: false, tried: false, links: new Map() };
+      peer = {
+        boot: String(beat.boot),
+        announced: beat.version,
+        applied: -1,
+        lastSeen: Date.now(),
+        syncing: false,
+        tried: false,
+        links: new Map(),
+        shadowed: new Set(),
+        refetch: false,
+      };
       this.#peers.set(beat.node, peer);
       this.#deps.logger.info({ node: beat.node }, 'cluster: node joined');
       // A node that just started waits for the others' hosts before it opens its port: announce at once.
@@ -190,24 +223,30 @@ export class Peers {
     }
     peer.lastSeen = Date.now();
     peer.announced = beat.version;
-    if (peer.applied !== peer.announced) void this.#sync(beat.node, peer);
+    if (peer.applied !== peer.announced || peer.refetch) void this.#sync(beat.node, peer);
   }
 
-  /** Fetch `node`'s hosts (all pages) and apply them; again while its version moved meanwhile. */
+  /** Fetch `node`'s hosts (all pages) and apply them; again while its version moved (or a refetch was asked) meanwhile. */
   async #sync(node: string, peer: Peer): Promise<void> {
     if (peer.syncing) return;
     peer.syncing = true;
+    let full = false;
     try {
-      while (!this.#closed && this.#peers.get(node) === peer && peer.applied !== peer.announced) {
-        const state = await this.#fetch(node, peer);
+      while (!this.#closed && this.#peers.get(node) === peer && (peer.applied !== peer.announced || peer.refetch)) {
+        full = peer.refetch;
+        peer.refetch = false;
+        const state = await this.#fetch(node, peer, full);
         if (state === undefined || this.#peers.get(node) !== peer) return;
         if (state.gone === undefined) await this.#apply(node, peer, state.hosts);
         else await this.#applyChanges(node, peer, state.hosts, state.gone);
         peer.applied = state.version;
+        full = false;
       }
     } catch (error) {
       this.#deps.logger.warn({ err: error, node }, 'cluster: could not read the hosts of a node; retrying on its next heartbeat');
     } finally {
+      // A full fetch that did not end is asked again (at the next heartbeat).
+      if (full) peer.refetch = true;
       peer.syncing = false;
       peer.tried = true;
       this.#checkInitial();
@@ -216,22 +255,22 @@ export class Peers {
 
   /**
    * `node`'s hosts: the changes since the version applied here (`gone` set) when its node answers
-   * them in one page, else every page, all of one version (again from the start when it was dropped
-   * meanwhile).
+   * them in one page and `full` is not set, else every page, all of one version (again from the
+   * start when it was dropped meanwhile).
    */
-  async #fetch(node: string, peer: Peer, tries = 3): Promise<{ version: number; hosts: FetchedHost[]; gone?: string[] } | undefined> {
+  async #fetch(node: string, peer: Peer, full: boolean, tries = 3): Promise<{ version: number; hosts: FetchedHost[]; gone?: string[] } | undefined> {
     const hosts: FetchedHost[] = [];
     const sets = new Map<string, ToolSet>();
     let version: number | undefined;
     for (let offset: number | undefined = 0; offset !== undefined;) {
-      const since = version === undefined && peer.applied >= 0 && tries === 3 ? peer.applied : undefined;
+      const since = version === undefined && !full && peer.applied >= 0 && tries === 3 ? peer.applied : undefined;
       const request: StateRequest = { offset, ...(version !== undefined && { version }), ...(since !== undefined && { since }) };
       const data = await this.#deps.bus.request(this.#deps.subjects.node(node, 'state'), encode(request), this.#deps.requestTimeoutMs);
       const page = decode<StatePage>(data);
       if (page === undefined || !Array.isArray(page.hosts) || !Array.isArray(page.sets)) return undefined;
       // Another boot of that node answered: its heartbeat drops this peer.
       if (page.boot !== peer.boot) return undefined;
-      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, peer, tries - 1) : undefined;
+      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, peer, full, tries - 1) : undefined;
       version = page.version;
       const delta = since !== undefined && page.since === since && Array.isArray(page.gone);
       // Equal sets share one array across pages (the router prepares a shared array once).
@@ -257,6 +296,7 @@ export class Peers {
   async #apply(node: string, peer: Peer, hosts: FetchedHost[]): Promise<void> {
     const seen = new Set<string>();
     let done = 0;
+    peer.shadowed.clear(); // every host is judged again
     for (const entry of hosts) {
       if (++done % APPLY_PER_TURN === 0) await nextTurn();
       if (this.#peers.get(node) !== peer) return;
@@ -269,7 +309,10 @@ export class Peers {
   /** The hosts of `node` changed since the version applied here: `hosts` as they are now, `gone` left. */
   async #applyChanges(node: string, peer: Peer, hosts: FetchedHost[], gone: string[]): Promise<void> {
     let done = 0;
-    for (const host of gone) this.#unbind(peer, host);
+    for (const host of gone) {
+      peer.shadowed.delete(host);
+      this.#unbind(peer, host);
+    }
     for (const entry of hosts) {
       if (++done % APPLY_PER_TURN === 0) await nextTurn();
       if (this.#peers.get(node) !== peer) return;
@@ -282,7 +325,11 @@ export class Peers {
     const { tools, key } = entry.set;
     const current = router.linkOf(entry.host);
     // A session of this node, or a newer one on a third node, wins over a stale announcement.
-    if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) return;
+    if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) {
+      peer.shadowed.add(entry.host);
+      return;
+    }
+    peer.shadowed.delete(entry.host);
     const known = peer.links.get(entry.host);
     // The same session as bound here (a new session of the identity on that node is bound anew).
     if (known !== undefined && current === known.link && known.link.connectedAt.getTime() === entry.connectedAt) {
@@ -306,6 +353,7 @@ export class Peers {
     peer.links.delete(host);
     known.link.replace();
     this.#deps.router.unbind(known.link);
+    this.#uncovered(host);
   }
 
   /** Answer a `state` request: one page of this node's hosts. */
@@ -332,6 +380,7 @@ export class Peers {
       link.replace();
       this.#deps.router.unbind(link);
     }
+    for (const host of peer.links.keys()) this.#uncovered(host);
     this.#deps.calls.failNode(node, reason);
     this.#deps.logger.warn({ node, hosts: peer.links.size }, `cluster: ${reason}`);
   }
