@@ -21,6 +21,7 @@
  * flight, or idle for at most {@link IDLE_AGENTS_KEPT} agents; a link lives while it has calls in
  * flight, and one turn after.
  */
+import { keepShape } from '../keep-shape.js';
 
 /** Idle agents (no call in flight) whose generation is kept for their next call. */
 export const IDLE_AGENTS_KEPT = 1024;
@@ -90,6 +91,10 @@ class Link {
 export type CallScope = Generation | Link;
 
 /** The stop generations of every agent with calls in flight (and a bounded number of idle ones). */
+// One link kept, with its own signal and generation (no caller's signal is held): links are let go
+// when their calls settle, so between bursts none may be alive (see keep-shape.ts).
+keepShape(new Link(new AbortController().signal, new Generation()));
+
 export class CallSignals {
   readonly #generations = new Map<string, Generation>();
   /** The current link of each caller signal (weak: a signal nobody holds takes its link along). */

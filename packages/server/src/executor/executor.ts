@@ -274,12 +274,13 @@ export class Executor {
         const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
         // `host` and `wireId` present from the start (`undefined` = not set yet): the router's writes
         // of them then change no object shape and add no property store to the call.
-        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal, host: undefined, wireId: undefined };
+        // `onOutput` in the literal too: with a record every call has one, and a key added after the
+        // literal makes a hidden class that no live object holds between calls (see keep-shape.ts).
+        const onOutput = outputListener(streamLog, req.onOutput);
+        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal, host: undefined, wireId: undefined, onOutput };
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
         if (trace.traceparent !== undefined) call.traceparent = trace.traceparent;
         if (trace.tracestate !== undefined) call.tracestate = trace.tracestate;
-        const onOutput = outputListener(streamLog, req.onOutput);
-        if (onOutput !== undefined) call.onOutput = onOutput;
         if (req.onProgress !== undefined) call.onProgress = req.onProgress;
         if (live !== undefined) live.routed = call;
         // The router answers almost every call; awaited here rather than in an async helper (one

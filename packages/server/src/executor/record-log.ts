@@ -11,6 +11,7 @@
 import { constants } from 'node:fs';
 import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
+import { keepShape } from '../keep-shape.js';
 import type { Logger } from '../options.js';
 import type { OutputChunk, OutputListener } from '../seam.js';
 import type { DiskRecord } from './record.js';
@@ -38,6 +39,8 @@ export class RecordLog {
   /** The last write queued: writes run one at a time, in chunk order. */
   #tail: Promise<void> | undefined;
   #failed = false;
+  /** The first instance is kept (`keepShape`): one per call, none alive between calls. */
+  static #shapeKept = false;
 
   /** `agent` and `id` must be safe path segments (the executor checked them). */
   constructor(record: DiskRecord, agent: string, id: string, maxBytes: number, logger: Logger) {
@@ -46,6 +49,10 @@ export class RecordLog {
     this.#id = id;
     this.#maxBytes = maxBytes;
     this.#logger = logger;
+    if (!RecordLog.#shapeKept) {
+      RecordLog.#shapeKept = true;
+      keepShape(this);
+    }
   }
 
   /** True once a chunk was appended (then {@link close} must be awaited). */

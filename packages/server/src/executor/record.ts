@@ -107,18 +107,23 @@ export class DiskRecord {
 
   #writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted: boolean, ids: CallIds): Promise<void> {
     const dir = this.dirOf(agent, id);
-    // Keys in this order (assigned one by one: no object spread per write).
-    const output: Record<string, unknown> = { id };
-    if (ids.wireId !== undefined) output.wireId = ids.wireId;
-    if (ids.traceparent !== undefined) output.traceparent = ids.traceparent;
-    if (ids.tracestate !== undefined) output.tracestate = ids.tracestate;
-    output.stdout = recordBytes(capture.stdout);
-    output.stderr = recordBytes(capture.stderr);
-    output.exitCode = capture.exitCode;
-    output.startedAt = startedAt.toISOString();
-    output.endedAt = endedAt.toISOString();
-    if (capture.failure !== undefined) output.failure = capture.failure;
-    if (interrupted) output.interrupted = true;
+    // One literal with every key, in this order (JSON.stringify leaves out the undefined ones): its
+    // hidden class comes with the literal, so it does not die in a full GC while no call is in flight
+    // (adding keys one by one made transition maps that did, and V8 then deoptimized every function
+    // that had built this object).
+    const output = {
+      id,
+      wireId: ids.wireId,
+      traceparent: ids.traceparent,
+      tracestate: ids.tracestate,
+      stdout: recordBytes(capture.stdout),
+      stderr: recordBytes(capture.stderr),
+      exitCode: capture.exitCode,
+      startedAt: startedAt.toISOString(),
+      endedAt: endedAt.toISOString(),
+      failure: capture.failure,
+      interrupted: interrupted ? true : undefined,
+    };
     return this.#writer.write({ path: dir + sep + 'output.json', text: jsonText(output), dir, mkdir: 'missing' });
   }
 }

@@ -11,6 +11,7 @@
  * host `cancel` and the call settles 130 (`Router.stopCall`).
  */
 import type { Capture } from '@toolwire/protocol';
+import { keepShape } from '../keep-shape.js';
 import type { RoutedCall } from '../seam.js';
 
 /** A finished call as the board keeps it. Times in ms since the epoch; `bytes` = stdout + stderr bytes of its capture. */
@@ -63,6 +64,8 @@ export class LiveCall {
   older: LiveCall | undefined = undefined;
   newer: LiveCall | undefined = undefined;
   onBoard = false;
+  /** The first instance is kept (`keepShape`): one per call, none alive between calls. */
+  static #shapeKept = false;
 
   constructor(id: string, agent: string, tool: string, host: string | undefined, node?: string, startedAt = Date.now()) {
     this.id = id;
@@ -72,6 +75,10 @@ export class LiveCall {
     this.node = node;
     this.startedAt = startedAt;
     this.routed = undefined;
+    if (!LiveCall.#shapeKept) {
+      LiveCall.#shapeKept = true;
+      keepShape(this);
+    }
   }
 }
 
