@@ -1,59 +1,26 @@
 /**
  * Cluster membership and the cluster-wide tool list (DESIGN §10). Every node publishes a heartbeat
  * every `heartbeatMs` carrying the version of its local host set; a node that sees a version it has
- * not applied fetches that node's hosts (`state`, in pages) and binds each as a
- * {@link RemoteHostLink} in its router, which advertises the host's tools as for a local host (same
+ * not applied fetches that node's hosts (`state`, in pages: `peer-state.ts`) and binds each as a
+ * `RemoteHostLink` in its router, which advertises the host's tools as for a local host (same
  * naming, limits and schema checks). A node not heard from for 2 × `heartbeatMs` is lost: its hosts
  * leave, and calls to them settle 69.
  */
-import { createHash } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
-import { type RemoteCalls, RemoteHostLink } from './remote-calls.js';
+import { type PeerHosts, PeerState } from './peer-state.js';
+import type { RemoteCalls } from './remote-calls.js';
 import { StatePages } from './state-pages.js';
-import { type Heartbeat, type StatePage, type StateRequest, decode, encode } from './wire.js';
+import { type Heartbeat, type StateRequest, decode, encode } from './wire.js';
 
-/** Hosts bound or re-advertised per turn while applying a node's hosts (calls run between turns). */
-const APPLY_PER_TURN = 256;
-
-/** A tool set as fetched: the tools (one array shared by every host that has it) and its digest. */
-interface ToolSet {
-  tools: unknown[];
-  key: string;
-}
-
-/** A host of another node as fetched. */
-interface FetchedHost {
-  host: string;
-  remote?: string;
-  connectedAt: number;
-  set: ToolSet;
-}
-
-interface Peer {
-  boot: string;
-  /** The version announced last, and the one whose hosts are bound here. */
-  announced: number;
-  applied: number;
+/** Another node of the cluster: membership, and its hosts as read here. */
+interface Peer extends PeerHosts {
   lastSeen: number;
-  syncing: boolean;
-  /** A first fetch of its hosts has ended (applied, or failed: retried on its next heartbeat). */
-  tried: boolean;
-  /** Each bound host and the digest of the tool set it was advertised with. */
-  links: Map<string, { link: RemoteHostLink; tools: string }>;
-  /**
-   * Its hosts not bound here because another session of the identity won (one on this node, or a
-   * newer one on a third node): read again when that session leaves, since that node's version
-   * does not move then.
-   */
-  shadowed: Set<string>;
-  /** Fetch every host of it again (not only the changes since `applied`): a shadowed host's winner left. */
-  refetch: boolean;
 }
 
+/** What {@link Peers} needs of the cluster node it runs in. */
 export interface PeersDeps {
   bus: Bus;
   subjects: Subjects;
@@ -77,6 +44,8 @@ export class Peers {
   #version = 0;
   /** This node's hosts as `state` pages (snapshots by version). */
   readonly #pages: StatePages;
+  /** Fetches the other nodes' hosts and applies them. */
+  readonly #state: PeerState;
   #announceQueued = false;
   /** When `#tick` last ran, ms since the epoch. */
   #lastTick = Date.now();
@@ -88,6 +57,17 @@ export class Peers {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
     this.#pages = new StatePages(() => deps.router.localHosts(), deps.boot);
+    this.#state = new PeerState({
+      bus,
+      subjects,
+      router: deps.router,
+      calls: deps.calls,
+      requestTimeoutMs: deps.requestTimeoutMs,
+      logger: deps.logger,
+      peers: this.#peers,
+      closed: () => this.#closed,
+      tried: () => this.#checkInitial(),
+    });
     this.#unsubscribe = [
       bus.subscribe(subjects.heartbeat, (data) => this.#onHeartbeat(data)),
       bus.subscribe(subjects.node(node, 'state'), (data, reply) => this.#onState(data, reply)),
@@ -141,21 +121,7 @@ export class Peers {
     this.#version += 1;
     this.#pages.note(host, this.#version);
     this.#announce();
-    this.#uncovered(host);
-  }
-
-  /**
-   * `host`'s session bound here left (closed, or evicted when another node took its identity): a
-   * node whose session of `host` was skipped while this one stayed is read again, so its session
-   * is bound here now and not when that node next changes.
-   */
-  #uncovered(host: string): void {
-    if (this.#closed || this.#deps.router.linkOf(host) !== undefined) return;
-    for (const [node, peer] of this.#peers) {
-      if (!peer.shadowed.has(host)) continue;
-      peer.refetch = true;
-      void this.#sync(node, peer);
-    }
+    this.#state.uncovered(host);
   }
 
   /** Publish a heartbeat now (coalesced to one per turn). */
@@ -223,137 +189,7 @@ export class Peers {
     }
     peer.lastSeen = Date.now();
     peer.announced = beat.version;
-    if (peer.applied !== peer.announced || peer.refetch) void this.#sync(beat.node, peer);
-  }
-
-  /** Fetch `node`'s hosts (all pages) and apply them; again while its version moved (or a refetch was asked) meanwhile. */
-  async #sync(node: string, peer: Peer): Promise<void> {
-    if (peer.syncing) return;
-    peer.syncing = true;
-    let full = false;
-    try {
-      while (!this.#closed && this.#peers.get(node) === peer && (peer.applied !== peer.announced || peer.refetch)) {
-        full = peer.refetch;
-        peer.refetch = false;
-        const state = await this.#fetch(node, peer, full);
-        if (state === undefined || this.#peers.get(node) !== peer) return;
-        if (state.gone === undefined) await this.#apply(node, peer, state.hosts);
-        else await this.#applyChanges(node, peer, state.hosts, state.gone);
-        peer.applied = state.version;
-        full = false;
-      }
-    } catch (error) {
-      this.#deps.logger.warn({ err: error, node }, 'cluster: could not read the hosts of a node; retrying on its next heartbeat');
-    } finally {
-      // A full fetch that did not end is asked again (at the next heartbeat).
-      if (full) peer.refetch = true;
-      peer.syncing = false;
-      peer.tried = true;
-      this.#checkInitial();
-    }
-  }
-
-  /**
-   * `node`'s hosts: the changes since the version applied here (`gone` set) when its node answers
-   * them in one page and `full` is not set, else every page, all of one version (again from the
-   * start when it was dropped meanwhile).
-   */
-  async #fetch(node: string, peer: Peer, full: boolean, tries = 3): Promise<{ version: number; hosts: FetchedHost[]; gone?: string[] } | undefined> {
-    const hosts: FetchedHost[] = [];
-    const sets = new Map<string, ToolSet>();
-    let version: number | undefined;
-    for (let offset: number | undefined = 0; offset !== undefined;) {
-      const since = version === undefined && !full && peer.applied >= 0 && tries === 3 ? peer.applied : undefined;
-      const request: StateRequest = { offset, ...(version !== undefined && { version }), ...(since !== undefined && { since }) };
-      const data = await this.#deps.bus.request(this.#deps.subjects.node(node, 'state'), encode(request), this.#deps.requestTimeoutMs);
-      const page = decode<StatePage>(data);
-      if (page === undefined || !Array.isArray(page.hosts) || !Array.isArray(page.sets)) return undefined;
-      // Another boot of that node answered: its heartbeat drops this peer.
-      if (page.boot !== peer.boot) return undefined;
-      if (version !== undefined && page.version !== version) return tries > 1 ? this.#fetch(node, peer, full, tries - 1) : undefined;
-      version = page.version;
-      const delta = since !== undefined && page.since === since && Array.isArray(page.gone);
-      // Equal sets share one array across pages (the router prepares a shared array once).
-      const pageSets = page.sets.map((tools) => {
-        if (!Array.isArray(tools)) return undefined;
-        const key = createHash('sha256').update(JSON.stringify(tools)).digest('base64');
-        let set = sets.get(key);
-        if (set === undefined) sets.set(key, (set = { tools, key }));
-        return set;
-      });
-      for (const entry of page.hosts) {
-        const set = typeof entry?.set === 'number' ? pageSets[entry.set] : undefined;
-        if (typeof entry?.host !== 'string' || set === undefined) continue;
-        hosts.push({ host: entry.host, ...(typeof entry.remote === 'string' && { remote: entry.remote }), connectedAt: Number(entry.connectedAt), set });
-      }
-      if (delta) return { version, hosts, gone: page.gone!.filter((h): h is string => typeof h === 'string') };
-      offset = page.next;
-    }
-    return { version: version ?? 0, hosts };
-  }
-
-  /** Every host of `node` (a full fetch): bind or re-advertise each, and unbind those not among them. */
-  async #apply(node: string, peer: Peer, hosts: FetchedHost[]): Promise<void> {
-    const seen = new Set<string>();
-    let done = 0;
-    peer.shadowed.clear(); // every host is judged again
-    for (const entry of hosts) {
-      if (++done % APPLY_PER_TURN === 0) await nextTurn();
-      if (this.#peers.get(node) !== peer) return;
-      seen.add(entry.host);
-      await this.#applyHost(node, peer, entry);
-    }
-    for (const host of [...peer.links.keys()]) if (!seen.has(host)) this.#unbind(peer, host);
-  }
-
-  /** The hosts of `node` changed since the version applied here: `hosts` as they are now, `gone` left. */
-  async #applyChanges(node: string, peer: Peer, hosts: FetchedHost[], gone: string[]): Promise<void> {
-    let done = 0;
-    for (const host of gone) {
-      peer.shadowed.delete(host);
-      this.#unbind(peer, host);
-    }
-    for (const entry of hosts) {
-      if (++done % APPLY_PER_TURN === 0) await nextTurn();
-      if (this.#peers.get(node) !== peer) return;
-      await this.#applyHost(node, peer, entry);
-    }
-  }
-
-  async #applyHost(node: string, peer: Peer, entry: FetchedHost): Promise<void> {
-    const { router, calls } = this.#deps;
-    const { tools, key } = entry.set;
-    const current = router.linkOf(entry.host);
-    // A session of this node, or a newer one on a third node, wins over a stale announcement.
-    if (current !== undefined && current.node !== node && (current.node === undefined || current.connectedAt.getTime() > entry.connectedAt)) {
-      peer.shadowed.add(entry.host);
-      return;
-    }
-    peer.shadowed.delete(entry.host);
-    const known = peer.links.get(entry.host);
-    // The same session as bound here (a new session of the identity on that node is bound anew).
-    if (known !== undefined && current === known.link && known.link.connectedAt.getTime() === entry.connectedAt) {
-      if (known.tools === key) return;
-      known.tools = key;
-      await router.advertise(known.link, tools);
-      return;
-    }
-    const link = new RemoteHostLink(calls, node, entry.host, new Date(entry.connectedAt), entry.remote);
-    peer.links.set(entry.host, { link, tools: key });
-    router.bind(link);
-    // A new session with no tools has (almost always) said hello and not advertised yet: bound
-    // alone, its departed names still answer 69 "not connected" here, as on its own node, not 127.
-    if (tools.length > 0) await router.advertise(link, tools);
-  }
-
-  /** `host` of `peer` left: unbound here (when still its link), its calls end by their node's answer. */
-  #unbind(peer: Peer, host: string): void {
-    const known = peer.links.get(host);
-    if (known === undefined) return;
-    peer.links.delete(host);
-    known.link.replace();
-    this.#deps.router.unbind(known.link);
-    this.#uncovered(host);
+    if (peer.applied !== peer.announced || peer.refetch) void this.#state.sync(beat.node, peer);
   }
 
   /** Answer a `state` request: one page of this node's hosts. */
@@ -376,11 +212,7 @@ export class Peers {
     const peer = this.#peers.get(node);
     if (peer === undefined) return;
     this.#peers.delete(node);
-    for (const { link } of peer.links.values()) {
-      link.replace();
-      this.#deps.router.unbind(link);
-    }
-    for (const host of peer.links.keys()) this.#uncovered(host);
+    this.#state.release(peer);
     this.#deps.calls.failNode(node, reason);
     this.#deps.logger.warn({ node, hosts: peer.links.size }, `cluster: ${reason}`);
   }
