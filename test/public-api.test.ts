@@ -186,6 +186,7 @@ describe('public API: the names each package root exports', () => {
       'ToolwireServer',
       'WORKSPACE_META',
       'argumentsAsSent',
+      'generateToken',
     ]);
     expect(exportedNames('server')).toEqual([
       'CallStatus',
@@ -233,6 +234,7 @@ describe('public API: the names each package root exports', () => {
       'ToolwireServerOptions',
       'WORKSPACE_META',
       'argumentsAsSent',
+      'generateToken',
     ]);
   });
 

@@ -46,8 +46,18 @@ export function argvProblem(error: unknown, flags: FlagSpec, argv: readonly stri
     // `--timeout -5`: parseArgs reads `-5` as a flag, not as the value.
     const next = argv[argv.indexOf(flag) + 1];
     if (argv.includes(flag) && next !== undefined && /^-\d/.test(next)) return `option ${flag} must be a positive number, got ${JSON.stringify(next)}`;
+    // `--token -x…`: a value that starts with `-` reads as a flag; `--token=-x…` passes it.
+    if (argv.includes(flag) && next !== undefined && next.startsWith('-') && !isFlag(next, flags)) {
+      return `option ${flag} needs a value (a value that starts with "-" is written ${flag}=VALUE)`;
+    }
     return `option ${flag} needs a value`;
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument ${JSON.stringify(quoted)}`;
   return message;
+}
+
+/** Whether `arg` names one of `flags` (`--name`, `--name=…` or `-s`). */
+function isFlag(arg: string, flags: FlagSpec): boolean {
+  if (arg.startsWith('--')) return Object.hasOwn(flags, arg.slice(2).split('=')[0]!);
+  return arg.length === 2 && Object.values(flags).some((spec) => spec.short === arg[1]);
 }

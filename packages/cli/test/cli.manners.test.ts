@@ -152,6 +152,15 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
     expect(extra.err().split('\n')).toHaveLength(4); // three lines and the final newline
   });
 
+  it('a value that starts with "-" is refused with the --flag=VALUE form named, and that form passes it', async () => {
+    const t = io();
+    expect(await toolsCommand(['--token', '-abc_def'], t)).toBe(64);
+    expect(t.err().split('\n')[0]).toBe('toolwire tools: option --token needs a value (a value that starts with "-" is written --token=VALUE)');
+    const flagNext = io();
+    expect(await toolsCommand(['--token', '--json'], flagNext)).toBe(64);
+    expect(flagNext.err().split('\n')[0]).toBe('toolwire tools: option --token needs a value');
+  });
+
   it('a negative number as a value is named as a bad value, not a missing one', async () => {
     const t = io();
     expect(await callCommand(['x', '--timeout', '-5'], t)).toBe(64);

@@ -15,6 +15,7 @@ export type { ToolControl, ToolControlRequest, ToolControlDecision } from './exe
 export type { HostInfo } from './router/router.js';
 export type { StatusSnapshot, HostStatus, ToolStatus, CallStatus } from './status/snapshot.js';
 export type { FinishedCall } from './status/call-board.js';
+export { generateToken } from './auth/generate-token.js';
 export { ClusterError } from './cluster/errors.js';
 export type { ClusterOptions, NatsCredentials, NatsTls } from './cluster/options.js';
 export { DEADLINE_META, WORKSPACE_META } from './mcp/caller.js';

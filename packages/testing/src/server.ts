@@ -1,8 +1,15 @@
 /**
  * `startServer`: a real `ToolwireServer` on 127.0.0.1 port 0 with generated credentials, for a test.
  */
-import { randomBytes } from 'node:crypto';
-import { type ExecuteRequest, type ExecuteResult, type HostCredential, type Logger, ToolwireServer, type ToolwireServerOptions } from '@toolwire/server';
+import {
+  type ExecuteRequest,
+  type ExecuteResult,
+  type HostCredential,
+  type Logger,
+  ToolwireServer,
+  type ToolwireServerOptions,
+  generateToken,
+} from '@toolwire/server';
 import { track, untrack } from './cleanup.js';
 
 /** Options of {@link startServer}: every `ToolwireServerOptions` (hosts and callers are added to the generated ones). */
@@ -41,8 +48,8 @@ export interface TestServer extends AsyncDisposable {
 
 const silent: Logger = { debug: () => {}, info: () => {}, warn: () => {}, error: () => {} };
 
-/** A random token of 32 URL-safe characters. */
-export const generateToken = (): string => randomBytes(24).toString('base64url');
+/** A random token of 32 URL-safe characters, never starting with `-` (`@toolwire/server`'s). */
+export { generateToken };
 
 /**
  * Start a real `ToolwireServer` on 127.0.0.1, port 0, with a generated caller (`agent`, grant `*`)

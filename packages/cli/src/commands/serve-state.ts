@@ -11,11 +11,10 @@
  * about half a second, with no signal, socket or admin endpoint. A file that does not parse is
  * logged and the credentials in force stay.
  */
-import { randomBytes } from 'node:crypto';
 import { type FSWatcher, watch } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { CallerCredential, HostCredential, ToolwireServer } from '@toolwire/server';
+import { type CallerCredential, type HostCredential, type ToolwireServer, generateToken } from '@toolwire/server';
 import type { pino } from 'pino';
 import { readLocalCredentials } from '../credentials.js';
 import {
@@ -40,10 +39,8 @@ export const STATE_POLL_MS = 500;
 /** How often `last-seen.json` is rewritten while the server runs (and once at shutdown), ms. */
 export const LAST_SEEN_FLUSH_MS = 60_000;
 
-/** Generate a bearer token: 24 random bytes, base64url (32 characters). */
-export function generateToken(): string {
-  return randomBytes(24).toString('base64url');
-}
+/** Generate a bearer token (`@toolwire/server`'s: 24 random bytes, base64url, never a leading `-`). */
+export { generateToken };
 
 /** The embedded default's credentials in clear (for the banner and the local credentials file). */
 export interface EmbeddedCredentials {
