@@ -220,6 +220,15 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   const controller = new AbortController();
   const stop = waitForSignal(io.signals);
   void stop.signal.then(() => controller.abort(new Error('cancelled by stop')));
+  // `toolwire call … | head`: once the reader of stdout is gone, stop the call as Ctrl-C does
+  // (an unhandled EPIPE would end the process with a stack trace and leave the call to its deadline).
+  let stdoutProblem: string | undefined;
+  const onStdoutError = (error: NodeJS.ErrnoException): void => {
+    stdoutProblem ??= error.code === 'EPIPE' ? 'stdout was closed (its reader went away)' : `cannot write to stdout (${error.code ?? error.message})`;
+    controller.abort(new Error(stdoutProblem));
+  };
+  // Left in place after the call: a write's EPIPE is emitted on a later tick, after the write settled.
+  io.stdout.on('error', onStdoutError);
   const graceMs = deps.cancelGraceMs ?? Defaults.cancelGraceMs;
   const marginMs = deps.marginMs ?? RESPONSE_MARGIN_MS;
   const waitMs = deadlineMs + graceMs + marginMs;
@@ -244,7 +253,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
     // What arrived is shown before the reason (Ctrl-C included), within a bound (stdout may be stuck).
     if (live !== undefined) await pTimeout(live.flush(), { milliseconds: OUTPUT_FLUSH_MS, message: false });
     if (controller.signal.aborted) {
-      await write(io.stderr, 'toolwire: cancelled by stop\n');
+      await write(io.stderr, stdoutProblem !== undefined ? `toolwire: ${stdoutProblem}; the call was stopped\n` : 'toolwire: cancelled by stop\n');
       return ExitCode.CANCELLED;
     }
     const failure = mcpFailure(error, url, session === undefined ? 'connect' : 'request');
