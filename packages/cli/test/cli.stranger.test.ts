@@ -1,6 +1,6 @@
 /**
  * What a stranger trying the CLI hit (session 10): `toolwire call … | head` (the reader of stdout
- * leaves mid-call). Real processes where the behaviour is the process's (exit status,
+ * leaves mid-call) and millisecond flags past what a timer can hold. Real processes where the behaviour is the process's (exit status,
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -14,6 +14,11 @@ import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { callCommand } from '../src/commands/call.js';
+import { statusCommand } from '../src/commands/status.js';
+import { toolsCommand } from '../src/commands/tools.js';
+import { MAX_MS } from '../src/ms.js';
+import { testIO } from './helpers/cli-io.js';
 import { poll } from '../../client/test/helpers/process.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -40,6 +45,8 @@ afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   await rm(home, { recursive: true, force: true });
 });
+
+const io = () => testIO({ TOOLWIRE_HOME: home });
 
 describe('toolwire call whose stdout reader goes away (`toolwire call … | head`)', () => {
   it('stops the call and exits 130 with one line naming the closed stdout, not an EPIPE stack trace', async () => {
@@ -74,5 +81,40 @@ describe('toolwire call whose stdout reader goes away (`toolwire call … | head
     expect(stderr).toBe('toolwire: stdout was closed (its reader went away); the call was stopped\n');
     expect(code).toBe(130);
     await poll(() => aborted, 10_000); // the tool was told to stop
+  });
+});
+
+describe('millisecond flags past the largest timer (2^31 − 1 ms)', () => {
+  it('call --timeout and --connect-timeout above it are misuse (64), not a give-up after 1 ms', async () => {
+    for (const flag of ['--timeout', '--connect-timeout']) {
+      const t = io();
+      expect(await callCommand(['alpha__echo', '{}', '--server', 'http://127.0.0.1:9', '--token', TOKEN, flag, '99999999999999'], t)).toBe(64);
+      expect(t.err()).toContain(`${flag} must be a positive integer (ms), got "99999999999999"; the largest is ${MAX_MS}`);
+    }
+  });
+
+  it('status --watch --interval above it is misuse (64), not a snapshot request every 1 ms', async () => {
+    const t = io();
+    expect(await statusCommand(['--watch', '--interval', '99999999999999', '--server', 'http://127.0.0.1:9', '--token', TOKEN], t)).toBe(64);
+    expect(t.err()).toContain(`--interval must be a positive integer (ms), got "99999999999999"; the largest is ${MAX_MS}`);
+  });
+
+  it('tools --connect-timeout above it is misuse (64)', async () => {
+    const t = io();
+    expect(await toolsCommand(['--connect-timeout', String(MAX_MS + 1), '--server', 'http://127.0.0.1:9', '--token', TOKEN], t)).toBe(64);
+  });
+
+  it('call --timeout of exactly 2^31 − 1 ms is accepted and the call runs (the wait for the answer, longer, is capped)', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent }).tool('echo', { inputSchema: { type: 'object' } }, () => 'hi\n');
+    cleanups.push(() => host.close());
+    await host.start();
+    await poll(() => server.router.tools().length === 1, 10_000);
+    const t = io();
+    expect(await callCommand(['alpha__echo', '{}', '--server', mcpUrl, '--token', TOKEN, '--timeout', String(MAX_MS)], t)).toBe(0);
+    expect(t.out()).toBe('hi\n');
+    expect(t.err()).toBe('');
   });
 });

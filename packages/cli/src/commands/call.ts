@@ -11,7 +11,7 @@ import { mcpFailure } from '../caller/failure.js';
 import { LivePrinter, STREAM_META } from '../caller/live-output.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, type RpcMessage, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
-import { parseMs } from '../ms.js';
+import { msProblem, parseMs, timerMs } from '../ms.js';
 import { editDistance } from '../suggest.js';
 import { argvProblem, misuse } from '../usage.js';
 
@@ -182,10 +182,10 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   if (name === undefined || name.length === 0) return usageError(io, 'NAME is required');
   if (extra.length > 0) return usageError(io, `unexpected argument ${JSON.stringify(extra[0])}`);
   const deadlineMs = parseMs(values.timeout, Defaults.deadlineMs);
-  if (deadlineMs === undefined) return usageError(io, `--timeout must be a positive integer (ms), got ${JSON.stringify(values.timeout)}`);
+  if (deadlineMs === undefined) return usageError(io, msProblem('--timeout', values.timeout));
   const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
   if (connectTimeoutMs === undefined) {
-    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
+    return usageError(io, msProblem('--connect-timeout', values['connect-timeout']));
   }
   let text = inputText;
   if (inputText === '-') {
@@ -231,7 +231,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   io.stdout.on('error', onStdoutError);
   const graceMs = deps.cancelGraceMs ?? Defaults.cancelGraceMs;
   const marginMs = deps.marginMs ?? RESPONSE_MARGIN_MS;
-  const waitMs = deadlineMs + graceMs + marginMs;
+  const waitMs = timerMs(deadlineMs + graceMs + marginMs);
   const bound = `the call's deadline ${deadlineMs} ms + cancel grace ${graceMs} ms + margin ${marginMs} ms`;
   const meta: Record<string, unknown> = { 'toolwire/deadlineMs': deadlineMs };
   if (values.workspace !== undefined) meta['toolwire/workspace'] = values.workspace;
