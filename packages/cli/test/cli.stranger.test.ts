@@ -1,6 +1,7 @@
 /**
  * What a stranger trying the CLI hit (session 10): `toolwire call … | head` (the reader of stdout
- * leaves mid-call) and millisecond flags past what a timer can hold. Real processes where the behaviour is the process's (exit status,
+ * leaves mid-call), millisecond flags past what a timer can hold, and what a refusal of the MCP door
+ * says. Real processes where the behaviour is the process's (exit status,
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
@@ -14,6 +15,8 @@ import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { HttpStatusError } from '../src/caller/errors.js';
+import { mcpFailure } from '../src/caller/failure.js';
 import { callCommand } from '../src/commands/call.js';
 import { statusCommand } from '../src/commands/status.js';
 import { toolsCommand } from '../src/commands/tools.js';
@@ -116,5 +119,29 @@ describe('millisecond flags past the largest timer (2^31 − 1 ms)', () => {
     expect(await callCommand(['alpha__echo', '{}', '--server', mcpUrl, '--token', TOKEN, '--timeout', String(MAX_MS)], t)).toBe(0);
     expect(t.out()).toBe('hi\n');
     expect(t.err()).toBe('');
+  });
+});
+
+describe('a refusal of the MCP door says what the server said', () => {
+  it('a token that is not a caller token: 77, and the server advice to make a caller token', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const t = io();
+    expect(await toolsCommand(['--server', mcpUrl, '--token', HOST_TOKEN], t)).toBe(77);
+    expect(t.err()).toMatch(/^toolwire: token refused by http:\/\/127\.0\.0\.1:\d+\/mcp \(HTTP 401\): .*toolwire token add caller NAME/);
+  });
+
+  it('a 403 of the Host check names the Host, not the token; control characters of the server text are not printed', () => {
+    const url = new URL('http://vm:7700/mcp');
+    const hostCheck = mcpFailure(new HttpStatusError(403, 'Forbidden: Host "vm:7700" is not allowed here (DNS-rebinding protection)'), url);
+    expect(hostCheck).toEqual({
+      code: 77,
+      message: 'toolwire: refused by http://vm:7700/mcp (HTTP 403): Forbidden: Host "vm:7700" is not allowed here (DNS-rebinding protection)\n',
+    });
+    expect(mcpFailure(new HttpStatusError(401, 'bad\u001b[31m token'), url).message).toBe(
+      'toolwire: token refused by http://vm:7700/mcp (HTTP 401): bad?[31m token\n',
+    );
+    expect(mcpFailure(new HttpStatusError(401, ''), url).message).toBe('toolwire: token refused by http://vm:7700/mcp (HTTP 401)\n');
   });
 });
