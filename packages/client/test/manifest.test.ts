@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManifestError } from '../src/manifest/errors.js';
 import { expandVars } from '../src/manifest/expand.js';
-import { loadManifest } from '../src/manifest/load.js';
+import { loadManifest, MAX_MANIFEST_BYTES } from '../src/manifest/load.js';
+import { loadMcpConfig } from '../src/sources/mcp/load.js';
 import { parseManifest } from '../src/manifest/parse.js';
 
 const schema = { type: 'object', properties: { path: { type: 'string' } } };
@@ -165,6 +166,18 @@ describe('loadManifest', () => {
     await writeFile(file, JSON.stringify([{ name: 't', input_schema: schema, command: ['node', '${TOOLWIRE_MANIFEST_DIR}/tools/t.mjs'] }]));
     const [tool] = await loadManifest(file, {});
     expect(tool!.command).toEqual(['node', join(dir, 'tools', 't.mjs')]);
+  });
+
+  it('reads no more than its limit of a file that never ends or is too large (/dev/zero, a FIFO-like device, a big log)', async () => {
+    // Before: the whole file was read into memory and only then measured; /dev/zero never ended.
+    await expect(loadManifest('/dev/zero')).rejects.toThrow(/^manifest \/dev\/zero: cannot read: larger than 4194304 bytes$/);
+    await expect(loadMcpConfig('/dev/zero')).rejects.toThrow(/^manifest \/dev\/zero: cannot read an MCP config: larger than 4194304 bytes$/);
+    const big = join(dir, 'big.json');
+    await writeFile(big, Buffer.alloc(MAX_MANIFEST_BYTES + 1, 0x20));
+    await expect(loadManifest(big)).rejects.toThrow(/big\.json: cannot read: larger than 4194304 bytes$/);
+    const atLimit = join(dir, 'at-limit.json');
+    await writeFile(atLimit, `[]${' '.repeat(MAX_MANIFEST_BYTES - 2)}`);
+    await expect(loadManifest(atLimit)).resolves.toEqual([]);
   });
 
   it('names the file in errors for unreadable, non-JSON and invalid manifests', async () => {

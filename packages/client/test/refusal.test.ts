@@ -28,6 +28,17 @@ describe('refusalOf', () => {
     expect(refusalOf(failedDial({ status: 429, body: 'too many connections' }), URL_)).toBeUndefined();
   });
 
+  it('names the reason a 403 gave (the Host check of a loopback server), and the Origin or Host check when it gave none', () => {
+    const reason =
+      'Host "vm:7700" is not allowed here (DNS-rebinding protection): use a loopback name (localhost, 127.0.0.1, [::1]) or list the name in allowedHosts';
+    expect(refusalOf(failedDial({ status: 403, body: reason }), URL_)!.message).toBe(
+      `the server wss://example.test:7700 refused this connection (HTTP 403): ${reason}`,
+    );
+    expect(refusalOf(failedDial({ status: 403 }), URL_)!.message).toBe(
+      'the server wss://example.test:7700 refused this connection (HTTP 403): its Origin or Host header is not allowed',
+    );
+  });
+
   it('names a TLS failure plainly: certificate not trusted, hostname mismatch, not a TLS server', () => {
     const untrusted = refusalOf(failedDial({ error: withCode('DEPTH_ZERO_SELF_SIGNED_CERT') }), URL_)!;
     expect(untrusted.kind).toBe('tls');

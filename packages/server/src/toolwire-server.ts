@@ -177,7 +177,7 @@ export class ToolwireServer {
       if (refused === undefined) return this.hostEndpoint.handleUpgrade(req, socket, head);
       socket.on('error', (error) => log.debug({ err: error }, 'refused upgrade socket error'));
       log.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'upgrade refused: Host not allowed');
-      rejectUpgrade(socket, 403);
+      rejectUpgrade(socket, 403, undefined, refused); // the reason, as the HTTP 403 does: a tool host shows it
     });
     this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
     // A request node:http cannot take (head too large or too slow, malformed): answer as node:http

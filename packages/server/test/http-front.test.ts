@@ -151,6 +151,20 @@ describe('DNS-rebinding protection on a loopback server', () => {
     expect(await upgrade(info, evil.host)).toBe(403);
   });
 
+  it('says why in the body of a refused host upgrade, so a tool host can tell the Host check from the Origin check', async () => {
+    const info = await startServer();
+    const body = await new Promise<string>((resolve) => {
+      const ws = new WebSocket(info.url, ['toolwire.v1'], { headers: { authorization: `Bearer ${HOST_TOKEN}`, host: `vm:${info.port}` } });
+      ws.on('unexpected-response', (_req, res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d));
+        res.on('end', () => resolve(text));
+      });
+      ws.on('error', () => {});
+    });
+    expect(body).toMatch(/^Host "vm:\d+" is not allowed here \(DNS-rebinding protection\): use a loopback name .* or list the name in allowedHosts\n$/);
+  });
+
   it('serves loopback names: 127.0.0.1, localhost, *.localhost, [::1], with any port', async () => {
     const info = await startServer();
     for (const host of [`127.0.0.1:${info.port}`, `localhost:${info.port}`, 'LOCALHOST', `app.localhost:${info.port}`, '[::1]:1', '127.1.2.3']) {

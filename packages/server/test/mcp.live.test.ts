@@ -202,6 +202,34 @@ describe('without a progress token or toolwire/stream', () => {
 });
 
 describe('backpressure from the caller', () => {
+  it('a caller that stops reading gets one drain wait on its response, not one per chunk (no MaxListenersExceededWarning)', { timeout: 60_000 }, async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    cleanups.push(() => process.off('warning', onWarning));
+    const info = await startServer({ outputWindowBytes: 4 * 1024 * 1024 });
+    let wire: StreamingCall | undefined;
+    const total = 16 * 1024 * 1024;
+    let wrote = 0;
+    await streamingHost(info, async (call) => {
+      wire = call;
+      const block = Buffer.alloc(8 * 1024, 0x61); // many chunks per window: each one is handed on while the response is full
+      for (; wrote < total; wrote += block.length) await call.write('stdout', block);
+      call.end(0);
+    });
+    const session = await rawSession(info);
+    const res = await session.post({
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'tools/call',
+      params: { name: 'alpha__slow', arguments: {}, _meta: { 'toolwire/stream': true } },
+    });
+    await waitFor(() => wire?.waiting === true, 'the host waiting for credit', 30_000);
+    const body = await session.readAll(res);
+    expect(body.split('\n').find((l) => l.includes('"id":8'))).toMatch(/"exitCode":0/);
+    expect(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning'))).toEqual([]);
+  });
+
   it('a caller that stops reading its response holds the tool at its window; reading again lets it finish', { timeout: 60_000 }, async () => {
     const total = 24 * 1024 * 1024;
     const info = await startServer({ outputWindowBytes: 256 * 1024 });

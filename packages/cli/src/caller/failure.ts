@@ -2,6 +2,12 @@
 import { ExitCode } from '@toolwire/protocol/constants';
 import { HttpStatusError, NoAnswerError, RpcError, ServerLostError } from './errors.js';
 
+/** A server's text for one stderr line: control characters (terminal escapes) as `?`, at most 300 characters. */
+function printable(text: string): string {
+  // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
+  return text.replace(/[\u0000-\u001f\u007f]/g, '?').slice(0, 300);
+}
+
 /** The limit in the door's 413 answer ("Request body must not exceed N bytes"), when it names one. */
 function bodyLimitOf(error: HttpStatusError): number | undefined {
   const match = /must not exceed (\d+) bytes/.exec(error.detail);
@@ -11,7 +17,8 @@ function bodyLimitOf(error: HttpStatusError): number | undefined {
 /**
  * The exit status and stderr line for a failed MCP exchange. `phase`: `connect` (before the session
  * was open) or `request` (a network failure then means the server was lost).
- * - HTTP 401/403 → 77 (`NO_PERM`), `toolwire: token refused by <url> (HTTP 401)`
+ * - HTTP 401/403 → 77 (`NO_PERM`), `toolwire: token refused by <url> (HTTP 401): <the server's reason>`
+ *   (403: `toolwire: refused by <url> (HTTP 403): …`, e.g. a `Host` the DNS-rebinding check refuses)
  * - HTTP 413 → 64 (`USAGE`), `toolwire: input too large: the server accepts at most N bytes`
  * - HTTP 429 → 75 (`TEMPFAIL`), `toolwire: refused by <url>: <the server's reason>` (e.g. `too many
  *   failed authentications from this address; retry after 1 s`)
@@ -32,7 +39,10 @@ export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request
   }
   if (error instanceof HttpStatusError) {
     if (error.status === 401 || error.status === 403) {
-      return { code: ExitCode.NO_PERM, message: `toolwire: token refused by ${url.href} (HTTP ${error.status})\n` };
+      // The server's words say what to do (make a caller token; a Host the DNS-rebinding check refuses).
+      const said = error.detail === '' ? '' : `: ${printable(error.detail)}`;
+      const what = error.status === 401 ? 'token refused by' : 'refused by';
+      return { code: ExitCode.NO_PERM, message: `toolwire: ${what} ${url.href} (HTTP ${error.status})${said}\n` };
     }
     if (error.status === 429) {
       // The server's own words (the door names the reason: too many failed authentications from

@@ -11,7 +11,7 @@ import { mcpFailure } from '../caller/failure.js';
 import { LivePrinter, STREAM_META } from '../caller/live-output.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, type RpcMessage, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
-import { parseMs } from '../ms.js';
+import { msProblem, parseMs, timerMs } from '../ms.js';
 import { editDistance } from '../suggest.js';
 import { argvProblem, misuse } from '../usage.js';
 
@@ -182,10 +182,10 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   if (name === undefined || name.length === 0) return usageError(io, 'NAME is required');
   if (extra.length > 0) return usageError(io, `unexpected argument ${JSON.stringify(extra[0])}`);
   const deadlineMs = parseMs(values.timeout, Defaults.deadlineMs);
-  if (deadlineMs === undefined) return usageError(io, `--timeout must be a positive integer (ms), got ${JSON.stringify(values.timeout)}`);
+  if (deadlineMs === undefined) return usageError(io, msProblem('--timeout', values.timeout));
   const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
   if (connectTimeoutMs === undefined) {
-    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
+    return usageError(io, msProblem('--connect-timeout', values['connect-timeout']));
   }
   let text = inputText;
   if (inputText === '-') {
@@ -220,9 +220,18 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   const controller = new AbortController();
   const stop = waitForSignal(io.signals);
   void stop.signal.then(() => controller.abort(new Error('cancelled by stop')));
+  // `toolwire call … | head`: once the reader of stdout is gone, stop the call as Ctrl-C does
+  // (an unhandled EPIPE would end the process with a stack trace and leave the call to its deadline).
+  let stdoutProblem: string | undefined;
+  const onStdoutError = (error: NodeJS.ErrnoException): void => {
+    stdoutProblem ??= error.code === 'EPIPE' ? 'stdout was closed (its reader went away)' : `cannot write to stdout (${error.code ?? error.message})`;
+    controller.abort(new Error(stdoutProblem));
+  };
+  // Left in place after the call: a write's EPIPE is emitted on a later tick, after the write settled.
+  io.stdout.on('error', onStdoutError);
   const graceMs = deps.cancelGraceMs ?? Defaults.cancelGraceMs;
   const marginMs = deps.marginMs ?? RESPONSE_MARGIN_MS;
-  const waitMs = deadlineMs + graceMs + marginMs;
+  const waitMs = timerMs(deadlineMs + graceMs + marginMs);
   const bound = `the call's deadline ${deadlineMs} ms + cancel grace ${graceMs} ms + margin ${marginMs} ms`;
   const meta: Record<string, unknown> = { 'toolwire/deadlineMs': deadlineMs };
   if (values.workspace !== undefined) meta['toolwire/workspace'] = values.workspace;
@@ -244,7 +253,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
     // What arrived is shown before the reason (Ctrl-C included), within a bound (stdout may be stuck).
     if (live !== undefined) await pTimeout(live.flush(), { milliseconds: OUTPUT_FLUSH_MS, message: false });
     if (controller.signal.aborted) {
-      await write(io.stderr, 'toolwire: cancelled by stop\n');
+      await write(io.stderr, stdoutProblem !== undefined ? `toolwire: ${stdoutProblem}; the call was stopped\n` : 'toolwire: cancelled by stop\n');
       return ExitCode.CANCELLED;
     }
     const failure = mcpFailure(error, url, session === undefined ? 'connect' : 'request');

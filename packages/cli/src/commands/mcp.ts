@@ -9,7 +9,7 @@ import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
-import { parseMs } from '../ms.js';
+import { msProblem, parseMs } from '../ms.js';
 import { TokenFileError, readTokenFile } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 
@@ -53,7 +53,7 @@ export async function mcpCommand(argv: string[], io: CliIO = processIO()): Promi
   }
   const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
   if (connectTimeoutMs === undefined) {
-    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
+    return usageError(io, msProblem('--connect-timeout', values['connect-timeout']));
   }
   let token: string | undefined;
   try {

@@ -9,7 +9,7 @@ import { ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { mcpUrl } from '../caller/url.js';
-import { parseMs } from '../ms.js';
+import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
 import { type StatusAnswer, statusText } from './status-text.js';
 
@@ -108,9 +108,9 @@ export async function statusCommand(argv: string[], io: CliIO = processIO()): Pr
     return ExitCode.OK;
   }
   const timeoutMs = parseMs(values['connect-timeout'], DEFAULT_TIMEOUT_MS);
-  if (timeoutMs === undefined) return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
+  if (timeoutMs === undefined) return usageError(io, msProblem('--connect-timeout', values['connect-timeout']));
   const intervalMs = parseMs(values.interval, DEFAULT_INTERVAL_MS);
-  if (intervalMs === undefined) return usageError(io, `--interval must be a positive integer (ms), got ${JSON.stringify(values.interval)}`);
+  if (intervalMs === undefined) return usageError(io, msProblem('--interval', values.interval));
   if (values.interval !== undefined && !values.watch) return usageError(io, '--interval goes with --watch');
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {

@@ -9,7 +9,7 @@ import { RpcError } from '../caller/errors.js';
 import { mcpFailure } from '../caller/failure.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
-import { parseMs } from '../ms.js';
+import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
 
 /** An MCP tool definition as `tools/list` gives it (only the fields this command reads are typed). */
@@ -91,7 +91,7 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   }
   const connectTimeoutMs = parseMs(values['connect-timeout'], DEFAULT_CONNECT_TIMEOUT_MS);
   if (connectTimeoutMs === undefined) {
-    return usageError(io, `--connect-timeout must be a positive integer (ms), got ${JSON.stringify(values['connect-timeout'])}`);
+    return usageError(io, msProblem('--connect-timeout', values['connect-timeout']));
   }
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {

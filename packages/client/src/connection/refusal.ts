@@ -1,7 +1,7 @@
 /**
  * What a failed dial means for the next one (issue 10 §4): only network failures, HTTP 5xx and
  * HTTP 429 are worth retrying; a 401 (token) or a 429 with a `WWW-Authenticate` challenge (the
- * token was refused while the address is throttled), 403 (origin), another 4xx or a TLS failure (a
+ * token was refused while the address is throttled), 403 (Origin or Host header), another 4xx or a TLS failure (a
  * certificate not trusted, expired or for another name) will not change by redialing, so the host
  * stops with a {@link ServerRefusedError} that says so plainly. Never names the token.
  */
@@ -49,7 +49,11 @@ export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | un
     if (status === 401) return new TokenRefusedError(where);
     // A 429 with a challenge answers a token that was checked and refused (DESIGN §5): stop as for a 401.
     if (status === 429 && info.challenged === true) return new TokenRefusedError(where, 429, info.body?.slice(0, 200));
-    if (status === 403) return new ServerRefusedError('origin', where, `the server ${where} refused this connection's origin (HTTP 403)`, 403);
+    // A toolwire server's Host check (DNS rebinding) says why in the body; its Origin check says nothing.
+    if (status === 403) {
+      const why = info.body ?? 'its Origin or Host header is not allowed';
+      return new ServerRefusedError('origin', where, `the server ${where} refused this connection (HTTP 403): ${why}`, 403);
+    }
     if (status >= 500 || status === 429) return undefined;
     return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}; not retrying`, status);
   }

@@ -25,7 +25,8 @@ export type RefusalKind = 'token' | 'origin' | 'tls' | 'http';
  * The server refused this host's connection in a way that redialing cannot fix, so the host stops
  * reconnecting (issue 10 §4; only network failures, HTTP 5xx and 429 are retried):
  * - `token` — HTTP 401 at the upgrade ({@link TokenRefusedError});
- * - `origin` — HTTP 403: the server refused the request's `Origin`;
+ * - `origin` — HTTP 403: the server refused the request's `Origin` or `Host` header (the message gives
+ *   the server's reason when it sent one, e.g. a loopback server's DNS-rebinding check);
  * - `tls` — the TLS handshake failed: certificate not trusted, expired, or not for that host name;
  * - `http` — any other HTTP 4xx (and 1xx–3xx) answer to the upgrade.
  * `url` is the server URL without user name or password; no message ever contains the token.

@@ -1,9 +1,9 @@
 /** Read a manifest file from disk (DESIGN §7). */
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import type { CommandToolSpec } from '../types.js';
 import { ManifestError } from './errors.js';
 import { parseManifest } from './parse.js';
+import { readBounded } from './read-bounded.js';
 
 /** Largest manifest file read, bytes. 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -22,8 +22,7 @@ export async function loadManifest(path: string, env: NodeJS.ProcessEnv = proces
   const file = resolve(path);
   let text: string;
   try {
-    const bytes = await readFile(file);
-    if (bytes.length > MAX_MANIFEST_BYTES) throw new Error(`larger than ${MAX_MANIFEST_BYTES} bytes`);
+    const bytes = await readBounded(file, MAX_MANIFEST_BYTES);
     text = bytes.toString('utf8');
   } catch (error) {
     throw new ManifestError('', `cannot read: ${(error as Error).message}`, path);

@@ -87,6 +87,8 @@ export class LiveOutput {
   #noteTimer: NodeJS.Timeout | undefined;
   #chunks = 0;
   #closed = false;
+  /** The wait for the response's 'drain' that chunks handed on meanwhile share (see #drained). */
+  #drain: Promise<void> | undefined;
 
   constructor(options: LiveOutputOptions) {
     this.#o = options;
@@ -174,19 +176,25 @@ export class LiveOutput {
     });
   }
 
-  /** Resolves once the response stream has room again (at once when it has). */
+  /**
+   * Resolves once the response stream has room again (at once when it has). The chunks of a window
+   * are handed on without waiting for each other, so they share one wait: one 'drain' and one
+   * 'close' listener on the response, not one per chunk.
+   */
   #drained(): Promise<void> | undefined {
     const res = this.#o.response;
     if (res === undefined || !res.writableNeedDrain || res.destroyed) return undefined;
-    return new Promise((resolve) => {
+    this.#drain ??= new Promise((resolve) => {
       const done = (): void => {
         res.off('drain', done);
         res.off('close', done);
+        this.#drain = undefined;
         resolve();
       };
       res.on('drain', done);
       res.on('close', done);
     });
+    return this.#drain;
   }
 }
 

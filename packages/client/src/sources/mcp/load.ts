@@ -1,8 +1,8 @@
 /** Reading MCP server configuration from a file (DESIGN §7 "MCP servers"). */
-import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { ManifestError } from '../../manifest/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../manifest/load.js';
+import { readBounded } from '../../manifest/read-bounded.js';
 import { type McpServerConfig, parseMcpServers } from './config.js';
 
 /**
@@ -19,8 +19,7 @@ export async function loadMcpConfig(path: string, env: NodeJS.ProcessEnv = proce
   const file = resolve(path);
   let value: unknown;
   try {
-    const bytes = await readFile(file);
-    if (bytes.length > MAX_MANIFEST_BYTES) throw new Error(`larger than ${MAX_MANIFEST_BYTES} bytes`);
+    const bytes = await readBounded(file, MAX_MANIFEST_BYTES);
     value = JSON.parse(bytes.toString('utf8'));
   } catch (error) {
     throw new ManifestError('', `cannot read an MCP config: ${(error as Error).message}`, path);

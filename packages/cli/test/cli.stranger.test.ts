@@ -1,0 +1,147 @@
+/**
+ * What a stranger trying the CLI hit (session 10): `toolwire call … | head` (the reader of stdout
+ * leaves mid-call), millisecond flags past what a timer can hold, and what a refusal of the MCP door
+ * says. Real processes where the behaviour is the process's (exit status,
+ * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ToolHost } from '@toolwire/client';
+import { ToolwireServer } from '@toolwire/server';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { HttpStatusError } from '../src/caller/errors.js';
+import { mcpFailure } from '../src/caller/failure.js';
+import { callCommand } from '../src/commands/call.js';
+import { statusCommand } from '../src/commands/status.js';
+import { toolsCommand } from '../src/commands/tools.js';
+import { MAX_MS } from '../src/ms.js';
+import { testIO } from './helpers/cli-io.js';
+import { poll } from '../../client/test/helpers/process.js';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const repoRoot = join(here, '..', '..', '..');
+const main = join(here, '..', 'src', 'main.ts');
+const TOKEN = 'caller-token-0123456789';
+const HOST_TOKEN = 'host-token-0123456789';
+const silent = pino({ level: 'silent' });
+
+let home: string;
+const children: ChildProcess[] = [];
+const cleanups: (() => Promise<unknown>)[] = [];
+
+beforeEach(async () => {
+  home = await mkdtemp(join(tmpdir(), 'toolwire-cli-stranger-'));
+});
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await once(child, 'exit');
+    }
+  }
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  await rm(home, { recursive: true, force: true });
+});
+
+const io = () => testIO({ TOOLWIRE_HOME: home });
+
+describe('toolwire call whose stdout reader goes away (`toolwire call … | head`)', () => {
+  it('stops the call and exits 130 with one line naming the closed stdout, not an EPIPE stack trace', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    let aborted = false;
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent }).tool('yes', { inputSchema: { type: 'object' } }, async (_input, ctx) => {
+      // Writes lines until stopped, like `yes`.
+      while (!ctx.signal.aborted) await ctx.write('stdout', 'y\n'.repeat(4096));
+      aborted = true;
+      return '';
+    });
+    cleanups.push(() => host.close());
+    await host.start();
+    await poll(() => server.router.tools().length === 1, 10_000);
+
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, main, 'call', 'alpha__yes', '--server', mcpUrl, '--token', TOKEN], {
+      cwd: repoRoot,
+      env: { ...process.env, TOOLWIRE_HOME: home },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    const exited = once(child, 'exit');
+    await once(child.stdout, 'data');
+    child.stdout.destroy(); // the reader leaves, as `head` does after its lines
+    const [code] = (await exited) as [number | null];
+
+    expect(stderr).not.toMatch(/EPIPE|at .*\(node:/);
+    expect(stderr).toBe('toolwire: stdout was closed (its reader went away); the call was stopped\n');
+    expect(code).toBe(130);
+    await poll(() => aborted, 10_000); // the tool was told to stop
+  });
+});
+
+describe('millisecond flags past the largest timer (2^31 − 1 ms)', () => {
+  it('call --timeout and --connect-timeout above it are misuse (64), not a give-up after 1 ms', async () => {
+    for (const flag of ['--timeout', '--connect-timeout']) {
+      const t = io();
+      expect(await callCommand(['alpha__echo', '{}', '--server', 'http://127.0.0.1:9', '--token', TOKEN, flag, '99999999999999'], t)).toBe(64);
+      expect(t.err()).toContain(`${flag} must be a positive integer (ms), got "99999999999999"; the largest is ${MAX_MS}`);
+    }
+  });
+
+  it('status --watch --interval above it is misuse (64), not a snapshot request every 1 ms', async () => {
+    const t = io();
+    expect(await statusCommand(['--watch', '--interval', '99999999999999', '--server', 'http://127.0.0.1:9', '--token', TOKEN], t)).toBe(64);
+    expect(t.err()).toContain(`--interval must be a positive integer (ms), got "99999999999999"; the largest is ${MAX_MS}`);
+  });
+
+  it('tools --connect-timeout above it is misuse (64)', async () => {
+    const t = io();
+    expect(await toolsCommand(['--connect-timeout', String(MAX_MS + 1), '--server', 'http://127.0.0.1:9', '--token', TOKEN], t)).toBe(64);
+  });
+
+  it('call --timeout of exactly 2^31 − 1 ms is accepted and the call runs (the wait for the answer, longer, is capped)', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent }).tool('echo', { inputSchema: { type: 'object' } }, () => 'hi\n');
+    cleanups.push(() => host.close());
+    await host.start();
+    await poll(() => server.router.tools().length === 1, 10_000);
+    const t = io();
+    expect(await callCommand(['alpha__echo', '{}', '--server', mcpUrl, '--token', TOKEN, '--timeout', String(MAX_MS)], t)).toBe(0);
+    expect(t.out()).toBe('hi\n');
+    expect(t.err()).toBe('');
+  });
+});
+
+describe('a refusal of the MCP door says what the server said', () => {
+  it('a token that is not a caller token: 77, and the server advice to make a caller token', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const t = io();
+    expect(await toolsCommand(['--server', mcpUrl, '--token', HOST_TOKEN], t)).toBe(77);
+    expect(t.err()).toMatch(/^toolwire: token refused by http:\/\/127\.0\.0\.1:\d+\/mcp \(HTTP 401\): .*toolwire token add caller NAME/);
+  });
+
+  it('a 403 of the Host check names the Host, not the token; control characters of the server text are not printed', () => {
+    const url = new URL('http://vm:7700/mcp');
+    const hostCheck = mcpFailure(new HttpStatusError(403, 'Forbidden: Host "vm:7700" is not allowed here (DNS-rebinding protection)'), url);
+    expect(hostCheck).toEqual({
+      code: 77,
+      message: 'toolwire: refused by http://vm:7700/mcp (HTTP 403): Forbidden: Host "vm:7700" is not allowed here (DNS-rebinding protection)\n',
+    });
+    expect(mcpFailure(new HttpStatusError(401, 'bad\u001b[31m token'), url).message).toBe(
+      'toolwire: token refused by http://vm:7700/mcp (HTTP 401): bad?[31m token\n',
+    );
+    expect(mcpFailure(new HttpStatusError(401, ''), url).message).toBe('toolwire: token refused by http://vm:7700/mcp (HTTP 401)\n');
+  });
+});
