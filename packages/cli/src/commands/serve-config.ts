@@ -27,7 +27,7 @@
  * "node", "heartbeatMs", "requestTimeoutMs", "credentials": {"token" | "tokenEnv" | "user" + "pass"
  * | "passEnv" | "credsFile"}, "tls": {"ca", "cert", "key"}}` (paths relative to the config file).
  */
-import { readFile, stat } from 'node:fs/promises';
+import { createReadStream } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { formatAjvErrors } from '@toolwire/protocol';
@@ -193,6 +193,22 @@ function resolveTokens<T extends RawCredential>(list: T[], where: string, env: N
 }
 
 /**
+ * The text of the config file at `path`, reading at most {@link MAX_CONFIG_BYTES} + 1 bytes: a file
+ * over the limit, or one that never ends (`/dev/zero`, a pipe), is refused before it fills memory.
+ */
+async function readConfigText(path: string): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  // `end` is inclusive: one byte past the limit tells "over the limit" from "exactly at it".
+  for await (const chunk of createReadStream(path, { start: 0, end: MAX_CONFIG_BYTES })) {
+    chunks.push(chunk as Buffer);
+    length += (chunk as Buffer).length;
+  }
+  if (length > MAX_CONFIG_BYTES) throw new ConfigError(`config ${path}: larger than ${MAX_CONFIG_BYTES} bytes`);
+  return Buffer.concat(chunks, length).toString('utf8');
+}
+
+/**
  * Read and check the config file at `path`.
  * @param env where `tokenEnv` variables are read; default `process.env`
  * @throws ConfigError when it cannot be read, is over {@link MAX_CONFIG_BYTES}, is not JSON, does
@@ -201,9 +217,7 @@ function resolveTokens<T extends RawCredential>(list: T[], where: string, env: N
 export async function loadConfig(path: string, env: NodeJS.ProcessEnv = process.env): Promise<ServeConfig> {
   let raw: string;
   try {
-    const info = await stat(path);
-    if (info.size > MAX_CONFIG_BYTES) throw new ConfigError(`config ${path}: larger than ${MAX_CONFIG_BYTES} bytes`);
-    raw = await readFile(path, 'utf8');
+    raw = await readConfigText(path);
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     throw new ConfigError(`config ${path}: cannot read: ${error instanceof Error ? error.message : String(error)}`);
