@@ -5,7 +5,7 @@
  */
 import { HeadTailBuffer } from '@toolwire/protocol';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { KeptStream, WHOLE_FROM } from '../src/session/kept-output.js';
 
 const KiB = 1024;
@@ -69,5 +69,28 @@ describe('KeptStream', () => {
     }
     for (const { bytes, copy } of seen) expect(Buffer.from(bytes).equals(copy)).toBe(true);
     expect(Buffer.from(seen[8]!.bytes).equals(Buffer.concat(chunks.slice(0, 9)))).toBe(true);
+  });
+
+  it.each([
+    ['its first size', 0],
+    ['it later', 1],
+  ])('goes on as chunks when the growable buffer cannot get %s (no memory to commit), the capture unchanged', (_, failAfter) => {
+    const proto = ArrayBuffer.prototype as unknown as { resize: (this: ArrayBuffer, n: number) => void };
+    const real = proto.resize;
+    let calls = 0;
+    const resize = vi.spyOn(proto, 'resize').mockImplementation(function (this: ArrayBuffer, n: number) {
+      if (++calls > failAfter) throw new RangeError('Array buffer allocation failed');
+      real.call(this, n);
+    });
+    try {
+      for (const count of [12, 20]) {
+        calls = 0;
+        const { kept, reference } = both(4 * WHOLE_FROM, Array(count).fill(256 * KiB) as number[]);
+        expect(Buffer.from(kept).equals(Buffer.from(reference))).toBe(true);
+        expect(calls).toBe(failAfter + 1); // one failure, then no more tries
+      }
+    } finally {
+      resize.mockRestore();
+    }
   });
 });

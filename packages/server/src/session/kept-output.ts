@@ -77,13 +77,15 @@ interface Growable extends ArrayBuffer {
 }
 const GrowableBuffer = ArrayBuffer as unknown as new (byteLength: number, options: { maxByteLength: number }) => Growable;
 
-/** A growable buffer of at most `maxBytes`, or undefined when this runtime cannot reserve one. */
-function growable(maxBytes: number): Growable | undefined {
+/** A growable buffer of `bytes` that may grow to `maxBytes`, or undefined when this runtime cannot make one. */
+function growable(bytes: number, maxBytes: number): Growable | undefined {
   try {
     const buffer = new GrowableBuffer(0, { maxByteLength: maxBytes });
-    return buffer.resizable === true ? buffer : undefined;
+    if (buffer.resizable !== true) return undefined;
+    buffer.resize(bytes);
+    return buffer;
   } catch {
-    return undefined; // no address space for the reservation: the stream stays as chunks
+    return undefined; // RangeError: no address space for the reservation, or no memory: the stream stays as chunks
   }
 }
 
@@ -97,6 +99,8 @@ export class KeptStream {
   #whole: Growable | undefined;
   #view: Uint8Array | undefined;
   #length = 0;
+  /** Set when a growable buffer could not be had: the stream stays as chunks. */
+  #noWhole = false;
 
   constructor(capBytes: number) {
     this.#head = Math.floor(capBytes / 2);
@@ -108,8 +112,7 @@ export class KeptStream {
   push(bytes: Uint8Array): void {
     if (this.#whole !== undefined) {
       const end = this.#length + bytes.length;
-      if (end <= this.#head + this.#tail) {
-        if (end > this.#whole.byteLength) this.#whole.resize(Math.min(this.#head + this.#tail, Math.max(end, this.#whole.byteLength * 2)));
+      if (end <= this.#head + this.#tail && this.#fits(end)) {
         this.#view!.set(bytes, this.#length);
         this.#length = end;
         return;
@@ -119,7 +122,20 @@ export class KeptStream {
     const chunks = this.#chunks!;
     chunks.push(bytes);
     const total = chunks.totalBytes;
-    if (total > WHOLE_FROM && total <= this.#head + this.#tail) this.#toWhole(chunks, total);
+    if (total > WHOLE_FROM && total <= this.#head + this.#tail && !this.#noWhole) this.#toWhole(chunks, total);
+  }
+
+  /** Grow the growable buffer to hold `end` bytes (doubling, up to the cap); false when the memory cannot be had. */
+  #fits(end: number): boolean {
+    const whole = this.#whole!;
+    if (end <= whole.byteLength) return true;
+    try {
+      whole.resize(Math.min(this.#head + this.#tail, Math.max(end, whole.byteLength * 2)));
+      return true;
+    } catch {
+      this.#noWhole = true; // RangeError: no memory to commit; the stream goes on as chunks
+      return false;
+    }
   }
 
   /** The kept bytes; when over the cap, head + marker line (labelled `label`) + tail. */
@@ -130,9 +146,11 @@ export class KeptStream {
 
   /** Chunks → whole: the bytes so far (all kept: within the cap) copied into a new growable buffer. */
   #toWhole(chunks: Chunks, total: number): void {
-    const whole = growable(this.#head + this.#tail);
-    if (whole === undefined) return;
-    whole.resize(Math.min(this.#head + this.#tail, total * 2));
+    const whole = growable(Math.min(this.#head + this.#tail, total * 2), this.#head + this.#tail);
+    if (whole === undefined) {
+      this.#noWhole = true;
+      return;
+    }
     this.#view = new Uint8Array(whole);
     this.#view.set(chunks.bytes(''), 0);
     this.#whole = whole;
