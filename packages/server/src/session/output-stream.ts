@@ -8,14 +8,15 @@
  *   has taken them (returned, or its promise settled); a `credit` frame goes out per half window.
  * - Capture: each stream is kept head + tail (the same cap and marker as the host's, so the capture
  *   is byte-identical whether or not the call streamed): the chunks in `seq` order, then the
- *   result's remainder. `result.streamed` must match what arrived.
+ *   result's remainder ({@link KeptStream}). `result.streamed` must match what arrived.
  *
  * A fault is returned as a reason (the session then settles the call 76); nothing here throws for
  * anything a host sends, and the consumer is never called after {@link OutputStream.end}.
  */
-import { type Capture, encodeMessage, HeadTailBuffer, type OutputFrame, type ResultMessage } from '@toolwire/protocol';
+import { type Capture, encodeMessage, type OutputFrame, type ResultMessage } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import type { OutputListener } from '../seam.js';
+import { KeptStream } from './kept-output.js';
 
 /**
  * Bytes of a `result` frame the tool host keeps free of stream data (DESIGN §7). The same constant
@@ -42,54 +43,6 @@ export interface OutputSettings {
   capBytes: number;
 }
 
-/**
- * Chunks smaller than this are copied together before they are kept: a small Buffer is a slice of
- * Node's shared 8 KiB pool, and keeping thousands of them in a capture's tail would keep thousands
- * of pool slabs alive.
- */
-const SMALL_CHUNK_BYTES = 4096;
-/** Bytes of small chunks gathered before they are kept as one buffer. */
-const GATHER_BYTES = 64 * 1024;
-
-/** One stream's capture: head + tail ({@link HeadTailBuffer}), small chunks gathered first. */
-class Kept {
-  readonly #buffer: HeadTailBuffer;
-  #gather: Buffer | undefined;
-  #gathered = 0;
-
-  constructor(capBytes: number) {
-    const head = Math.floor(capBytes / 2);
-    this.#buffer = new HeadTailBuffer(head, capBytes - head);
-  }
-
-  push(bytes: Uint8Array): void {
-    if (bytes.length >= SMALL_CHUNK_BYTES) {
-      this.#flush();
-      this.#buffer.push(bytes);
-      return;
-    }
-    if (this.#gathered + bytes.length > GATHER_BYTES) this.#flush();
-    this.#gather ??= Buffer.allocUnsafeSlow(GATHER_BYTES);
-    this.#gather.set(bytes, this.#gathered);
-    this.#gathered += bytes.length;
-  }
-
-  /** The kept bytes (head + marker + tail when over the cap). */
-  bytes(label: string): Uint8Array {
-    this.#flush();
-    return this.#buffer.bytes(label);
-  }
-
-  /** Keep the gathered bytes as one buffer of their own size (not from the pool); the gather buffer is reused. */
-  #flush(): void {
-    if (this.#gathered === 0) return;
-    const kept = Buffer.allocUnsafeSlow(this.#gathered);
-    this.#gather!.copy(kept, 0, 0, this.#gathered);
-    this.#buffer.push(kept);
-    this.#gathered = 0;
-  }
-}
-
 /** The two streams of a capture so far (capped). */
 export interface StreamedPart {
   stdout: Uint8Array;
@@ -104,8 +57,8 @@ export class OutputStream {
   readonly #logger: Logger;
   readonly #maxChunk: number;
   readonly #creditAt: number;
-  readonly #stdout: Kept;
-  readonly #stderr: Kept;
+  readonly #stdout: KeptStream;
+  readonly #stderr: KeptStream;
   /** The next `seq` (wire chunks, then the remainder and reason line handed to the consumer). */
   #seq = 0;
   /** Bytes of the chunks received, per stream (what `result.streamed` must say). */
@@ -139,8 +92,8 @@ export class OutputStream {
     this.#maxChunk = settings.maxChunkBytes;
     this.#granted = settings.windowBytes;
     this.#creditAt = Math.max(1, Math.floor(settings.windowBytes / 2));
-    this.#stdout = new Kept(settings.capBytes);
-    this.#stderr = new Kept(settings.capBytes);
+    this.#stdout = new KeptStream(settings.capBytes);
+    this.#stderr = new KeptStream(settings.capBytes);
   }
 
   /** Take one `output` chunk (binary or JSON frame, decoded); `undefined` when taken, else why it breaks the protocol. */
