@@ -50,17 +50,23 @@ export async function doorScenario(plan: Plan['door'], log: (line: string) => vo
   }
 }
 
-/** Failed upgrades each server gets before the measured ones: its refusal path optimised and its limiter in the state the measured ones meet. */
+/**
+ * Failed upgrades each server gets before the measured ones, after one full GC (what its start left
+ * is not counted): its refusal path optimised and its limiter in the state the measured ones meet.
+ */
 const FAILED_UPGRADE_WARMUP = 2_000;
 /** Measured segments of failed upgrades per server (the plan's count split evenly). */
 const FAILED_UPGRADE_SEGMENTS = 10;
 
 /**
  * Server CPU per failed upgrade of `server`, µs: `count` upgrades with an unknown token, 8 at a time,
- * from `driver`, to `url`. A full GC first, so garbage left by what ran before is not counted here.
+ * from `driver`, to `url`. No full GC before a segment: on these idle servers the only garbage is the
+ * flood's own, and a full GC with no connection open drops the hidden classes of Node's socket and
+ * HTTP objects and the optimised code that relies on them, so each segment paid for recompiling
+ * Node's `net`/`http` path (TurboFan on V8's threads, and the main thread in slower code until then):
+ * a cost per segment, not per upgrade, and the source of the per-segment spread (bench/README.md, ids).
  */
 async function failedUpgradeCpu(server: Helper, driver: Helper, count: number, url: string): Promise<{ us: number; statuses: Record<string, number> }> {
-  await server.request('rss'); // full GC
   const before = Number((await server.request('info')).cpuUs);
   const reply = await driver.request('badUpgrades', { count, concurrency: 8, url });
   const after = Number((await server.request('info')).cpuUs);
@@ -94,7 +100,10 @@ export async function idsScenario(plan: Plan['ids'], log: (line: string) => void
     const per = { one: [] as number[], many: [] as number[], floor: [] as number[], over: [] as number[] };
     let statuses: Record<string, number> = {};
     const warmup = Math.min(FAILED_UPGRADE_WARMUP, plan.failedUpgrades);
-    for (const name of names) await failedUpgradeCpu(arms[name].helper, driver, warmup, arms[name].url);
+    for (const name of names) {
+      await arms[name].helper.request('rss'); // full GC, before the warm-up
+      await failedUpgradeCpu(arms[name].helper, driver, warmup, arms[name].url);
+    }
     const count = Math.max(1, Math.round(plan.failedUpgrades / FAILED_UPGRADE_SEGMENTS));
     for (let k = 0; k < FAILED_UPGRADE_SEGMENTS; k++) {
       const us: Partial<Record<(typeof names)[number], number>> = {};

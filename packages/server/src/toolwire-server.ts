@@ -30,6 +30,7 @@ import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-front.js';
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
+import { headerOf } from './endpoint/request-header.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
 import { ServerMetrics } from './observe/metrics.js';
@@ -173,7 +174,8 @@ export class ToolwireServer {
     // The TCP socket, also under TLS (its handshake is pre-auth time too).
     this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
     this.#http.on('upgrade', (req, socket, head) => {
-      const refused = this.#hostPolicy.refusal(req.headers.host);
+      // Headers read from rawHeaders: a refused upgrade never builds `req.headers` (endpoint/request-header.ts).
+      const refused = this.#hostPolicy.refusal(headerOf(req, 'host'));
       if (refused === undefined) return this.hostEndpoint.handleUpgrade(req, socket, head);
       socket.on('error', (error) => log.debug({ err: error }, 'refused upgrade socket error'));
       log.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'upgrade refused: Host not allowed');

@@ -5,6 +5,7 @@
  * DNS rebinding), so a request with an `Origin` header is refused unless the origin is allowed.
  */
 import type { IncomingMessage } from 'node:http';
+import { headerOf } from '../endpoint/request-header.js';
 
 /**
  * True when `req` carries no `Origin` header, or its origin is in `allowed` (lower-case entries,
@@ -12,7 +13,7 @@ import type { IncomingMessage } from 'node:http';
  * unless `"null"` is listed.
  */
 export function originAllowed(req: IncomingMessage, allowed: readonly string[]): boolean {
-  const origin = req.headers.origin;
+  const origin = headerOf(req, 'origin');
   if (origin === undefined) return true;
   return allowed.includes(origin.toLowerCase());
 }

@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Principal, TokenTable } from '../auth/tokens.js';
 import type { HostIdentity } from '../session/hello.js';
+import { headerOf } from './request-header.js';
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
 
@@ -29,7 +30,7 @@ export interface UpgradeIdentity {
  * - otherwise `undefined` (→ HTTP 401).
  */
 export function identifyHost(req: IncomingMessage, tokens: TokenTable, loopbackDev: boolean): UpgradeIdentity | undefined {
-  const authorization = req.headers.authorization;
+  const authorization = headerOf(req, 'authorization');
   if (authorization !== undefined) {
     const principal = tokens.authenticate(authorization, 'host');
     return principal === undefined ? undefined : { identity: { kind: 'token', name: principal.name }, principal };
