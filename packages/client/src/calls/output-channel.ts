@@ -7,7 +7,7 @@
 import { type CreditMessage, encodeOutputFrame, outputFrameHeaderBytes, outputFrameInPlace, type WelcomeOutput } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
 import { BufferedOutput, type CallOutput, type OutputStreamName } from './output-sink.js';
-import { type OutputLink, StreamingOutput } from './streaming-output.js';
+import { FRAME_WIRE_BYTES, type OutputLink, StreamingOutput } from './streaming-output.js';
 
 /**
  * Most window one call holds at once, bytes (16 MiB): a larger `windowBytes` or credit from the
@@ -20,8 +20,8 @@ export const MAX_WINDOW_BYTES = 16 * 1024 * 1024;
 const FRAME_RESERVE_BYTES = 1024;
 
 /**
- * Frame buffers kept for reuse once their frame is written, per connection (each `chunkBytes` + the
- * reserve: 8 × ~257 KiB for the defaults). A new buffer per chunk is memory V8 counts as external:
+ * Frame buffers kept for reuse once their frame is written, per connection (each at most 64 KiB of
+ * data + the reserve: 8 × 65 KiB). A new buffer per chunk is memory V8 counts as external:
  * at streaming rates it starts a full garbage collection every few dozen MiB.
  */
 const POOLED_FRAMES = 8;
@@ -57,7 +57,8 @@ export class OutputChannel implements OutputLink {
     // A chunk's binary frame (header + bytes) fits `maxPayload`.
     const fit = maxPayload - FRAME_RESERVE_BYTES;
     this.chunkBytes = Math.max(1, Math.min(offer?.maxChunkBytes ?? 1, fit));
-    this.#frameBytes = this.chunkBytes + FRAME_RESERVE_BYTES;
+    // A call's chunk fills at most one frame of FRAME_WIRE_BYTES (frameDataBytes): no buffer needs more.
+    this.#frameBytes = Math.min(this.chunkBytes, FRAME_WIRE_BYTES) + FRAME_RESERVE_BYTES;
   }
 
   /** Whether calls on this connection stream. */

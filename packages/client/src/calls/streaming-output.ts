@@ -36,12 +36,36 @@ export interface OutputLink {
   sendInPlace(id: string, stream: OutputStreamName, seq: number, frame: Buffer, start: number, end: number): boolean;
   /** Gives back a buffer of {@link frameBuffer} that was not sent. */
   recycle(frame: Buffer): void;
-  /** Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`). */
+  /**
+   * Largest data of one chunk, bytes (the server's `maxChunkBytes`, lowered to fit `maxPayload`); a
+   * call's chunks are at most {@link frameDataBytes} of it.
+   */
   readonly chunkBytes: number;
   /** Most window a call holds at once, bytes (see `MAX_WINDOW_BYTES`). */
   readonly maxWindowBytes: number;
   /** The call no longer takes credit. */
   forget(id: string, output: StreamingOutput): void;
+}
+
+/**
+ * Wire size of a full `output` frame, its WebSocket header included: 64 KiB, what Node.js reads from
+ * a socket at a time. The server (ws) hands a frame that arrived within one read over as a view of
+ * that read; a frame that spans reads it first copies into a new buffer of its own. Frames of exactly
+ * one read's size line up with the reads whenever the server reads full buffers (it is behind the
+ * host), so the server neither copies them nor allocates for them; a larger frame always spans reads.
+ */
+export const FRAME_WIRE_BYTES = 64 * 1024;
+
+/** WebSocket header of a masked (client) frame with a 126…65535-byte payload: 2 + 2 (length) + 4 (mask). */
+const WS_HEADER_BYTES = 8;
+
+/**
+ * Largest data of one chunk of a call whose `output` frame header is `headerBytes`: what fills a
+ * {@link FRAME_WIRE_BYTES} frame exactly, or `chunkBytes` (the server's limit) when that is less.
+ */
+export function frameDataBytes(chunkBytes: number, headerBytes: number): number {
+  const aligned = FRAME_WIRE_BYTES - WS_HEADER_BYTES - headerBytes;
+  return aligned > 0 && aligned < chunkBytes ? aligned : chunkBytes;
 }
 
 /** Minimum time between two `progress` frames of one call, ms (latest message wins). */
@@ -80,6 +104,8 @@ export class StreamingOutput extends BaseOutput {
   #ending = false;
   /** What the result will carry (made at the first byte that cannot be sent). */
   #rest: { stdout: HeadTailBuffer; stderr: HeadTailBuffer } | undefined;
+  /** Largest data of one of this call's chunks ({@link frameDataBytes}). */
+  readonly #chunkBytes: number;
   #waiting: { promise: Promise<void>; resolve: () => void } | undefined;
   #progressAt = 0;
   #progressTimer: NodeJS.Timeout | undefined;
@@ -91,6 +117,7 @@ export class StreamingOutput extends BaseOutput {
     this.#id = id;
     this.#link = link;
     this.#header = outputFrameHeaderBytes(id);
+    this.#chunkBytes = frameDataBytes(link.chunkBytes, this.#header);
     this.#window = Math.min(windowBytes, link.maxWindowBytes);
     this.#allowance = this.#window;
   }
@@ -140,7 +167,7 @@ export class StreamingOutput extends BaseOutput {
       this.#keep(stream, new Uint8Array(bytes));
       return;
     }
-    const limit = this.#header + this.#link.chunkBytes; // where a frame's data ends at most
+    const limit = this.#header + this.#chunkBytes; // where a frame's data ends at most
     let at = 0;
     while (at < bytes.length) {
       const last = this.#pending[this.#pending.length - 1];
@@ -213,7 +240,7 @@ export class StreamingOutput extends BaseOutput {
   readonly #flush = (): void => {
     clearImmediate(this.#flushing);
     this.#flushing = undefined;
-    const limit = this.#link.chunkBytes;
+    const limit = this.#chunkBytes;
     while (this.#pending.length > 0 && this.#window > 0 && !this.closed) {
       const first = this.#pending[0]!;
       const stream = first.stream;
