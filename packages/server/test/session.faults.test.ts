@@ -188,6 +188,21 @@ describe('heartbeat', () => {
     expect(ws.readyState).toBe(WebSocket.OPEN);
     expect(h.router.tools()).toHaveLength(1);
   });
+
+  it('keeps a host whose pong came while the server’s event loop was stalled past two intervals (the late beat judges nothing)', async () => {
+    const h = await startEndpoint({ heartbeatMs: 100 });
+    const ws = await rawHost(h.url);
+    await helloAndAdvertise(ws, [SLOW]);
+    let pings = 0;
+    ws.on('ping', () => {
+      // ws has written the pong already; this process — the server's too — stalls 2.5 intervals
+      // before the server reads it. When the loop runs again its timers come before its socket reads.
+      if (++pings === 1) for (const until = Date.now() + 250; Date.now() < until;);
+    });
+    await waitFor(() => pings >= 4, 'four pings');
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    expect(h.router.tools()).toHaveLength(1);
+  });
 });
 
 describe('internal errors', () => {
