@@ -168,7 +168,11 @@ describe('heartbeat', () => {
   it('terminates a host that stops answering pings and settles its calls 69 within 2 intervals', async () => {
     const h = await startEndpoint({ heartbeatMs: 100 });
     const ws = await rawHost(h.url, undefined, { autoPong: false });
+    // It answers until its tools are listed (however long the schema's first compile takes), then stops.
+    const answer = (data: Buffer): void => ws.pong(data);
+    ws.on('ping', answer);
     await helloAndAdvertise(ws, [SLOW]);
+    ws.off('ping', answer);
     const began = Date.now();
     const capture = (await h.router.route(routedCall('alpha__slow', { deadlineMs: 10_000 }).call))!;
     expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
