@@ -60,7 +60,8 @@ async function tokenHere(args: string[], env: NodeJS.ProcessEnv): Promise<{ code
 }
 
 describe('the state folder', () => {
-  it('tokens survive a server restart: local, cli and a token made by token add host; only digests are stored', async () => {
+  // This test and the next start five or six `toolwire` processes (tsx) one after another: a bound for a loaded machine.
+  it('tokens survive a server restart: local, cli and a token made by token add host; only digests are stored', { timeout: 60_000 }, async () => {
     const home = await tempDir();
     const first = await serve(home);
     const creds1 = JSON.parse(await readFile(join(home, 'credentials.json'), 'utf8')) as { host: { token: string }; caller: { token: string } };
@@ -97,42 +98,46 @@ describe('the state folder', () => {
     for (const secret of [laptop, creds1.host.token, creds1.caller.token]) expect(list.stdout).not.toContain(secret);
   });
 
-  it('token add host, then a toolwire host with that token in --token-file connects; token revoke closes its session 1008 within 1 s', async () => {
-    const home = await tempDir();
-    const { url } = await serve(home);
-    const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
-    expect(added.code).toBe(0);
-    expect(added.stdout).toContain(`toolwire host --server ${url} --token-file ~/.toolwire/host-token --manifest tools.json`);
-    expect(added.stdout).toContain('umask 077');
-    const laptop = printedToken(added.stdout);
+  it(
+    'token add host, then a toolwire host with that token in --token-file connects; token revoke closes its session 1008 within 1 s',
+    { timeout: 60_000 },
+    async () => {
+      const home = await tempDir();
+      const { url } = await serve(home);
+      const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
+      expect(added.code).toBe(0);
+      expect(added.stdout).toContain(`toolwire host --server ${url} --token-file ~/.toolwire/host-token --manifest tools.json`);
+      expect(added.stdout).toContain('umask 077');
+      const laptop = printedToken(added.stdout);
 
-    // The running server picked the new token up without a restart: a real tool host connects, its
-    // token in a file only its user can read, as `token add host` told.
-    const tokenFile = join(home, 'host-token');
-    await writeFile(tokenFile, `${laptop}\n`, { mode: 0o600 });
-    const host = spawnTs([cliPath, 'host', '--server', url, '--token-file', tokenFile, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
-      TOOLWIRE_HOME: join(home, 'elsewhere'),
-    });
-    await waitForText(host.stderr!, /"host":"laptop"[^\n]*toolwire: connected/);
+      // The running server picked the new token up without a restart: a real tool host connects, its
+      // token in a file only its user can read, as `token add host` told.
+      const tokenFile = join(home, 'host-token');
+      await writeFile(tokenFile, `${laptop}\n`, { mode: 0o600 });
+      const host = spawnTs([cliPath, 'host', '--server', url, '--token-file', tokenFile, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
+        TOOLWIRE_HOME: join(home, 'elsewhere'),
+      });
+      await waitForText(host.stderr!, /"host":"laptop"[^\n]*toolwire: connected/);
 
-    // A second connection of laptop, raw, to time the revoke.
-    const raw = await welcomed(url, laptop);
-    const closed = once(raw, 'close') as Promise<[number, Buffer]>;
-    const revoked = await token(home, ['revoke', 'laptop']);
-    expect(revoked.code).toBe(0);
-    const started = Date.now();
-    const [code, reason] = await closed;
-    expect(Date.now() - started).toBeLessThan(1_000);
-    expect(code).toBe(1008);
-    expect(reason.toString()).toContain('revoked');
+      // A second connection of laptop, raw, to time the revoke.
+      const raw = await welcomed(url, laptop);
+      const closed = once(raw, 'close') as Promise<[number, Buffer]>;
+      const revoked = await token(home, ['revoke', 'laptop']);
+      expect(revoked.code).toBe(0);
+      const started = Date.now();
+      const [code, reason] = await closed;
+      expect(Date.now() - started).toBeLessThan(1_000);
+      expect(code).toBe(1008);
+      expect(reason.toString()).toContain('revoked');
 
-    // The revoked token is refused from now on.
-    const again = new WebSocket(url, { headers: { authorization: `Bearer ${laptop}` } });
-    const [, response] = (await once(again, 'unexpected-response')) as [unknown, { statusCode: number }];
-    expect(response.statusCode).toBe(401);
-    again.on('error', () => {});
-    again.terminate();
-  });
+      // The revoked token is refused from now on.
+      const again = new WebSocket(url, { headers: { authorization: `Bearer ${laptop}` } });
+      const [, response] = (await once(again, 'unexpected-response')) as [unknown, { statusCode: number }];
+      expect(response.statusCode).toBe(401);
+      again.on('error', () => {});
+      again.terminate();
+    },
+  );
 
   it('bad input: one line and a distinct exit status, nothing written', async () => {
     const home = await tempDir();

@@ -101,7 +101,7 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: serve --
     liveHost(a.url);
     await toolsOn(b, 4, 'node b to list beta’s tools');
     const child = callOn(b, 'beta__forever');
-    const done = once(child, 'exit');
+    const done = once(child, 'close'); // at 'exit' stderr may still be unread
     let stderr = '';
     child.stderr!.on('data', (d: string) => (stderr += d));
     await waitForText(child.stdout!, /line 1\n/, 60_000); // the call is running on a's host

@@ -66,7 +66,8 @@ function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildPr
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  const done = once(child, 'exit').then(([code]) => ({ code: code as number | null, stdout, stderr }));
+  // 'close', not 'exit': at 'exit' the child's last output may still be unread in its pipes.
+  const done = once(child, 'close').then(([code]) => ({ code: code as number | null, stdout, stderr }));
   return { child, done };
 }
 

@@ -2,6 +2,7 @@
  * The JSON log destination of `toolwire serve` and `toolwire host` on stderr (issue 16): lines are
  * held for at most 10 ms and written together, and nothing held is lost when the
  * process exits — by `process.exit()` in the same turn, or through the commands' SIGTERM handling.
+ * Each test waits for `close`, not `exit`: at `exit` the last lines may still be unread in the pipe.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
@@ -44,7 +45,7 @@ const jsonLines = (text: string): Record<string, unknown>[] =>
 describe('HeldDestination (JSON logs on stderr)', () => {
   it('writes every line logged in the turn process.exit() is called in', async () => {
     const { child, stderr } = start([join(here, 'fixtures', 'log-burst.ts')], { ...process.env, LOG_BURST_LINES: '5000' });
-    const [code] = (await once(child, 'exit')) as [number | null];
+    const [code] = (await once(child, 'close')) as [number | null];
     expect(code).toBe(0);
     const lines = jsonLines(stderr());
     expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 5000 }, (_, i) => i));
@@ -66,7 +67,7 @@ describe('HeldDestination (JSON logs on stderr)', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     child.kill('SIGTERM');
-    const [code] = (await once(child, 'exit')) as [number | null];
+    const [code] = (await once(child, 'close')) as [number | null];
     expect(code).toBe(0);
     const lines = jsonLines(stderr());
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: 'toolwire: stopping', signal: 'SIGTERM' });

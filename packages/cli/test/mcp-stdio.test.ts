@@ -91,7 +91,7 @@ async function runOnce(args: string[], extra: Record<string, string> = {}): Prom
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   child.stdout!.resume();
   child.stdin!.end();
-  const [code] = (await once(child, 'exit')) as [number | null];
+  const [code] = (await once(child, 'close')) as [number | null]; // at 'exit' stderr may still be unread
   return { code, stderr };
 }
 

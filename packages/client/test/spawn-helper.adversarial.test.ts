@@ -209,7 +209,7 @@ describe('spawn helper, adversarial: bugs found in review', () => {
     const pid = Number((await line(/^pid /)).split(' ')[1]);
     if (pid > 0) scratch.track(pid);
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await once(child, 'exit');
+    await once(child, 'close'); // not 'exit': its last line, written as it exits, may still be unread then
     clearTimeout(timer);
     // Today: "exit settled=false" (the process exited with the call never answered) and `sleep 300` survives.
     const survived = pid > 0 && !isGone(pid);

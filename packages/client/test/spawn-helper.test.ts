@@ -122,7 +122,7 @@ describe('the spawn helper', () => {
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    const [code] = (await once(child, 'exit')) as [number | null];
+    const [code] = (await once(child, 'close')) as [number | null]; // at 'exit' stdout may still be unread
     clearTimeout(timer);
     expect(code).toBe(0);
     expect(out).toBe('{"ok":1}');

@@ -168,7 +168,11 @@ describe('heartbeat', () => {
   it('terminates a host that stops answering pings and settles its calls 69 within 2 intervals', async () => {
     const h = await startEndpoint({ heartbeatMs: 100 });
     const ws = await rawHost(h.url, undefined, { autoPong: false });
+    // It answers until its tools are listed (however long the schema's first compile takes), then stops.
+    const answer = (data: Buffer): void => ws.pong(data);
+    ws.on('ping', answer);
     await helloAndAdvertise(ws, [SLOW]);
+    ws.off('ping', answer);
     const began = Date.now();
     const capture = (await h.router.route(routedCall('alpha__slow', { deadlineMs: 10_000 }).call))!;
     expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
@@ -184,6 +188,21 @@ describe('heartbeat', () => {
     await helloAndAdvertise(ws, [SLOW]);
     let pings = 0;
     ws.on('ping', () => pings++);
+    await waitFor(() => pings >= 4, 'four pings');
+    expect(ws.readyState).toBe(WebSocket.OPEN);
+    expect(h.router.tools()).toHaveLength(1);
+  });
+
+  it('keeps a host whose pong came while the server’s event loop was stalled past two intervals (the late beat judges nothing)', async () => {
+    const h = await startEndpoint({ heartbeatMs: 100 });
+    const ws = await rawHost(h.url);
+    await helloAndAdvertise(ws, [SLOW]);
+    let pings = 0;
+    ws.on('ping', () => {
+      // ws has written the pong already; this process — the server's too — stalls 2.5 intervals
+      // before the server reads it. When the loop runs again its timers come before its socket reads.
+      if (++pings === 1) for (const until = Date.now() + 250; Date.now() < until;);
+    });
     await waitFor(() => pings >= 4, 'four pings');
     expect(ws.readyState).toBe(WebSocket.OPEN);
     expect(h.router.tools()).toHaveLength(1);

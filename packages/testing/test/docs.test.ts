@@ -30,7 +30,7 @@ describe('@toolwire/testing README examples', () => {
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (out += d));
     const timer = setTimeout(() => child.kill('SIGKILL'), 90_000);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c))); // at 'exit' output may still be unread
     clearTimeout(timer);
     expect(out, out).toMatch(/# pass 2\n/);
     expect(out).toMatch(/# fail 0\n/);

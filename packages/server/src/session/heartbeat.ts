@@ -3,7 +3,9 @@
  * due and no pong arrived since the previous one, the host is declared lost. A host that goes silent
  * (half-open, no FIN) is thus detected within 2 × `intervalMs` of its last pong. While the server
  * itself does not read the socket (`ws.isPaused`: frames of this host wait for the server's work)
- * the host is not judged: its pongs wait unread.
+ * the host is not judged: its pongs wait unread. Nor at the beat itself: timers run before the event
+ * loop reads sockets, so after this process stalled (a busy CPU, a long GC) a pong that arrived
+ * meanwhile is still unread then; the verdict waits for that turn's reads (`setImmediate`).
  */
 import { WebSocket } from 'ws';
 
@@ -57,11 +59,22 @@ export class Heartbeat {
 
   #beat(): void {
     if (this.#ws.isPaused) return; // judged again at the first beat after reading resumes (see `pong`)
-    if (!this.#answered) {
-      this.stop();
-      this.#onLost();
+    if (this.#answered) this.#ping();
+    else setImmediate(() => this.#judge()); // after this turn's socket reads
+  }
+
+  /** No pong by the beat, and none read since: the host is lost. */
+  #judge(): void {
+    if (this.#timer === undefined || this.#ws.isPaused) return; // stopped, or judged after reading resumes
+    if (this.#answered) {
+      this.#ping();
       return;
     }
+    this.stop();
+    this.#onLost();
+  }
+
+  #ping(): void {
     this.#answered = false;
     if (this.#ws.readyState !== WebSocket.OPEN) return;
     try {
