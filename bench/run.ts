@@ -182,11 +182,14 @@ try {
         Object.entries(perProcess(r))
           .map(([name, us]) => `${name} ${us.toFixed(0)}`)
           .join(', ');
+      // Each process on a machine of its own, the busiest one bounds calls/s: 1 / its CPU per call.
+      const boundRatio = (a: ArmResult, b: ArmResult): number => Math.max(...Object.values(perProcess(b))) / Math.max(...Object.values(perProcess(a)));
       for (const { same, cross, floor } of c.shapes) {
         const line = `run ${run} cluster ${shapeLabel(same.shape)} (pin ${c.pin}): same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}\n${' '.repeat(12)}NATS floor ${brief(floor)}`;
         log(
           `${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node; NATS floor p50 ${Math.round(floor.stats.p50Us)} µs` +
-            `\n             CPU µs/call same: ${cpuLine(same)}; across: ${cpuLine(cross)}; floor: ${cpuLine(floor)}`,
+            `\n             CPU µs/call same: ${cpuLine(same)}; across: ${cpuLine(cross)}; floor: ${cpuLine(floor)}` +
+            `; with each process on a machine of its own, calls/s bound across / same ${boundRatio(cross, same).toFixed(2)}`,
         );
       }
       await appendFile(
@@ -202,6 +205,7 @@ try {
             cross: x.cross.stats,
             floor: x.floor.stats,
             ratio: segmentRatio(x.cross, x.same),
+            boundRatio: boundRatio(x.cross, x.same),
             cpuUsPerCall: { same: perProcess(x.same), cross: perProcess(x.cross), floor: perProcess(x.floor) },
           })),
         })}\n`,

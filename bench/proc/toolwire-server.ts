@@ -6,6 +6,7 @@
  * `execute`); the door arms load it from an MCP client process instead (`mcp-client.ts`).
  */
 import { readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
 import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
@@ -152,6 +153,8 @@ serve(async (command) => {
       const rssKiB = settledRssKiB();
       const m = process.memoryUsage();
       const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+      // Per V8 heap space, committed and used KiB (which space holds the heap's unused committed part).
+      const spaces = Object.fromEntries(getHeapSpaceStatistics().map((x) => [x.space_name, { sizeKiB: x.space_size / 1024, usedKiB: x.space_used_size / 1024 }]));
       return {
         rssKiB,
         heapUsedKiB: m.heapUsed / 1024,
@@ -159,6 +162,7 @@ serve(async (command) => {
         externalKiB: m.external / 1024,
         arrayBuffersKiB: m.arrayBuffers / 1024,
         threads,
+        spaces,
       };
     }
     case 'profile': {
