@@ -6,7 +6,7 @@
  * `execute`); the door arms load it from an MCP client process instead (`mcp-client.ts`).
  */
 import { readFileSync } from 'node:fs';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
@@ -150,7 +150,12 @@ serve(async (command) => {
     case 'mem': {
       // After a full GC: where the memory is (V8 heap used, external, array buffers), in KiB; and the
       // process's threads (a live decode or compile worker, each with an isolate of its own, adds one).
+      // BENCH_COMPACT_GC=1: that GC compacts every old-space page (V8's own heuristics leave pages
+      // fragmented by a connect storm's short-lived objects as they are): tells fragmentation apart.
+      const compact = process.env.BENCH_COMPACT_GC === '1';
+      if (compact) setFlagsFromString('--compact-on-every-full-gc');
       const rssKiB = settledRssKiB();
+      if (compact) setFlagsFromString('--no-compact-on-every-full-gc');
       const m = process.memoryUsage();
       const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
       // Per V8 heap space, committed and used KiB (which space holds the heap's unused committed part).
@@ -163,6 +168,7 @@ serve(async (command) => {
         arrayBuffersKiB: m.arrayBuffers / 1024,
         threads,
         spaces,
+        compacted: compact,
       };
     }
     case 'profile': {
