@@ -4,6 +4,7 @@
  * comparison warms every arm up, then runs the calls in interleaved segments (A B B A A B …) so slow
  * drift and other work on the machine hit every arm alike, and merges each arm's segments.
  */
+import { readFileSync } from 'node:fs';
 import { type LoadStats, type Segment, summarize } from './load.js';
 import { Helper } from './helpers.js';
 import { callerToken } from './proc/tools.js';
@@ -25,6 +26,8 @@ export interface Arm {
   host?: Helper;
   driver?: Helper;
   load: Record<string, unknown>;
+  /** More processes whose CPU per call to record (name → pid; read from `/proc`): the cluster scenario's nodes and nats-server. */
+  watch?: Record<string, number>;
 }
 
 /** One measured arm of one scenario. */
@@ -38,6 +41,8 @@ export interface ArmResult {
   driverCpuUsPerCall?: number;
   /** CPU time of the host-role process (with its spawn helper's) per measured call, µs (absent for the spawn floor). */
   hostCpuUsPerCall?: number;
+  /** CPU time of each of the arm's `watch` processes per measured call, µs. */
+  watchCpuUsPerCall?: Record<string, number>;
   /** Peak RSS of the server-role process over its life, KiB. */
   serverPeakRssKiB: number;
   /** Peak RSS of the tool-host process (absent for the spawn floor, a single process). */
@@ -130,11 +135,23 @@ async function cpuOf(helper: Helper | undefined): Promise<number> {
   return helper ? Number((await helper.request('info')).cpuUs) : 0;
 }
 
+/** CPU time (user + system, all threads) of process `pid` so far, µs, from `/proc/<pid>/stat` (clock ticks of 10 ms). */
+function procCpuUs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** CPU so far of each watched process, µs. */
+function watchedCpu(arm: Arm): Record<string, number> {
+  return Object.fromEntries(Object.entries(arm.watch ?? {}).map(([name, pid]) => [name, procCpuUs(pid)]));
+}
+
 /**
  * One segment of `count` calls on `arm`, with the host's CPU time over it (µs). With a driver, the
  * segment's `cpuUs` is the server role's CPU over it (the driver's is not toolwire's, nor the baseline's).
  */
-export async function segment(arm: Arm, shape: LoadShape, count: number): Promise<{ segment: Segment; hostCpuUs: number }> {
+export async function segment(arm: Arm, shape: LoadShape, count: number): Promise<{ segment: Segment; hostCpuUs: number; watchCpuUs: Record<string, number> }> {
+  const watched = watchedCpu(arm);
   const before = await cpuOf(arm.host);
   const serverBefore = arm.driver ? await cpuOf(arm.server) : 0;
   const reply = await (arm.driver ?? arm.server).request('load', { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes, count });
@@ -145,7 +162,9 @@ export async function segment(arm: Arm, shape: LoadShape, count: number): Promis
     s.cpuUs = (await cpuOf(arm.server)) - serverBefore;
   }
   const after = await cpuOf(arm.host);
-  return { segment: s, hostCpuUs: after - before };
+  const watchCpuUs = watchedCpu(arm);
+  for (const name of Object.keys(watchCpuUs)) watchCpuUs[name]! -= watched[name]!;
+  return { segment: s, hostCpuUs: after - before, watchCpuUs };
 }
 
 /** Segments per comparison: ≥ 20 × concurrency calls each, 1 … 10 of them. */
@@ -159,6 +178,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
   const n = segmentsFor(shape);
   const segments = arms.map(() => [] as Segment[]);
   const hostCpu = arms.map(() => 0);
+  const watchCpu: Record<string, number>[] = arms.map(() => ({}));
   for (let k = 0; k < n; k++) {
     const count = Math.floor(shape.count / n) + (k < shape.count % n ? 1 : 0);
     // A B, B A, A B …: each arm goes first as often as the other.
@@ -168,6 +188,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
       const m = await segment(arms[i]!, shape, count);
       segments[i]!.push(m.segment);
       hostCpu[i]! += m.hostCpuUs;
+      for (const [name, us] of Object.entries(m.watchCpuUs)) watchCpu[i]![name] = (watchCpu[i]![name] ?? 0) + us;
     }
   }
   return Promise.all(
@@ -182,6 +203,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
         serverPeakRssKiB: Number(s.peakRssKiB),
         bufferutil: { server: Boolean(s.bufferutil) },
       };
+      if (arm.watch) result.watchCpuUsPerCall = Object.fromEntries(Object.entries(watchCpu[i]!).map(([name, us]) => [name, us / stats.calls]));
       if (arm.driver) result.driverCpuUsPerCall = segments[i]!.reduce((n, g) => n + (g.driverCpuUs ?? 0), 0) / stats.calls;
       if (arm.host) {
         const h = await arm.host.request('info');

@@ -10,21 +10,45 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Arm, type ArmResult, compare, TOOLS_PER_HOST } from './arms.js';
-import { Helper, repoRoot } from './helpers.js';
+import { cpuFor, Helper, type Placement, repoRoot } from './helpers.js';
 import type { LoadShape } from './scenarios.js';
 
 export const NATS_SERVER = ['/usr/sbin/nats-server', '/usr/bin/nats-server'].find((p) => existsSync(p));
 
+/**
+ * Where the cluster scenario's processes run when server roles are pinned (`BENCH_CLUSTER_PIN`):
+ * - `apart` (the default): node B (the caller's node, with the load) on the server CPU, node A on
+ *   the other CPU; nats-server and the host unpinned. Each node has a CPU of its own, as nodes on
+ *   separate machines do, and the same-node arm keeps one node and its host on separate CPUs.
+ * - `shared`: every server role on the server CPU (both nodes on one CPU; before session 10).
+ * - `a-with-host`: node B on the server CPU; node A, nats-server and the host on the other CPU.
+ * The NATS floor's caller is placed as node B, its answerer as node A.
+ */
+export type ClusterPin = 'apart' | 'shared' | 'a-with-host';
+
+/** The arrangement `BENCH_CLUSTER_PIN` names (default `apart`). */
+export function clusterPin(): ClusterPin {
+  const pin = process.env.BENCH_CLUSTER_PIN ?? 'apart';
+  if (pin !== 'apart' && pin !== 'shared' && pin !== 'a-with-host') throw new Error(`BENCH_CLUSTER_PIN: apart, shared or a-with-host, not ${pin}`);
+  return pin;
+}
+
 export interface ClusterBench {
+  /** How the processes were placed ({@link ClusterPin}). */
+  pin: ClusterPin;
   /** Per shape: the call on node A, the call from node B, and the NATS floor (`proc/nats-echo-server.ts`: B's hops without toolwire or the host). */
   shapes: { same: ArmResult; cross: ArmResult; floor: ArmResult }[];
 }
 
-/** A nats-server with JetStream on a random port; resolves with its URL and a stop. */
-export async function startNats(): Promise<{ url: string; stop: () => Promise<void> }> {
+/** A nats-server with JetStream on a random port (on CPU `cpu` when given); resolves with its URL, pid and a stop. */
+export async function startNats(cpu?: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   if (NATS_SERVER === undefined) throw new Error('the cluster scenario needs nats-server (apt-get install -y nats-server)');
   const store = await mkdtemp(join(tmpdir(), 'toolwire-bench-nats-'));
-  const child: ChildProcess = spawn(NATS_SERVER, ['-a', '127.0.0.1', '-p', '-1', '-js', '-sd', store], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = ['-a', '127.0.0.1', '-p', '-1', '-js', '-sd', store];
+  const child: ChildProcess =
+    cpu === undefined
+      ? spawn(NATS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+      : spawn('taskset', ['-c', cpu, NATS_SERVER, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr!.setEncoding('utf8');
@@ -37,6 +61,7 @@ export async function startNats(): Promise<{ url: string; stop: () => Promise<vo
   });
   return {
     url,
+    pid: child.pid!,
     stop: async () => {
       if (child.exitCode === null) {
         child.kill('SIGKILL');
@@ -48,31 +73,36 @@ export async function startNats(): Promise<{ url: string; stop: () => Promise<vo
 }
 
 export async function clusterScenario(shapes: LoadShape[]): Promise<ClusterBench> {
-  const nats = await startNats();
+  const pin = clusterPin();
+  // Node A's side (node A, the floor's answerer), and nats-server's and the host's placement.
+  const aSide: Placement = pin === 'shared' ? 'server' : 'other';
+  const rest: Placement = pin === 'a-with-host' ? 'other' : 'free';
+  const nats = await startNats(cpuFor('nats-server', rest));
   const helpers: Helper[] = [];
   try {
-    const a = await Helper.start('toolwire-server', { BENCH_NATS: nats.url, BENCH_NODE: 'a' });
+    const a = await Helper.start('toolwire-server', { BENCH_NATS: nats.url, BENCH_NODE: 'a' }, undefined, false, aSide);
     helpers.push(a.helper);
     const b = await Helper.start('toolwire-server', { BENCH_NATS: nats.url, BENCH_NODE: 'b' });
     helpers.push(b.helper);
-    const host = (await Helper.start('toolwire-host', { BENCH_URL: String(a.ready.url) })).helper;
+    const host = (await Helper.start('toolwire-host', { BENCH_URL: String(a.ready.url) }, undefined, false, rest)).helper;
     helpers.push(host);
-    const answer = (await Helper.start('nats-echo-server', { BENCH_NATS: nats.url, BENCH_NATS_ROLE: 'answer' })).helper;
+    const answer = (await Helper.start('nats-echo-server', { BENCH_NATS: nats.url, BENCH_NATS_ROLE: 'answer' }, undefined, false, aSide)).helper;
     helpers.push(answer);
     const caller = (await Helper.start('nats-echo-server', { BENCH_NATS: nats.url, BENCH_NATS_ROLE: 'call' })).helper;
     helpers.push(caller);
     await a.helper.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
     await b.helper.request('wait', { hosts: 1, tools: TOOLS_PER_HOST });
     const load = { name: 'h0__echo', path: 'route' };
-    const same: Arm = { name: 'toolwire', server: a.helper, host, load };
-    const cross: Arm = { name: 'toolwire', server: b.helper, host, load };
-    const floor: Arm = { name: 'nats-floor', server: caller, load: {} };
+    const watch = { a: a.helper.pid!, b: b.helper.pid!, nats: nats.pid };
+    const same: Arm = { name: 'toolwire', server: a.helper, host, load, watch };
+    const cross: Arm = { name: 'toolwire', server: b.helper, host, load, watch };
+    const floor: Arm = { name: 'nats-floor', server: caller, load: {}, watch: { a: answer.pid!, b: caller.pid!, nats: nats.pid } };
     const out: ClusterBench['shapes'] = [];
     for (const shape of shapes) {
       const [s, c, f] = await compare([same, cross, floor], shape);
       out.push({ same: s!, cross: c!, floor: f! });
     }
-    return { shapes: out };
+    return { pin, shapes: out };
   } finally {
     for (const h of helpers.reverse()) await h.stop();
     await nats.stop();

@@ -29,6 +29,20 @@ export function pinServers(cpu: string | undefined): void {
   serverCpu = cpu;
 }
 
+/**
+ * Where a helper runs: `'server'` (the default: the server CPU for a `*-server` helper, unpinned
+ * otherwise), `'other'` (the CPU besides the server CPU, for a second machine's role: the cluster
+ * scenario's other node), or `'free'` (never pinned). With pinning off every helper is unpinned.
+ */
+export type Placement = 'server' | 'other' | 'free';
+
+/** The CPU list for `placement` of helper `name`, or `undefined` for no pinning. */
+export function cpuFor(name: string, placement: Placement = 'server'): string | undefined {
+  if (serverCpu === undefined || placement === 'free') return undefined;
+  if (placement === 'other') return serverCpu === '0' ? '1' : '0';
+  return name.endsWith('-server') ? serverCpu : undefined;
+}
+
 const live = new Set<Helper>();
 
 /** One helper process. */
@@ -43,7 +57,7 @@ export class Helper {
   #seq = 0;
   #ready: Promise<Message>;
 
-  private constructor(name: string, env: Record<string, string>, built: boolean) {
+  private constructor(name: string, env: Record<string, string>, built: boolean, placement: Placement) {
     this.name = name;
     // BENCH_NODE_ARGS adds node flags to every helper, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`.
     const extra = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a.length > 0);
@@ -52,7 +66,7 @@ export class Helper {
     // every named closure a property dictionary of its own (~256 bytes each).
     const source = built ? SOURCE_NODE_ARGS.filter((a) => !a.startsWith('--conditions=')) : SOURCE_NODE_ARGS;
     const nodeArgs = ['--expose-gc', ...extra, ...source, join(benchDir, 'proc', `${name}.ts`)];
-    const cpu = name.endsWith('-server') ? serverCpu : undefined;
+    const cpu = cpuFor(name, placement);
     this.#child = spawn(cpu === undefined ? process.execPath : 'taskset', cpu === undefined ? nodeArgs : ['-c', cpu, process.execPath, ...nodeArgs], {
       cwd: repoRoot,
       env: { ...process.env, ...env },
@@ -80,9 +94,18 @@ export class Helper {
     live.add(this);
   }
 
-  /** Start helper `bench/proc/<name>.ts` and wait for its `ready` message (at most `timeoutMs`); `built`: the packages from `dist/` (see the constructor). */
-  static async start(name: string, env: Record<string, string> = {}, timeoutMs = 120_000, built = false): Promise<{ helper: Helper; ready: Message }> {
-    const helper = new Helper(name, env, built);
+  /**
+   * Start helper `bench/proc/<name>.ts` and wait for its `ready` message (at most `timeoutMs`);
+   * `built`: the packages from `dist/` (see the constructor); `placement`: its CPU ({@link Placement}).
+   */
+  static async start(
+    name: string,
+    env: Record<string, string> = {},
+    timeoutMs = 120_000,
+    built = false,
+    placement: Placement = 'server',
+  ): Promise<{ helper: Helper; ready: Message }> {
+    const helper = new Helper(name, env, built, placement);
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`${name} not ready within ${timeoutMs} ms`)), timeoutMs);

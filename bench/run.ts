@@ -176,15 +176,39 @@ try {
       const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };
       const c64 = { concurrency: 64, bytes: 100, count: quick ? 5_000 : 30_000, warmup: quick ? 5_000 : 10_000 };
       const c = await clusterScenario([c1, c64]);
+      // CPU µs per call of every process of an arm: node a, node b, nats-server, the host.
+      const perProcess = (r: ArmResult): Record<string, number> => ({ ...r.watchCpuUsPerCall, host: r.hostCpuUsPerCall ?? 0 });
+      const cpuLine = (r: ArmResult): string =>
+        Object.entries(perProcess(r))
+          .map(([name, us]) => `${name} ${us.toFixed(0)}`)
+          .join(', ');
+      // Each process on a machine of its own, the busiest one bounds calls/s: 1 / its CPU per call.
+      const boundRatio = (a: ArmResult, b: ArmResult): number => Math.max(...Object.values(perProcess(b))) / Math.max(...Object.values(perProcess(a)));
       for (const { same, cross, floor } of c.shapes) {
-        const line = `run ${run} cluster ${shapeLabel(same.shape)}: same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}\n${' '.repeat(12)}NATS floor ${brief(floor)}`;
+        const line = `run ${run} cluster ${shapeLabel(same.shape)} (pin ${c.pin}): same node ${brief(same)}\n${' '.repeat(12)}across nodes ${brief(cross)}\n${' '.repeat(12)}NATS floor ${brief(floor)}`;
         log(
-          `${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node; NATS floor p50 ${Math.round(floor.stats.p50Us)} µs`,
+          `${line}\n             p50 +${Math.round(cross.stats.p50Us - same.stats.p50Us)} µs, calls/s ${segmentRatio(cross, same).toFixed(2)} × same node; NATS floor p50 ${Math.round(floor.stats.p50Us)} µs` +
+            `\n             CPU µs/call same: ${cpuLine(same)}; across: ${cpuLine(cross)}; floor: ${cpuLine(floor)}` +
+            `; with each process on a machine of its own, calls/s bound across / same ${boundRatio(cross, same).toFixed(2)}`,
         );
       }
       await appendFile(
         resultsFile,
-        `${JSON.stringify({ ...meta, run, scenario: 'cluster', shapes: c.shapes.map((x) => ({ shape: x.same.shape, same: x.same.stats, cross: x.cross.stats, floor: x.floor.stats, ratio: segmentRatio(x.cross, x.same) })) })}\n`,
+        `${JSON.stringify({
+          ...meta,
+          run,
+          scenario: 'cluster',
+          pin: c.pin,
+          shapes: c.shapes.map((x) => ({
+            shape: x.same.shape,
+            same: x.same.stats,
+            cross: x.cross.stats,
+            floor: x.floor.stats,
+            ratio: segmentRatio(x.cross, x.same),
+            boundRatio: boundRatio(x.cross, x.same),
+            cpuUsPerCall: { same: perProcess(x.same), cross: perProcess(x.cross), floor: perProcess(x.floor) },
+          })),
+        })}\n`,
       );
     }
     if (wanted('cluster-scale')) {

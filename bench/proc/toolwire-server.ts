@@ -6,6 +6,7 @@
  * `execute`); the door arms load it from an MCP client process instead (`mcp-client.ts`).
  */
 import { readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { ToolwireServer } from '@toolwire/server';
 import { makeInput, runSegment, type Call } from '../load.js';
 import { processInfo, send, serve, settledRssKiB } from './ipc.js';
@@ -100,6 +101,24 @@ function makeCall(path: string, name: string, input: unknown, expect: string): C
 
 let profiler: import('node:inspector/promises').Session | undefined;
 
+/**
+ * BENCH_COMPACT_GC=1: the full GC of every RSS reading (`rss`, `mem`: s6 and cluster-scale alike)
+ * compacts every old-space page; V8's own heuristics leave pages fragmented by a connect storm's
+ * short-lived objects as they are. Tells that fragmentation apart from what the hosts hold.
+ */
+const COMPACT_GC = process.env.BENCH_COMPACT_GC === '1';
+
+/** {@link settledRssKiB}, compacting with BENCH_COMPACT_GC=1. */
+function compactedRssKiB(): number {
+  if (!COMPACT_GC) return settledRssKiB();
+  setFlagsFromString('--compact-on-every-full-gc');
+  try {
+    return settledRssKiB();
+  } finally {
+    setFlagsFromString('--no-compact-on-every-full-gc');
+  }
+}
+
 serve(async (command) => {
   switch (command.cmd) {
     case 'wait':
@@ -143,15 +162,17 @@ serve(async (command) => {
       return { ms, streamed, chunks, captureBytes: c.stdout.length };
     }
     case 'rss':
-      return { rssKiB: settledRssKiB() };
+      return { rssKiB: compactedRssKiB() };
     case 'count':
       return { hosts: server.router.hosts().length, connections: server.hostEndpoint.sessionCount };
     case 'mem': {
       // After a full GC: where the memory is (V8 heap used, external, array buffers), in KiB; and the
       // process's threads (a live decode or compile worker, each with an isolate of its own, adds one).
-      const rssKiB = settledRssKiB();
+      const rssKiB = compactedRssKiB();
       const m = process.memoryUsage();
       const threads = Number(/^Threads:\s+(\d+)/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0);
+      // Per V8 heap space, committed and used KiB (which space holds the heap's unused committed part).
+      const spaces = Object.fromEntries(getHeapSpaceStatistics().map((x) => [x.space_name, { sizeKiB: x.space_size / 1024, usedKiB: x.space_used_size / 1024 }]));
       return {
         rssKiB,
         heapUsedKiB: m.heapUsed / 1024,
@@ -159,6 +180,8 @@ serve(async (command) => {
         externalKiB: m.external / 1024,
         arrayBuffersKiB: m.arrayBuffers / 1024,
         threads,
+        spaces,
+        compacted: COMPACT_GC,
       };
     }
     case 'profile': {
