@@ -149,12 +149,24 @@ function watchedCpu(arm: Arm): Record<string, number> {
 /**
  * One segment of `count` calls on `arm`, with the host's CPU time over it (µs). With a driver, the
  * segment's `cpuUs` is the server role's CPU over it (the driver's is not toolwire's, nor the baseline's).
+ * With `rewarm` > 0, the full GC that starts a segment is followed by `rewarm` untimed calls of the
+ * same shape (a load of its own, outside every figure) and the timed calls run without another GC.
  */
-export async function segment(arm: Arm, shape: LoadShape, count: number): Promise<{ segment: Segment; hostCpuUs: number; watchCpuUs: Record<string, number> }> {
+export async function segment(
+  arm: Arm,
+  shape: LoadShape,
+  count: number,
+  rewarm = 0,
+): Promise<{ segment: Segment; hostCpuUs: number; watchCpuUs: Record<string, number> }> {
+  const load = { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes };
+  if (rewarm > 0) {
+    const warm = (await (arm.driver ?? arm.server).request('load', { ...load, count: rewarm })).segment as Segment;
+    if (warm.errors > 0) throw new Error(`${arm.name}: ${warm.errors} of ${warm.calls} re-warm calls failed, first: ${warm.firstError}`);
+  }
   const watched = watchedCpu(arm);
   const before = await cpuOf(arm.host);
   const serverBefore = arm.driver ? await cpuOf(arm.server) : 0;
-  const reply = await (arm.driver ?? arm.server).request('load', { ...arm.load, concurrency: shape.concurrency, bytes: shape.bytes, count });
+  const reply = await (arm.driver ?? arm.server).request('load', { ...load, count, gc: rewarm === 0 });
   const s = reply.segment as Segment;
   if (s.errors > 0) throw new Error(`${arm.name}: ${s.errors} of ${s.calls} calls failed, first: ${s.firstError}`);
   if (arm.driver) {
@@ -185,7 +197,7 @@ export async function compare(arms: Arm[], shape: LoadShape): Promise<ArmResult[
     const order = arms.map((_, i) => i);
     if (k % 2 === 1) order.reverse();
     for (const i of order) {
-      const m = await segment(arms[i]!, shape, count);
+      const m = await segment(arms[i]!, shape, count, shape.rewarm ?? 0);
       segments[i]!.push(m.segment);
       hostCpu[i]! += m.hostCpuUs;
       for (const [name, us] of Object.entries(m.watchCpuUs)) watchCpu[i]![name] = (watchCpu[i]![name] ?? 0) + us;

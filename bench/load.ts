@@ -34,9 +34,13 @@ export interface LoadStats {
 /** Call `i` by `worker` (0 … concurrency − 1); resolves `undefined` on success or a short description of what went wrong. */
 export type Call = (i: number, worker: number) => Promise<string | undefined>;
 
-/** Run `count` calls at `concurrency` (after a full GC when the process has `--expose-gc`). */
-export async function runSegment(concurrency: number, count: number, call: Call): Promise<Segment> {
-  (globalThis as { gc?: () => void }).gc?.();
+/**
+ * Run `count` calls at `concurrency`, first a full GC when the process has `--expose-gc` and `gc` is
+ * true (the default; the orchestrator passes false for a timed segment whose untimed re-warm just
+ * ran that GC, see `arms.ts`).
+ */
+export async function runSegment(concurrency: number, count: number, call: Call, gc = true): Promise<Segment> {
+  if (gc) (globalThis as { gc?: () => void }).gc?.();
   let next = 0;
   let errors = 0;
   let firstError: string | undefined;

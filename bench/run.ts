@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,door,ids,cli,live,live-<arm>,cluster,abuse] [--markdown] [--observe]` — toolwire's router
+ * `pnpm bench [--quick] [--runs N] [--only s1,s2,…,door,ids,cli,live,live-<arm>,cluster,abuse] [--markdown] [--observe] [--no-rewarm]` — toolwire's router
  * and executor paths against a raw-WebSocket RPC baseline, side by side in the same run (issues 4
  * and 12), the MCP door against the MCP SDK's own server (`door`) and with many identities (`ids`),
  * a fleet of hosts on one server (`s6`), the installed CLI's start-up time and idle memory (`cli`,
@@ -47,13 +47,15 @@ const { values } = parseArgs({
     scale: { type: 'string' },
     'record-dir': { type: 'string' },
     'no-pin': { type: 'boolean', default: false },
+    'no-rewarm': { type: 'boolean', default: false },
     observe: { type: 'boolean', default: false },
   },
 });
 const quick = values.quick;
 // --scale X multiplies every call count (e.g. a long run to profile); --arms toolwire|execute|raw
-// runs some arms of s1–s4 only (execute: s1 and s2).
-const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1));
+// runs some arms of s1–s4 only (execute: s1 and s2); --no-rewarm times each segment right after its
+// full GC (no untimed re-warm calls first: bench/README.md, "Method").
+const plan = scalePlan(quick ? quickPlan : fullPlan, Number(values.scale ?? 1), !values['no-rewarm']);
 const arms = (values.arms ?? 'toolwire,execute,raw').split(',');
 const runs = Number(values.runs ?? (quick ? 1 : 3));
 if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`--runs must be a positive integer, got ${values.runs}`);

@@ -11,6 +11,12 @@ export interface LoadShape {
   bytes: number;
   count: number;
   warmup: number;
+  /**
+   * Untimed calls after the full GC that starts each measured segment, before its timed calls (same
+   * for every arm; default 0: none). The GC drops hidden classes and optimised code of Node's timers,
+   * `net` and ws (both arms) and ours; these calls let every arm's code re-optimise before timing.
+   */
+  rewarm?: number;
 }
 
 export interface Plan {
@@ -36,8 +42,8 @@ const KiB = 1024;
 const MiB = 1024 * KiB;
 
 export const fullPlan: Plan = {
-  s1: { concurrency: 1, bytes: 100, count: 5_000, warmup: 5_000 },
-  s2: { concurrency: 64, bytes: 100, count: 50_000, warmup: 20_000 },
+  s1: { concurrency: 1, bytes: 100, count: 5_000, warmup: 5_000, rewarm: 2_500 },
+  s2: { concurrency: 64, bytes: 100, count: 50_000, warmup: 20_000, rewarm: 5_000 },
   s3: { concurrency: 16, bytes: 64 * KiB, count: 5_000, warmup: 2_000 },
   s4: { concurrency: 4, bytes: MiB, count: 300, warmup: 100 },
   s5: [
@@ -62,8 +68,8 @@ export const fullPlan: Plan = {
 };
 
 export const quickPlan: Plan = {
-  s1: { concurrency: 1, bytes: 100, count: 1_000, warmup: 3_000 },
-  s2: { concurrency: 64, bytes: 100, count: 10_000, warmup: 10_000 },
+  s1: { concurrency: 1, bytes: 100, count: 1_000, warmup: 3_000, rewarm: 500 },
+  s2: { concurrency: 64, bytes: 100, count: 10_000, warmup: 10_000, rewarm: 2_000 },
   s3: { concurrency: 16, bytes: 64 * KiB, count: 1_000, warmup: 1_000 },
   s4: { concurrency: 4, bytes: MiB, count: 60, warmup: 40 },
   s5: [
@@ -85,10 +91,18 @@ export function shapeLabel(s: LoadShape): string {
   return `c=${s.concurrency} ${size}`;
 }
 
-/** `plan` with every call count and warm-up multiplied by `factor` (at least 1 call). */
-export function scalePlan(plan: Plan, factor: number): Plan {
+/**
+ * `plan` with every call count and warm-up multiplied by `factor` (at least 1 call); re-warms are
+ * kept as they are, or dropped when `rewarm` is false (`--no-rewarm`, to measure what they change).
+ */
+export function scalePlan(plan: Plan, factor: number, rewarm = true): Plan {
   if (!(factor > 0)) throw new RangeError(`--scale must be a positive number, got ${factor}`);
-  const scale = (s: LoadShape): LoadShape => ({ ...s, count: Math.max(1, Math.round(s.count * factor)), warmup: Math.round(s.warmup * factor) });
+  const scale = (s: LoadShape): LoadShape => ({
+    ...s,
+    count: Math.max(1, Math.round(s.count * factor)),
+    warmup: Math.round(s.warmup * factor),
+    ...(rewarm ? {} : { rewarm: 0 }),
+  });
   return {
     s1: scale(plan.s1),
     s2: scale(plan.s2),

@@ -130,10 +130,15 @@ serve(async (command) => {
       // s1–s4 shapes: in-process `echo` calls (they stream nothing), closed loop.
       const input = makeInput(Number(command.bytes));
       const expected = JSON.stringify(input).length;
-      const segment = await runSegment(Number(command.concurrency), Number(command.count), async () => {
-        const c = await call('echo', undefined, undefined, input);
-        return c?.exitCode === 0 && c.stdout.length === expected ? undefined : `exit ${c?.exitCode}`;
-      });
+      const segment = await runSegment(
+        Number(command.concurrency),
+        Number(command.count),
+        async () => {
+          const c = await call('echo', undefined, undefined, input);
+          return c?.exitCode === 0 && c.stdout.length === expected ? undefined : `exit ${c?.exitCode}`;
+        },
+        command.gc !== false,
+      );
       return { segment };
     }
     case 'memory':

@@ -80,12 +80,17 @@ serve(async (command) => {
       for (let w = 0; w < concurrency; w++) await client(w);
       const input = makeInput(Number(command.bytes));
       const expected = JSON.stringify(input).length;
-      const segment = await runSegment(concurrency, Number(command.count), async (_, worker) => {
-        const result = await clients[worker]!.callTool({ name: tool, arguments: input });
-        const s = result.structuredContent as { stdout?: string; exitCode?: number } | undefined;
-        if (result.isError || s?.exitCode !== 0 || s.stdout?.length !== expected) return `unexpected result ${JSON.stringify(result).slice(0, 200)}`;
-        return undefined;
-      });
+      const segment = await runSegment(
+        concurrency,
+        Number(command.count),
+        async (_, worker) => {
+          const result = await clients[worker]!.callTool({ name: tool, arguments: input });
+          const s = result.structuredContent as { stdout?: string; exitCode?: number } | undefined;
+          if (result.isError || s?.exitCode !== 0 || s.stdout?.length !== expected) return `unexpected result ${JSON.stringify(result).slice(0, 200)}`;
+          return undefined;
+        },
+        command.gc !== false,
+      );
       return { segment };
     }
     case 'badUpgrades':

@@ -35,14 +35,19 @@ serve(async (command) => {
   switch (command.cmd) {
     case 'load': {
       const data = encoder.encode(JSON.stringify(makeInput(Number(command.bytes))));
-      const segment = await runSegment(Number(command.concurrency), Number(command.count), async () => {
-        const reply = `bench.floor.reply.${(next++).toString(36)}`;
-        const answer = await new Promise<Uint8Array>((resolve) => {
-          pending.set(reply, resolve);
-          nc.publish('bench.floor.call', data, { reply });
-        });
-        return answer.length === data.length ? undefined : `answer of ${answer.length} bytes`;
-      });
+      const segment = await runSegment(
+        Number(command.concurrency),
+        Number(command.count),
+        async () => {
+          const reply = `bench.floor.reply.${(next++).toString(36)}`;
+          const answer = await new Promise<Uint8Array>((resolve) => {
+            pending.set(reply, resolve);
+            nc.publish('bench.floor.call', data, { reply });
+          });
+          return answer.length === data.length ? undefined : `answer of ${answer.length} bytes`;
+        },
+        command.gc !== false,
+      );
       return { segment };
     }
     case 'rss':

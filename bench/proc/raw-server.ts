@@ -49,10 +49,15 @@ serve(async (command) => {
     case 'load': {
       const input = makeInput(Number(command.bytes));
       const expected = JSON.stringify(input).length;
-      const segment = await runSegment(Number(command.concurrency), Number(command.count), async () => {
-        const reply = await call(input);
-        return reply.exitCode === 0 && reply.stdout.length === expected ? undefined : `exit ${reply.exitCode}`;
-      });
+      const segment = await runSegment(
+        Number(command.concurrency),
+        Number(command.count),
+        async () => {
+          const reply = await call(input);
+          return reply.exitCode === 0 && reply.stdout.length === expected ? undefined : `exit ${reply.exitCode}`;
+        },
+        command.gc !== false,
+      );
       return { segment };
     }
     case 'rss':

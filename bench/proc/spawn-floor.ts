@@ -21,7 +21,7 @@ serve(async (command) => {
   switch (command.cmd) {
     case 'load': {
       const text = JSON.stringify(makeInput(Number(command.bytes)));
-      return { segment: await runSegment(Number(command.concurrency), Number(command.count), () => cat(text)) };
+      return { segment: await runSegment(Number(command.concurrency), Number(command.count), () => cat(text), command.gc !== false) };
     }
     case 'flood': {
       // Live output (bench/live.ts): the same command, its stdout read here to the end.

@@ -133,7 +133,7 @@ serve(async (command) => {
     case 'load': {
       const input = makeInput(Number(command.bytes));
       const call = makeCall(command.path === 'execute' ? 'execute' : 'route', String(command.name), input, JSON.stringify(input));
-      return { segment: await runSegment(Number(command.concurrency), Number(command.count), call) };
+      return { segment: await runSegment(Number(command.concurrency), Number(command.count), call, command.gc !== false) };
     }
     case 'stream': {
       // Live output (bench/live.ts): one call whose chunks are counted as they arrive.
