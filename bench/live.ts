@@ -12,8 +12,8 @@
  *   figure is conservative). p50 and p90 over `reps` calls.
  * - **big**: 50 MB of stdout with the limits raised so all of it is kept (server `maxPayload` 256 MiB,
  *   host and server `maxCaptureBytes` 64 MiB), streamed and not streamed (`liveOutput: false`, the
- *   whole capture in the result), each in fresh processes after one warm-up call: wall time vs the
- *   floors, and peak RSS above the settled RSS before the call (VmHWM reset) of the server, the host
+ *   whole capture in the result), each in fresh processes after one warm-up call: the median wall
+ *   time of 5 calls (each followed by a floor run) vs the median floor, and peak RSS above the settled RSS before the call (VmHWM reset) of the server, the host
  *   and its spawn helper.
  * - **backpressure**: a tool writing 1 GiB as fast as it can; the consumer reads nothing for 3 s,
  *   then reads freely for 3 s, then stops the call. Server and host memory above idle, what streamed
@@ -164,7 +164,10 @@ async function ttfb(reps: number): Promise<{ p50Ms: number; p90Ms: number; laten
 }
 
 export interface BigArm {
+  /** Median wall time of the timed calls, ms. */
   ms: number;
+  /** Wall time of each timed call, ms. */
+  callsMs: number[];
   captureBytes: number;
   /** Peak RSS above the settled RSS before the call, KiB. */
   serverKiB: number;
@@ -172,8 +175,14 @@ export interface BigArm {
   helperKiB: number;
 }
 
-/** One 50 MB call in fresh processes: streamed (`live`) or not. */
-async function bigArm(bytes: number, live: boolean): Promise<BigArm> {
+/** Timed calls of each big arm (the first also gives the peak RSS); each is followed by a floor run. */
+const BIG_CALLS = 5;
+
+/**
+ * 50 MB calls in fresh processes, streamed (`live`) or not: the median wall time of {@link BIG_CALLS}
+ * calls, each followed by `afterCall` (a floor run, so floors and calls interleave); peak RSS of the first.
+ */
+async function bigArm(bytes: number, live: boolean, afterCall: () => Promise<void>): Promise<BigArm> {
   const cap = 64 * MiB;
   const pair = await startPair(flood(bytes), { maxPayload: 256 * MiB, maxCaptureBytes: cap }, { maxCaptureBytes: cap, liveOutput: live });
   try {
@@ -186,8 +195,17 @@ async function bigArm(bytes: number, live: boolean): Promise<BigArm> {
     const s1 = (await pair.server.request('memory')).self as { peakKiB: number };
     const h1 = await pair.host.request('memory');
     const kib = (m: unknown) => (m as { peakKiB: number }).peakKiB;
+    const times = [t.ms];
+    await afterCall();
+    while (times.length < BIG_CALLS) {
+      const next = await streamMs(pair.server, bytes, live);
+      if (next.captureBytes !== bytes) throw new Error(`big: capture of ${next.captureBytes} bytes, not ${bytes}`);
+      times.push(next.ms);
+      await afterCall();
+    }
     return {
-      ms: t.ms,
+      ms: median(times),
+      callsMs: times,
       captureBytes: t.captureBytes,
       serverKiB: s1.peakKiB - s0,
       hostKiB: kib(h1.self) - (h0.settledKiB as number),
@@ -213,12 +231,12 @@ async function big(bytes: number): Promise<BigResult> {
     await floorMs(floor, command, false, bytes);
     const floors: number[] = [];
     const detached: number[] = [];
-    const streamed = await bigArm(bytes, true);
-    floors.push(await floorMs(floor, command, false, bytes));
-    detached.push(await floorMs(floor, command, true, bytes));
-    const buffered = await bigArm(bytes, false);
-    detached.push(await floorMs(floor, command, true, bytes));
-    floors.push(await floorMs(floor, command, false, bytes));
+    const afterCall = async (): Promise<void> => {
+      floors.push(await floorMs(floor, command, false, bytes));
+      detached.push(await floorMs(floor, command, true, bytes));
+    };
+    const streamed = await bigArm(bytes, true, afterCall);
+    const buffered = await bigArm(bytes, false, afterCall);
     return { bytes, streamed, buffered, floorMs: median(floors), detachedFloorMs: median(detached) };
   } finally {
     await floor.stop();
@@ -363,7 +381,7 @@ export function liveReport(run: number, l: LiveResult): string {
   const b = l.big;
   if (b)
     lines.push(
-      `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
+      `run ${run} live big ${(b.bytes / 1e6).toFixed(0)} MB: streamed ${b.streamed.ms.toFixed(0)} ms (median of ${b.streamed.callsMs.map((ms) => ms.toFixed(0)).join(' ')}; floors ${b.floorMs.toFixed(0)} median) (${(b.streamed.ms / b.floorMs).toFixed(2)} × floor, ${(b.streamed.ms / b.detachedFloorMs).toFixed(2)} × detached), not streamed ${b.buffered.ms.toFixed(0)} ms (${(b.buffered.ms / b.floorMs).toFixed(2)} × floor); ` +
         `peak RSS above idle server/host/helper MiB: streamed ${MB(b.streamed.serverKiB)}/${MB(b.streamed.hostKiB)}/${MB(b.streamed.helperKiB)}, not streamed ${MB(b.buffered.serverKiB)}/${MB(b.buffered.hostKiB)}/${MB(b.buffered.helperKiB)}`,
     );
   const p = l.backpressure;
