@@ -126,28 +126,6 @@ describe('executor stop signals', () => {
     await executor.whenIdle();
   });
 
-  it('routes a later caller signal with the signal of a let-go link, which the earlier caller signal no longer aborts', async () => {
-    const { executor, held } = setup();
-    const first = new AbortController();
-    expect(exitCode(await executor.execute({ name: 'echo', input: {}, agent: 'a', signal: first.signal }))).toBe(0);
-    await nextTurn(); // the first signal's link is let go
-    const second = new AbortController();
-    const call = executor.execute({ name: 'hold', input: {}, agent: 'a', signal: second.signal });
-    await expect.poll(() => held.length).toBe(1);
-    first.abort();
-    expect(held[0]!.signal.aborted).toBe(false);
-    expect(executor.inFlight).toBe(1);
-    second.abort();
-    expect(exitCode(await call)).toBe(130);
-    await nextTurn(); // the second signal's link is let go, aborted
-    // Aborted with its call: not reused for the next caller signal.
-    const next = executor.execute({ name: 'hold', input: {}, agent: 'a', signal: new AbortController().signal });
-    await expect.poll(() => held.length).toBe(2);
-    expect(held[1]!.signal.aborted).toBe(false);
-    expect(executor.stop('a')).toBe(1);
-    expect(exitCode(await next)).toBe(130);
-  });
-
   it('leaves no listener on the caller signal once its calls settled', async () => {
     const { executor } = setup();
     const signal = new AbortController().signal;

@@ -41,8 +41,8 @@ export class Generation {
 
 /** A caller signal joined to a generation: one controller for every call that carries both. */
 class Link {
-  readonly controller: AbortController;
-  readonly signal: AbortSignal;
+  readonly controller = new AbortController();
+  readonly signal = this.controller.signal;
   /** `signal.aborted`, as a field; set only by {@link abort}. */
   aborted = false;
   calls = 0;
@@ -51,10 +51,7 @@ class Link {
   readonly source: AbortSignal;
   readonly generation: Generation;
 
-  /** `controller`: a new one, or one a let-go link never aborted (see {@link CallSignals}). */
-  constructor(source: AbortSignal, generation: Generation, controller = new AbortController()) {
-    this.controller = controller;
-    this.signal = controller.signal;
+  constructor(source: AbortSignal, generation: Generation) {
     this.source = source;
     this.generation = generation;
   }
@@ -105,13 +102,6 @@ export class CallSignals {
   /** Links whose calls all settled in this turn of the event loop; let go by {@link #releaseIdle} unless reused. */
   readonly #idleLinks = new Set<Link>();
   #releasing: NodeJS.Immediate | undefined;
-  /**
-   * The controller of the last link let go unaborted, for the next new link. Node gives every
-   * `AbortSignal` a hidden class of its own, so each new link's signal made the call path's
-   * optimised code (which reads `signal.aborted`) deoptimise; reusing one keeps its class. Nothing
-   * else holds it: a let-go link is out of its generation and detached from its caller's signal.
-   */
-  #spare: AbortController | undefined;
   #inFlight = 0;
 
   /** Calls entered and not yet left. */
@@ -132,8 +122,7 @@ export class CallSignals {
     let link = this.#links.get(signal);
     if (link === undefined || link.generation !== generation) {
       // A link of an older generation (or another agent) serves out its calls and is then detached.
-      link = new Link(signal, generation, this.#spare);
-      this.#spare = undefined;
+      link = new Link(signal, generation);
       this.#links.set(signal, link);
       // Listed in its generation until let go (#releaseIdle), not per call: a stop aborts it with the
       // generation, and a link without calls that a stop aborts is never joined again (a stop starts
@@ -172,7 +161,6 @@ export class CallSignals {
       link.detach();
       link.generation.links.delete(link);
       if (this.#links.get(link.source) === link) this.#links.delete(link.source);
-      if (!link.aborted) this.#spare = link.controller;
     }
     this.#idleLinks.clear();
   }
