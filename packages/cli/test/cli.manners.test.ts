@@ -5,71 +5,30 @@
  * listen address other than loopback without TLS. Also what `toolwire call` puts on the wire. Real
  * processes where the behaviour is the process's (exit status, what reaches stderr); 127.0.0.1, port 0.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { describe, expect, it } from 'vitest';
 import { callCommand, callUsage, suggestTools } from '../src/commands/call.js';
 import { hostCommand, hostUsage } from '../src/commands/host.js';
 import { isLoopback, serveCommand, serveUsage } from '../src/commands/serve.js';
 import { toolsCommand, toolsUsage } from '../src/commands/tools.js';
 import { editDistance, nearest } from '../src/suggest.js';
-import { testIO } from './helpers/cli-io.js';
 import { FakeDoor } from './helpers/fake-door.js';
+import { cliSandbox } from './helpers/sandbox.js';
 import { poll } from '../../client/test/helpers/process.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = join(here, '..', '..', '..');
-const main = join(here, '..', 'src', 'main.ts');
 const TOKEN = 'caller-token-0123456789';
 const HOST_TOKEN = 'host-token-0123456789';
 const silent = pino({ level: 'silent' });
 
-let home: string;
-const children: ChildProcess[] = [];
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), 'toolwire-cli-manners-'));
-});
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
-  }
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await rm(home, { recursive: true, force: true });
-});
-
-const io = (env: NodeJS.ProcessEnv = {}) => testIO({ TOOLWIRE_HOME: home, ...env });
-
-/** `toolwire ARGS…` as its own process (under tsx); resolves with its exit status and output. */
-function toolwire(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; done: Promise<{ code: number | null; stdout: string; stderr: string }> } {
-  const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, main, ...args], {
-    cwd: repoRoot,
-    env: { ...process.env, TOOLWIRE_HOME: home, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-  // 'close', not 'exit': at 'exit' the child's last output may still be unread in its pipes.
-  const done = once(child, 'close').then(([code]) => ({ code: code as number | null, stdout, stderr }));
-  return { child, done };
-}
+const sandbox = cliSandbox('cli-manners');
+const { cleanups, io, toolwire } = sandbox;
 
 describe('nearest word', () => {
   it('counts insertions, deletions, substitutions and adjacent transpositions as one edit', () => {
@@ -113,7 +72,7 @@ describe('--version and --help', () => {
     const out = new PassThrough();
     let text = '';
     out.setEncoding('utf8').on('data', (d: string) => (text += d));
-    expect(await serveCommand(['--help'], { stdout: out, stderr: new PassThrough(), env: { TOOLWIRE_HOME: home } })).toBe(0);
+    expect(await serveCommand(['--help'], { stdout: out, stderr: new PassThrough(), env: { TOOLWIRE_HOME: sandbox.home } })).toBe(0);
     expect(text).toBe(serveUsage);
     expect(serveUsage.split('\n')[0]).toBe('usage: toolwire serve [options]');
   });
@@ -169,13 +128,13 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
   });
 
   it('input on stdin over the 16 MiB bound: "input too large", exit 64, nothing sent', async () => {
-    const t = testIO({ TOOLWIRE_HOME: home }, Buffer.alloc(16 * 1024 * 1024 + 1, 0x20));
+    const t = io({}, Buffer.alloc(16 * 1024 * 1024 + 1, 0x20));
     expect(await callCommand(['x', '-', '--server', 'http://127.0.0.1:9', '--token', 't'], t)).toBe(64);
     expect(t.err()).toBe('toolwire: input too large: standard input is longer than 16777216 bytes\n');
   });
 
   it('host with an http:// server names the flag, not the library option', async () => {
-    const manifest = join(home, 'tools.json');
+    const manifest = join(sandbox.home, 'tools.json');
     await writeFile(manifest, JSON.stringify({ schema: 1, tools: {} }));
     const t = io();
     expect(await hostCommand(['--manifest', manifest, '--server', 'http://127.0.0.1:9', '--token', 't'], t)).toBe(64);
@@ -184,7 +143,7 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
   });
 
   it('host limit flags: a bad value names the flag, not the library option', async () => {
-    const manifest = join(home, 'tools.json');
+    const manifest = join(sandbox.home, 'tools.json');
     await writeFile(manifest, JSON.stringify({ schema: 1, tools: {} }));
     const base = ['--manifest', manifest, '--server', 'ws://127.0.0.1:9', '--token', 't'];
     const zero = io();
@@ -298,7 +257,7 @@ describe('toolwire host --log-level', () => {
     const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], logger: silent });
     cleanups.push(() => server.close());
     const { url } = await server.listen(0, '127.0.0.1');
-    const manifest = join(home, 'tools.json');
+    const manifest = join(sandbox.home, 'tools.json');
     await writeFile(manifest, JSON.stringify({ schema: 1, tools: { say: { input_schema: { type: 'object' }, command: ['echo', 'hi'] } } }));
     const quiet = toolwire(['host', '--manifest', manifest, '--server', url, '--token', HOST_TOKEN, '--log-level', 'warn'], { TOOLWIRE_LOG_LEVEL: 'debug' });
     await poll(() => server.router.tools().some((t) => t.name === 'alpha__say'), 15_000, 'the host to advertise');
@@ -334,7 +293,12 @@ describe('toolwire serve', () => {
       out.setEncoding('utf8').on('data', (d: string) => (stdout += d));
       err.setEncoding('utf8').on('data', (d: string) => (stderr += d));
       const stop = new AbortController();
-      const exit = serveCommand(['--listen', listen, '--log-level', 'silent'], { stdout: out, stderr: err, env: { TOOLWIRE_HOME: home }, signal: stop.signal });
+      const exit = serveCommand(['--listen', listen, '--log-level', 'silent'], {
+        stdout: out,
+        stderr: err,
+        env: { TOOLWIRE_HOME: sandbox.home },
+        signal: stop.signal,
+      });
       await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');
       stop.abort();
       expect(await exit).toBe(0);
@@ -351,7 +315,12 @@ describe('toolwire serve', () => {
     out.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     err.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     const stop = new AbortController();
-    const exit = serveCommand(['--listen', '127.0.0.1:0', '--log-level', 'warn'], { stdout: out, stderr: err, env: { TOOLWIRE_HOME: home }, signal: stop.signal });
+    const exit = serveCommand(['--listen', '127.0.0.1:0', '--log-level', 'warn'], {
+      stdout: out,
+      stderr: err,
+      env: { TOOLWIRE_HOME: sandbox.home },
+      signal: stop.signal,
+    });
     await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');
     process.emit('SIGHUP', 'SIGHUP');
     await poll(() => stderr.includes('SIGHUP ignored: nothing to reload without --config') || undefined, 5_000, 'the SIGHUP log line');
@@ -370,7 +339,7 @@ describe('toolwire serve', () => {
     const exit = serveCommand(['--listen', '0.0.0.0:0', '--log-level', 'silent'], {
       stdout: out,
       stderr: new PassThrough(),
-      env: { TOOLWIRE_HOME: home },
+      env: { TOOLWIRE_HOME: sandbox.home },
       signal: stop.signal,
     });
     await poll(() => stdout.includes('listening') || undefined, 10_000, 'the banner');

@@ -4,52 +4,25 @@
  * says. Real processes where the behaviour is the process's (exit status,
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { describe, expect, it } from 'vitest';
 import { HttpStatusError } from '../src/caller/errors.js';
 import { mcpFailure } from '../src/caller/failure.js';
 import { callCommand } from '../src/commands/call.js';
 import { statusCommand } from '../src/commands/status.js';
 import { toolsCommand } from '../src/commands/tools.js';
 import { MAX_MS } from '../src/ms.js';
-import { testIO } from './helpers/cli-io.js';
+import { cliSandbox } from './helpers/sandbox.js';
 import { poll } from '../../client/test/helpers/process.js';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const repoRoot = join(here, '..', '..', '..');
-const main = join(here, '..', 'src', 'main.ts');
 const TOKEN = 'caller-token-0123456789';
 const HOST_TOKEN = 'host-token-0123456789';
 const silent = pino({ level: 'silent' });
 
-let home: string;
-const children: ChildProcess[] = [];
-const cleanups: (() => Promise<unknown>)[] = [];
-
-beforeEach(async () => {
-  home = await mkdtemp(join(tmpdir(), 'toolwire-cli-stranger-'));
-});
-afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await once(child, 'exit');
-    }
-  }
-  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  await rm(home, { recursive: true, force: true });
-});
-
-const io = () => testIO({ TOOLWIRE_HOME: home });
+const { cleanups, io, toolwire } = cliSandbox('cli-stranger');
 
 describe('toolwire call whose stdout reader goes away (`toolwire call … | head`)', () => {
   it('stops the call and exits 130 with one line naming the closed stdout, not an EPIPE stack trace', async () => {
@@ -67,18 +40,10 @@ describe('toolwire call whose stdout reader goes away (`toolwire call … | head
     await host.start();
     await poll(() => server.router.tools().length === 1, 10_000);
 
-    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, main, 'call', 'alpha__yes', '--server', mcpUrl, '--token', TOKEN], {
-      cwd: repoRoot,
-      env: { ...process.env, TOOLWIRE_HOME: home },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    children.push(child);
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    const exited = once(child, 'exit');
-    await once(child.stdout, 'data');
-    child.stdout.destroy(); // the reader leaves, as `head` does after its lines
-    const [code] = (await exited) as [number | null];
+    const { child, done } = toolwire(['call', 'alpha__yes', '--server', mcpUrl, '--token', TOKEN]);
+    await once(child.stdout!, 'data');
+    child.stdout!.destroy(); // the reader leaves, as `head` does after its lines
+    const { code, stderr } = await done;
 
     expect(stderr).not.toMatch(/EPIPE|at .*\(node:/);
     expect(stderr).toBe('toolwire: stdout was closed (its reader went away); the call was stopped\n');
