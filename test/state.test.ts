@@ -68,6 +68,8 @@ describe('the state folder', () => {
     const added = await token(home, ['add', 'host', 'laptop']);
     expect(added.code).toBe(0);
     const laptop = printedToken(added.stdout);
+    // The server of `serve` without --listen-to-the-network: the printed command would not reach it from another machine.
+    expect(added.stdout).toMatch(/the server of \S+ listens on 127\.0\.0\.1 only: another machine cannot reach it there/);
     await stopServe(first.serve);
 
     const second = await serve(home);
@@ -138,6 +140,30 @@ describe('the state folder', () => {
       again.terminate();
     },
   );
+
+  it('token add host says when the local server listens on loopback only, and not for 0.0.0.0 or a given --server', async () => {
+    const credentials = (host: string) =>
+      JSON.stringify({
+        server: 'ws://127.0.0.1:7700',
+        mcp: 'http://127.0.0.1:7700/mcp',
+        listen: { host, port: 7700 },
+        host: { name: 'local', token: 'h' },
+        caller: { name: 'cli', token: 'c' },
+      });
+    const note = /listens on \S+ only: another machine cannot reach it there/;
+    for (const [listen, args, noted] of [
+      ['127.0.0.1', [], true],
+      ['::1', [], true],
+      ['0.0.0.0', [], false],
+      ['127.0.0.1', ['--server', 'wss://proxy.example:443'], false],
+    ] as const) {
+      const home = await tempDir();
+      await writeFile(join(home, 'credentials.json'), credentials(listen), { mode: 0o600 });
+      const r = await tokenHere(['add', 'host', 'laptop', ...args], { TOOLWIRE_HOME: home });
+      expect(r.code).toBe(0);
+      expect({ listen, args, noted: note.test(r.stdout) }).toEqual({ listen, args, noted });
+    }
+  });
 
   it('bad input: one line and a distinct exit status, nothing written', async () => {
     const home = await tempDir();

@@ -15,6 +15,8 @@ export interface LocalCredentials {
   server: string;
   /** MCP door URL, e.g. `http://127.0.0.1:7700/mcp`. */
   mcp: string;
+  /** The address the server listens on (`--listen`), e.g. `{ host: '127.0.0.1', port: 7700 }`; absent in files of older versions. */
+  listen?: { host: string; port: number };
   host: { name: string; token: string };
   caller: { name: string; token: string };
 }

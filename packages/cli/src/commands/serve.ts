@@ -33,10 +33,10 @@
  * cannot be used (a bad `tokens.json`; not a folder or not writable; permission denied).
  */
 import { readFile } from 'node:fs/promises';
-import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
 import { toolwireHome, writeLocalCredentials } from '../credentials.js';
+import { isLoopback } from '../loopback.js';
 import { type StateFile, StateError, readState, serverCredentials } from '../state.js';
 import { embeddedCredentials, mergeCredentials, recordLastSeen, watchState } from './serve-state.js';
 import { pino } from 'pino';
@@ -96,15 +96,6 @@ const flags = {
   node: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
-
-/** Whether `host` (as given to `--listen`) is a loopback address or `localhost`: reachable from this machine only. */
-export function isLoopback(host: string): boolean {
-  const h = host.toLowerCase();
-  if (h === 'localhost' || h.endsWith('.localhost')) return true;
-  if (isIP(h) === 4) return h.startsWith('127.');
-  if (isIP(h) === 6) return h === '::1' || h === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(h);
-  return false;
-}
 
 /** Where `serveCommand` writes and what stops it (all default to the process's own). */
 export interface ServeIo {
@@ -381,7 +372,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     const urls = reachable(info);
     try {
       const home = embedded !== undefined ? { TOOLWIRE_HOME: stateDir } : io.env;
-      const path = await writeLocalCredentials({ ...urls, host: local.host, caller: local.caller }, home);
+      const path = await writeLocalCredentials({ ...urls, listen: { host: info.host, port: info.port }, host: local.host, caller: local.caller }, home);
       lines.push(`  credentials written to ${path} (mode 0600)`);
     } catch (error) {
       logger.error({ err: error }, 'could not write the local credentials file');

@@ -23,6 +23,7 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
 import { readLocalCredentials, toolwireHome } from '../credentials.js';
+import { isLoopback } from '../loopback.js';
 import {
   type StoredCredential,
   StateError,
@@ -80,12 +81,20 @@ function parseGrant(text: string | undefined): string[] | string {
   return grant;
 }
 
-/** The server URL to print for `add host`: `--server`, else this machine's name with the port and scheme of the local credentials file. */
-async function serverUrl(given: string | undefined, dir: string): Promise<string> {
-  if (given !== undefined) return given;
+/**
+ * The server URL to print for `add host`: `--server`, else this machine's name with the port and
+ * scheme of the local credentials file; `loopbackOnly` when that file says its server listens on a
+ * loopback address (no other machine reaches it there).
+ */
+async function serverUrl(given: string | undefined, dir: string): Promise<{ url: string; loopbackOnly: string | undefined }> {
+  if (given !== undefined) return { url: given, loopbackOnly: undefined };
   const local = await readLocalCredentials({ TOOLWIRE_HOME: dir });
   const url = local ? new URL(local.server) : undefined;
-  return `${url?.protocol === 'wss:' ? 'wss' : 'ws'}://${hostname()}:${url?.port || '7700'}`;
+  const listen = local?.listen;
+  return {
+    url: `${url?.protocol === 'wss:' ? 'wss' : 'ws'}://${hostname()}:${url?.port || '7700'}`,
+    loopbackOnly: listen !== undefined && isLoopback(listen.host) ? listen.host : undefined,
+  };
 }
 
 /** Run `toolwire token` with `argv` (the arguments after `token`); resolves with the exit status. */
@@ -139,7 +148,7 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
       });
       const lines = [`${role} token for "${name}" (shown once; ${dir} keeps only its digest):`, `  ${token}`, ''];
       if (role === 'host') {
-        const url = await serverUrl(values.server, dir);
+        const { url, loopbackOnly } = await serverUrl(values.server, dir);
         lines.push(
           'On the other machine, put it in a file only you can read, then start the host:',
           `  (umask 077 && mkdir -p ~/.toolwire && printf '%s' '${token}' > ~/.toolwire/host-token)`,
@@ -149,6 +158,12 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
           lines.push(
             `(${new URL(url).hostname} is this machine's name: use the name or address the other machine reaches this server by — with TLS, one`,
             ` the server's certificate names — or pass --server URL to print it; see README "Add a machine")`,
+          );
+        }
+        if (loopbackOnly !== undefined) {
+          lines.push(
+            `(the server of ${dir} listens on ${loopbackOnly} only: another machine cannot reach it there; restart it with`,
+            ` --listen 0.0.0.0:PORT and TLS, or put a proxy in front of it; see README "Add a machine")`,
           );
         }
         lines.push(`(use wss:// and add --ca ca.pem when the server runs TLS with a private CA)`);
