@@ -180,6 +180,24 @@ describe('loadManifest', () => {
     await expect(loadManifest(atLimit)).resolves.toEqual([]);
   });
 
+  it('refuses a manifest or MCP config with a key given twice in one object (JSON would keep only the last: a silent shadow)', async () => {
+    const tool = `{"input_schema": {"type": "object"}, "command": ["ls"]}`;
+    const twice = join(dir, 'twice.json');
+    await writeFile(twice, `{"schema": 1,\n "tools": {\n  "ls": ${tool},\n  "ls": ${tool}\n }\n}`);
+    await expect(loadManifest(twice, {})).rejects.toThrow(/twice\.json: tools\.ls is given twice in one object \(line 4\): JSON keeps only the last$/);
+    const servers = join(dir, 'servers-twice.json');
+    await writeFile(servers, `{"mcpServers": {"fs": {"command": "a"}, "web": {"url": "http://127.0.0.1:1/mcp"}, "fs": {"command": "b"}}}`);
+    await expect(loadMcpConfig(servers, {})).rejects.toThrow(/servers-twice\.json: mcpServers\.fs is given twice in one object \(line 1\)/);
+    const nested = join(dir, 'nested.json');
+    // Spelled differently, the same key: an escape decodes to the letter it names.
+    await writeFile(nested, `[{"name": "t", "input_schema": {"type": "object"}, "command": ["ls"], "cwd": "/a", "c\\u0077d": "/b"}]`);
+    await expect(loadManifest(nested, {})).rejects.toThrow(/nested\.json: \[0\]\.cwd is given twice in one object/);
+    // The same key in two different objects is not a repeat.
+    const fine = join(dir, 'fine.json');
+    await writeFile(fine, `{"schema": 1, "tools": {"a": ${tool}, "b": ${tool}}}`);
+    await expect(loadManifest(fine, {})).resolves.toHaveLength(2);
+  });
+
   it('names the file in errors for unreadable, non-JSON and invalid manifests', async () => {
     await expect(loadManifest(join(dir, 'missing.json'))).rejects.toThrow(/^manifest .*missing\.json: cannot read/);
     const bad = join(dir, 'bad.json');

@@ -4,6 +4,7 @@ import type { CommandToolSpec } from '../types.js';
 import { ManifestError } from './errors.js';
 import { parseManifest } from './parse.js';
 import { readBounded } from './read-bounded.js';
+import { findRepeatedKey } from './repeated-key.js';
 
 /** Largest manifest file read, bytes. 4 MiB. */
 export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
@@ -15,7 +16,8 @@ export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
  * scripts that ship next to it (`"command": ["node", "${TOOLWIRE_MANIFEST_DIR}/tools/x.mjs"]`).
  *
  * @param env variables for `${VAR}` expansion; default `process.env` (plus `TOOLWIRE_MANIFEST_DIR`)
- * @throws ManifestError (unreadable file, not JSON, too large, or invalid) with a message starting
+ * @throws ManifestError (unreadable file, not JSON, too large, a key repeated in one object, or
+ *   invalid) with a message starting
  *   `manifest <path>: `
  */
 export async function loadManifest(path: string, env: NodeJS.ProcessEnv = process.env): Promise<CommandToolSpec[]> {
@@ -33,6 +35,8 @@ export async function loadManifest(path: string, env: NodeJS.ProcessEnv = proces
   } catch (error) {
     throw new ManifestError('', `not valid JSON: ${(error as Error).message}`, path);
   }
+  const repeated = findRepeatedKey(text);
+  if (repeated !== undefined) throw new ManifestError(repeated.path, `is given twice in one object (line ${repeated.line}): JSON keeps only the last`, path);
   try {
     const baseDir = dirname(file);
     return parseManifest(value, { baseDir, env: { ...env, TOOLWIRE_MANIFEST_DIR: baseDir } });

@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { ManifestError } from '../../manifest/errors.js';
 import { MAX_MANIFEST_BYTES } from '../../manifest/load.js';
 import { readBounded } from '../../manifest/read-bounded.js';
+import { findRepeatedKey } from '../../manifest/repeated-key.js';
 import { type McpServerConfig, parseMcpServers } from './config.js';
 
 /**
@@ -13,17 +14,21 @@ import { type McpServerConfig, parseMcpServers } from './config.js';
  *
  * @param optional a file without either key gives no servers (otherwise: an error)
  * @returns servers by name, in document order (disabled ones left out)
- * @throws ManifestError (unreadable, not JSON, larger than 4 MiB, or invalid) with a message starting `manifest <path>: `
+ * @throws ManifestError (unreadable, not JSON, larger than 4 MiB, a key repeated in one object, or invalid) with a message starting `manifest <path>: `
  */
 export async function loadMcpConfig(path: string, env: NodeJS.ProcessEnv = process.env, optional = false): Promise<Map<string, McpServerConfig>> {
   const file = resolve(path);
   let value: unknown;
+  let text: string;
   try {
     const bytes = await readBounded(file, MAX_MANIFEST_BYTES);
-    value = JSON.parse(bytes.toString('utf8'));
+    text = bytes.toString('utf8');
+    value = JSON.parse(text);
   } catch (error) {
     throw new ManifestError('', `cannot read an MCP config: ${(error as Error).message}`, path);
   }
+  const repeated = findRepeatedKey(text);
+  if (repeated !== undefined) throw new ManifestError(repeated.path, `is given twice in one object (line ${repeated.line}): JSON keeps only the last`, path);
   const doc = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   const key = doc.mcpServers !== undefined ? 'mcpServers' : doc.mcp_servers !== undefined ? 'mcp_servers' : undefined;
   if (doc.mcpServers !== undefined && doc.mcp_servers !== undefined) throw new ManifestError('mcp_servers', 'is given twice (mcpServers and mcp_servers)', path);
