@@ -117,6 +117,8 @@ export class HostSocket {
   readonly #closed: Promise<void>;
   #welcome: WelcomeMessage | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** The silence watchdog's pending verdict (see {@link #armWatchdog}). */
+  #verdict: NodeJS.Immediate | undefined;
   #opened = false;
   #status: number | undefined;
   #retryAfter: string | undefined;
@@ -149,6 +151,7 @@ export class HostSocket {
       ws.on('close', (code, reason) => {
         this.#coalescer?.close();
         clearTimeout(this.#timer);
+        clearImmediate(this.#verdict);
         clearTimeout(this.#bodyGuard);
         const info: CloseInfo = { opened: this.#opened, welcomed: this.#welcome !== undefined, code, reason: reason.toString('utf8') };
         if (this.#status !== undefined) info.status = this.#status;
@@ -283,23 +286,31 @@ export class HostSocket {
   /**
    * The silence watchdog: a ping or a frame sets {@link #heardAt} (a number, not a timer refresh
    * per frame); when the timer fires it waits out what is left of the limit since then, or ends
-   * the connection when the limit has passed.
+   * the connection when the limit has passed. Not at the timer itself: after a stall of this
+   * process (a blocking tool, a long GC) timers run before the event loop reads its sockets, so a
+   * ping that came meanwhile is still unread then; the verdict waits for that turn's reads
+   * (`setImmediate`), as the server's heartbeat does (packages/server/src/session/heartbeat.ts).
    */
   #armWatchdog(heartbeatMs: number): void {
     clearTimeout(this.#timer);
     const limit = silenceLimitMs(heartbeatMs);
     this.#heardAt = performance.now();
-    const check = (): void => {
+    const check = (final: boolean): void => {
+      this.#verdict = undefined;
       const left = this.#heardAt + limit - performance.now();
       if (left > 0) {
-        this.#timer = setTimeout(check, Math.ceil(left));
+        this.#timer = setTimeout(check, Math.ceil(left), false);
+        return;
+      }
+      if (!final) {
+        this.#verdict = setImmediate(check, true); // after this turn's socket reads
         return;
       }
       this.#options.logger.warn({ ms: limit }, 'toolwire: no heartbeat from the server; reconnecting');
       this.#error ??= new Error(`heartbeat lost: no ping within ${limit} ms`);
       this.#ws.terminate();
     };
-    this.#timer = setTimeout(check, limit);
+    this.#timer = setTimeout(check, limit, false);
   }
 
   #onFrame(data: Buffer, isBinary: boolean): void {
