@@ -130,6 +130,7 @@ describe('toolwire serve: running', () => {
     expect(JSON.parse(await readFile(path, 'utf8'))).toEqual({
       server: `ws://127.0.0.1:${port}`,
       mcp: `http://127.0.0.1:${port}/mcp`,
+      listen: { host: '127.0.0.1', port },
       host: { name: 'local', token: hostToken },
       caller: { name: 'cli', token: callerToken },
     });
