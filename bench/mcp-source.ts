@@ -13,6 +13,11 @@
  * The ceiling arm is toolwire's own path without the MCP server: the same server and executor → a
  * tool host process (`proc/toolwire-host.ts`) → its in-process `echo` tool. It bounds what the MCP
  * arm can reach on the machine at hand: the MCP arm is that path plus a third process and its hop.
+ * In series: a call of the MCP arm goes through the ceiling's path and then through an MCP client →
+ * server exchange like the floor's, and at a fixed number of calls in flight (closed loop) the two
+ * latencies add, so its calls/s are at most about 1 / (1 / floor + 1 / ceiling), i.e. ceiling ÷
+ * (floor + ceiling) × the floor's. The series figures put each round's MCP arm against that bound:
+ * what is left below it is the host's own MCP work and the third process's share of the CPUs.
  *
  * BENCH_NODE_ARGS (e.g. `--cpu-prof --cpu-prof-dir=DIR`) goes to the host and to both MCP servers.
  * BENCH_MCP_SETSID=1 starts the floor's MCP server through `setsid` (in a session of its own, as the
@@ -69,6 +74,13 @@ export interface McpResult {
   c8Ratios: number[];
   /** Median over rounds of the ceiling's c8 calls/s ÷ the floor's in the same round (no target: the bound of {@link c8Ratio}). */
   ceilingC8Ratio?: number;
+  /**
+   * Median over rounds of ceiling ÷ (floor + ceiling), c8 calls/s of the same round: the c8 ratio to
+   * the floor that the ceiling's path and the floor's exchange allow in series (no target).
+   */
+  seriesC8Bound?: number;
+  /** Median over rounds of toolwire c8 calls/s ÷ 1 / (1 / floor + 1 / ceiling) of the same round (no target; ≤ about 1). */
+  seriesC8Ratio?: number;
   /** toolwire p50 ÷ (floor p50 × 1.5 + 300 µs), c = 1 (target ≤ 1). */
   p50Budget: number;
 }
@@ -247,6 +259,7 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
     const f = medianArm(floors);
     const t = medianArm(toolwires);
     const c8Ratios = toolwires.map((r, i) => r.c8.perSec / floors[i]!.c8.perSec);
+    const series = (i: number): number => 1 / (1 / floors[i]!.c8.perSec + 1 / ceilings[i]!.c8.perSec);
     return {
       rounds,
       calls,
@@ -256,6 +269,8 @@ export async function mcpScenario(rounds: number, calls: number): Promise<McpRes
       c8Ratio: median(c8Ratios),
       c8Ratios,
       ceilingC8Ratio: median(ceilings.map((r, i) => r.c8.perSec / floors[i]!.c8.perSec)),
+      seriesC8Bound: median(floors.map((r, i) => series(i) / r.c8.perSec)),
+      seriesC8Ratio: median(toolwires.map((r, i) => r.c8.perSec / series(i))),
       p50Budget: t.p50Us / (f.p50Us * 1.5 + 300),
     };
   } finally {
@@ -277,6 +292,9 @@ export function mcpLine(r: McpResult): string {
     (r.ceiling === undefined
       ? ''
       : `ceiling (host, in-process echo) ${Math.round(r.ceiling.c1PerSec)} / ${Math.round(r.ceiling.c8PerSec)} calls/s, CPU µs/call c8 ${Math.round(r.ceiling.cpuC8.bench)} + ${Math.round(r.ceiling.cpuC8.host ?? 0)}, c8 ${(r.ceilingC8Ratio ?? 0).toFixed(2)} × floor; `) +
+    (r.seriesC8Bound === undefined || r.seriesC8Ratio === undefined
+      ? ''
+      : `floor and ceiling in series allow c8 ${r.seriesC8Bound.toFixed(2)} × floor, toolwire reaches ${r.seriesC8Ratio.toFixed(2)} × that; `) +
     `c8 ratio ${r.c8Ratio.toFixed(2)} (target ≥ 0.7), p50 budget ${r.p50Budget.toFixed(2)} (target ≤ 1)`
   );
 }
@@ -304,6 +322,12 @@ export function renderMcp(results: McpResult[], table: (header: string[], body: 
     table(['arm', 'calls/s c1 / c8', 'p50 µs c1 / c8', 'CPU µs/call c1', 'CPU µs/call c8'], rows),
     ...(rows.length === 3
       ? [`ceiling c8 ÷ floor c8 (median of the rounds' ratios; bounds the MCP arm's ratio): ${median(results.map((r) => r.ceilingC8Ratio!)).toFixed(2)}`]
+      : []),
+    ...(results.length > 0 && results.every((r) => r.seriesC8Bound !== undefined && r.seriesC8Ratio !== undefined)
+      ? [
+          `floor and ceiling in series (c8 latencies add: 1 / (1 / floor + 1 / ceiling)) allow c8 ${median(results.map((r) => r.seriesC8Bound!)).toFixed(2)} × floor; ` +
+            `toolwire c8 ÷ that: ${median(results.map((r) => r.seriesC8Ratio!)).toFixed(2)}`,
+        ]
       : []),
   ].join('\n');
 }
