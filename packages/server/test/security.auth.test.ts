@@ -122,6 +122,34 @@ describe('AuthLimiter', () => {
     expect(limiter.size).toBe(50);
   });
 
+  it('checkAndFail gives the verdict check gives before the failure and counts the failure as fail does', () => {
+    let now = 0;
+    const options = { maxFailures: 3, windowMs: 1_000, blockMs: 100, maxTracked: 3, now: () => now };
+    const one = new AuthLimiter(options);
+    const two = new AuthLimiter(options);
+    const addresses = ['10.0.0.1', '10.0.0.1', '10.0.0.2', '10.0.0.1', '10.0.0.3', '10.0.0.4', '10.0.0.1', '10.0.0.2'];
+    for (let i = 0; i < 400; i++) {
+      const remote = addresses[i % addresses.length];
+      const expected = one.check(remote);
+      one.fail(remote);
+      expect(two.checkAndFail(remote)).toEqual(expected);
+      expect(two.size).toBe(one.size);
+      expect(two.failures).toBe(one.failures);
+      now += [0, 7, 30, 150, 1_200][i % 5]!;
+    }
+  });
+
+  it('forgets the least recently failing address first, also after one address failed many times in a row', () => {
+    const limiter = new AuthLimiter({ maxFailures: 1, windowMs: 60_000, blockMs: 60_000, maxTracked: 2, now: () => 0 });
+    limiter.fail('10.0.0.1');
+    for (let i = 0; i < 5; i++) limiter.fail('10.0.0.2');
+    limiter.fail('10.0.0.1'); // now the most recent
+    limiter.fail('10.0.0.3'); // over maxTracked: 10.0.0.2 goes
+    expect(limiter.check('10.0.0.2').blocked).toBe(false);
+    expect(limiter.check('10.0.0.1').blocked).toBe(true);
+    expect(limiter.check('10.0.0.3').blocked).toBe(true);
+  });
+
   it('refuses bad limits with a RangeError', () => {
     expect(() => new AuthLimiter({ maxFailures: 0, windowMs: 1, blockMs: 1, maxTracked: 1 })).toThrow(RangeError);
   });

@@ -93,6 +93,8 @@ export function tooManyFailures(retryAfterMs: number): string {
 export class AuthLimiter {
   readonly #options: Required<AuthLimiterOptions>;
   readonly #entries = new Map<string, Entry>();
+  /** The key most recently (re)inserted into `#entries`: while present, it is the last in Map order. */
+  #newest: string | undefined;
 
   /** @throws RangeError when a limit is not a positive integer */
   constructor(options: AuthLimiterOptions) {
@@ -128,14 +130,37 @@ export class AuthLimiter {
 
   /** Record one failed authentication from `remote`. */
   fail(remote: string | undefined): void {
-    this.failures += 1;
-    const { windowMs, maxFailures, blockMs, maxTracked } = this.#options;
+    this.#fail(addressKey(remote), this.#options.now());
+  }
+
+  /**
+   * {@link check}, then {@link fail}, for one failed authentication from `remote`, with one lookup:
+   * the verdict is the one {@link check} gives before this failure is counted.
+   */
+  checkAndFail(remote: string | undefined): LimitVerdict {
     const key = addressKey(remote);
     const now = this.#options.now();
-    let entry = this.#entries.get(key);
-    if (entry !== undefined) this.#entries.delete(key); // re-inserted below: most recent last
-    if (entry === undefined || (now - entry.windowStart > windowMs && now >= entry.blockedUntil)) {
+    const entry = this.#entries.get(key);
+    const verdict: LimitVerdict = entry !== undefined && now < entry.blockedUntil ? { blocked: true, retryAfterMs: entry.blockedUntil - now } : OPEN;
+    this.#fail(key, now, entry);
+    return verdict;
+  }
+
+  /** Count a failure under `key` (`entry`: its entry now, if any). */
+  #fail(key: string, now: number, entry = this.#entries.get(key)): void {
+    this.failures += 1;
+    const { windowMs, maxFailures, blockMs, maxTracked } = this.#options;
+    // Most recent last: re-inserted unless it is the last already, so a flood from one address
+    // leaves the Map as it is instead of deleting and re-adding its entry on every failure.
+    const inPlace = entry !== undefined && key === this.#newest;
+    if (entry !== undefined && !inPlace) this.#entries.delete(key);
+    if (entry === undefined) {
       entry = { failures: 0, windowStart: now, blockedUntil: 0, blocks: 0 };
+    } else if (now - entry.windowStart > windowMs && now >= entry.blockedUntil) {
+      entry.failures = 0;
+      entry.windowStart = now;
+      entry.blockedUntil = 0;
+      entry.blocks = 0;
     }
     entry.failures += 1;
     if (entry.failures >= maxFailures) {
@@ -143,7 +168,9 @@ export class AuthLimiter {
       entry.blocks += 1;
       entry.blockedUntil = now + ms;
     }
+    if (inPlace) return;
     this.#entries.set(key, entry);
+    this.#newest = key;
     while (this.#entries.size > maxTracked) this.#entries.delete(this.#entries.keys().next().value!);
   }
 }

@@ -33,8 +33,14 @@ interface Entry {
   principal: Principal;
 }
 
+/** Bytes of a SHA-256 digest. */
+const DIGEST_BYTES = 32;
+
 /** Compared against on a miss, so a miss costs the same constant-time compare as a hit. */
-const NO_DIGEST = Buffer.alloc(32);
+const NO_DIGEST = Buffer.alloc(DIGEST_BYTES);
+
+/** The presented token's digest, written here for the compare ({@link TokenTable.authenticate}). */
+const PRESENTED = Buffer.alloc(DIGEST_BYTES);
 
 /** Default grant of a caller credential without one (ToolwireServerOptions.callers). */
 const DEFAULT_GRANT: readonly string[] = Object.freeze(['*']);
@@ -163,10 +169,13 @@ export class TokenTable {
     if (typeof authorization !== 'string') return undefined;
     const match = BEARER.exec(authorization);
     if (!match) return undefined;
-    const presented = digestOf(match[1]!);
-    const entry = this.#entries.byDigest.get(keyOf(presented));
+    // The digest as its map key straight from the hash (no Buffer per authentication), then copied
+    // into a scratch Buffer for the compare: authenticate is synchronous, so one Buffer serves all.
+    const key = hash('sha256', match[1]!, 'binary'); // 'binary' is Latin-1: {@link keyOf}'s key
+    const entry = this.#entries.byDigest.get(key);
+    PRESENTED.write(key, 0, DIGEST_BYTES, 'latin1');
     // One constant-time compare, hit or miss (a miss against a dummy digest).
-    const equal = timingSafeEqual(entry?.digest ?? NO_DIGEST, presented);
+    const equal = timingSafeEqual(entry?.digest ?? NO_DIGEST, PRESENTED);
     const found = equal ? entry?.principal : undefined;
     if (found === undefined || found.role !== role) return undefined;
     this.#seen.set(`${found.role}:${found.name}`, Date.now());

@@ -8,13 +8,13 @@ import type { Duplex } from 'node:stream';
 import { SUBPROTOCOLS } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { type AuthLimiter, tooManyFailures } from '../auth/limiter.js';
+import type { AuthLimiter } from '../auth/limiter.js';
 import { originAllowed } from '../auth/origin.js';
 import type { Principal, TokenTable } from '../auth/tokens.js';
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import { HostSession, type SessionOptions } from '../session/host-session.js';
-import { rejectUpgrade } from './http-reject.js';
+import { rejectThrottled, rejectUpgrade } from './http-reject.js';
 import { type UpgradeIdentity, identifyHost } from './upgrade-auth.js';
 
 /** Bound on the wait for sockets destroyed by `terminate()` to report 'close' during `close()`, ms. */
@@ -126,11 +126,10 @@ export class HostEndpoint {
     // even while its address is throttled for failed ones; only failures are slowed (issue 10 §5).
     const admitted = identifyHost(req, this.#tokens, this.#options.loopbackDev);
     if (admitted === undefined) {
-      const limit = this.#limiter.check(remote);
-      this.#limiter.fail(remote);
+      const limit = this.#limiter.checkAndFail(remote);
       if (limit.blocked) {
         log.warn({ remote }, 'host upgrade refused: not authenticated; too many failed authentications from this address');
-        return rejectUpgrade(socket, 429, limit.retryAfterMs, tooManyFailures(limit.retryAfterMs), true);
+        return rejectThrottled(socket, limit.retryAfterMs);
       }
       log.warn({ remote }, 'host upgrade refused: not authenticated');
       return rejectUpgrade(socket, 401);

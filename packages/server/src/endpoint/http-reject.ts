@@ -1,7 +1,7 @@
 /** Refusing an HTTP upgrade before the WebSocket handshake: a status line (no detail, except a 429's reason), socket destroyed. */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { retryAfterSeconds } from '../auth/limiter.js';
+import { retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 
 /**
  * Why an upgrade (or a request node:http could not parse) is refused: 400 malformed request, 401
@@ -39,7 +39,29 @@ export function rejectUpgrade(socket: Duplex, status: RejectStatus, retryAfterMs
     return;
   }
   socket.once('finish', destroyOnFinish);
-  socket.end(responseOf(status, retryAfterMs === undefined ? undefined : retryAfterSeconds(retryAfterMs), reason, authFailed));
+  const bare = retryAfterMs === undefined && reason === undefined && !authFailed;
+  socket.end(bare ? plainResponseOf(status) : responseOf(status, retryAfterMs === undefined ? undefined : retryAfterSeconds(retryAfterMs), reason, authFailed));
+}
+
+/**
+ * Refuse a failed authentication from a throttled address: {@link rejectUpgrade} with 429, its
+ * `Retry-After`, the limiter's reason ({@link tooManyFailures}) and `authFailed`; the answer is
+ * looked up by its whole seconds, without building the reason or a key per refusal.
+ */
+export function rejectThrottled(socket: Duplex, retryAfterMs: number): void {
+  const seconds = retryAfterSeconds(retryAfterMs);
+  let response = throttled.get(seconds);
+  if (response === undefined) {
+    response = responseOf(429, seconds, tooManyFailures(retryAfterMs), true);
+    if (throttled.size >= MAX_CACHED) throttled.clear();
+    throttled.set(seconds, response);
+  }
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  socket.once('finish', destroyOnFinish);
+  socket.end(response);
 }
 
 /** `'finish'` listener of a refused socket (one function for all: nothing is allocated per refusal). */
@@ -54,6 +76,16 @@ function destroyOnFinish(this: Duplex): void {
  */
 const responses = new Map<string, Buffer>();
 const MAX_CACHED = 256;
+/** Responses with a status line and nothing else to vary, by status. */
+const plain = new Map<RejectStatus, Buffer>();
+/** {@link rejectThrottled}'s answers, by `Retry-After` seconds. */
+const throttled = new Map<number, Buffer>();
+
+function plainResponseOf(status: RejectStatus): Buffer {
+  let response = plain.get(status);
+  if (response === undefined) plain.set(status, (response = responseOf(status, undefined, undefined, false)));
+  return response;
+}
 
 function responseOf(status: RejectStatus, retryAfter: number | undefined, reason: string | undefined, authFailed: boolean): Buffer {
   const key = `${status}|${retryAfter ?? ''}|${authFailed ? 1 : 0}|${reason ?? ''}`;

@@ -3,6 +3,11 @@
  * largest group is found without a scan: when the total cap is reached, the connection closed is
  * the oldest of the address holding the most, so a peer holding many slots pays before a peer
  * holding one (a legitimate caller's single connection is the last to go).
+ *
+ * The size index is a linked list of groups per size, in an array indexed by size: a group moving
+ * from one size to the next is unlinked and linked again, with nothing allocated. (Every accepted
+ * and every closed connection moves its group, so a flood would otherwise create and drop a
+ * container per connection.)
  */
 
 /** What a group holds: anything with a `tuple` key. */
@@ -11,61 +16,76 @@ export interface Grouped {
   group: string;
 }
 
+/** One address group: its members, and its place in the list of the groups of its size. */
+interface Group<T> {
+  /** Members, oldest first (Map order = insertion order). */
+  members: Map<string, T>;
+  prev: Group<T> | undefined;
+  next: Group<T> | undefined;
+}
+
 export class AddressGroups<T extends Grouped> {
-  /** Members by group, oldest first (Map order = insertion order). */
-  readonly #groups = new Map<string, Map<string, T>>();
-  /** Groups by their size; within a size, in the order they reached it. */
-  readonly #bySize = new Map<number, Set<string>>();
+  readonly #groups = new Map<string, Group<T>>();
+  /** The first and last group of each size (index = size); within a size, in the order they reached it. */
+  readonly #first: (Group<T> | undefined)[] = [];
+  readonly #last: (Group<T> | undefined)[] = [];
   /** No group is larger than this (kept tight lazily in {@link largestOldest}). */
   #maxSize = 0;
 
   /** Members of `group` now. */
   sizeOf(group: string): number {
-    return this.#groups.get(group)?.size ?? 0;
+    return this.#groups.get(group)?.members.size ?? 0;
   }
 
   /** The oldest member of `group`. */
   oldestOf(group: string): T | undefined {
-    return this.#groups.get(group)?.values().next().value;
+    return this.#groups.get(group)?.members.values().next().value;
   }
 
   /** The oldest member of the largest group (of those equally large, the one that grew to that size first). */
   largestOldest(): T | undefined {
     while (this.#maxSize > 0) {
-      const groups = this.#bySize.get(this.#maxSize);
-      const first = groups?.values().next().value;
-      if (first !== undefined) return this.oldestOf(first);
+      const first = this.#first[this.#maxSize];
+      if (first !== undefined) return first.members.values().next().value;
       this.#maxSize--;
     }
     return undefined;
   }
 
   add(member: T): void {
-    let members = this.#groups.get(member.group);
-    if (members === undefined) this.#groups.set(member.group, (members = new Map<string, T>()));
-    const before = members.size;
-    members.set(member.tuple, member);
-    this.#resize(member.group, before, members.size);
+    let group = this.#groups.get(member.group);
+    if (group === undefined) this.#groups.set(member.group, (group = { members: new Map<string, T>(), prev: undefined, next: undefined }));
+    const before = group.members.size;
+    group.members.set(member.tuple, member);
+    this.#move(group, before);
   }
 
   remove(member: T): void {
-    const members = this.#groups.get(member.group);
-    if (members?.get(member.tuple) !== member) return;
-    const before = members.size;
-    members.delete(member.tuple);
-    if (members.size === 0) this.#groups.delete(member.group);
-    this.#resize(member.group, before, members.size);
+    const group = this.#groups.get(member.group);
+    if (group?.members.get(member.tuple) !== member) return;
+    const before = group.members.size;
+    group.members.delete(member.tuple);
+    if (group.members.size === 0) this.#groups.delete(member.group);
+    this.#move(group, before);
   }
 
-  #resize(group: string, from: number, to: number): void {
+  /** Move `group` from the list of size `from` to the list of its size now (none for 0). */
+  #move(group: Group<T>, from: number): void {
+    const to = group.members.size;
     if (from === to) return;
-    const old = this.#bySize.get(from);
-    old?.delete(group);
-    if (old?.size === 0) this.#bySize.delete(from);
+    if (from > 0) {
+      if (group.prev === undefined) this.#first[from] = group.next;
+      else group.prev.next = group.next;
+      if (group.next === undefined) this.#last[from] = group.prev;
+      else group.next.prev = group.prev;
+      group.prev = group.next = undefined;
+    }
     if (to === 0) return;
-    let set = this.#bySize.get(to);
-    if (set === undefined) this.#bySize.set(to, (set = new Set<string>()));
-    set.add(group);
+    const last = this.#last[to];
+    group.prev = last;
+    if (last === undefined) this.#first[to] = group;
+    else last.next = group;
+    this.#last[to] = group;
     if (to > this.#maxSize) this.#maxSize = to;
   }
 }

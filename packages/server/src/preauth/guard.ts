@@ -19,8 +19,9 @@
  *   closed if the body has not fully arrived; the body is never read.
  *
  * Authenticated connections are never counted or closed here, so they always have room: the caps
- * are sized far below the process's open-files limit (`fd-limit.ts`). One timer, for the oldest
- * connection, runs while any connection is unauthenticated; `close()` clears it.
+ * are sized far below the process's open-files limit (`fd-limit.ts`). One timer (unref'd), for the
+ * oldest connection, runs while any connection is unauthenticated and at most `timeoutMs` after the
+ * last one went; `close()` clears it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -106,7 +107,7 @@ export class PreAuthGuard {
     const entry: Entry = { socket, tuple, group, deadline: this.#options.now() + this.#options.timeoutMs, onClose: () => this.#forget(entry) };
     this.#pending.set(tuple, entry);
     this.#groups.add(entry);
-    socket.once('close', entry.onClose);
+    socket.on('close', entry.onClose); // 'close' comes once: no `once` wrapper needed
     // The new entry is the newest of its address and overall: neither pick below is the new one
     // while an older connection exists to close.
     if (this.#groups.sizeOf(group) > this.#options.maxPerAddress) this.#evict(this.#groups.oldestOf(group)!);
@@ -173,13 +174,14 @@ export class PreAuthGuard {
     if (entry === undefined || this.#pending.get(entry.tuple) !== entry) return;
     this.#pending.delete(entry.tuple);
     this.#groups.remove(entry);
-    if (this.#pending.size === 0) {
-      clearTimeout(this.#timer);
-      this.#timer = undefined;
-    }
   }
 
-  /** Keep one timer, for the oldest connection's deadline (every entry has the same timeout, so Map order is deadline order). */
+  /**
+   * Keep one timer, for the oldest connection's deadline (every entry has the same timeout, so Map
+   * order is deadline order). It is left to run when the connections it was set for go: firing
+   * early, it finds nothing expired and is set again for the oldest, or not at all when none is
+   * left; so a stream of short connections does not set and clear a timer for each.
+   */
   #arm(): void {
     if (this.#timer !== undefined || this.#closed) return;
     const oldest = this.#pending.values().next().value;
