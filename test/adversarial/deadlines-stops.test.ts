@@ -242,6 +242,35 @@ describe('stops through the shared abort listener', () => {
     expect(refs.filter((r) => r.deref() !== undefined).length).toBe(0);
   });
 
+  // The executor's calls are watched through their stop scope (call-signals.ts), not through
+  // `call.signal`; the signal an embedder's router would read must still abort with them.
+  it("executed calls stop on a host by their caller's signal and by executor.stop (cancel stop, 130), and call.signal aborts too", async () => {
+    const started = await startServer({ cancelGraceMs: 50 });
+    const host = await drivenHost(started);
+    const signals: AbortSignal[] = [];
+    const router = started.server.router;
+    const route = router.route.bind(router);
+    router.route = (call: RoutedCall) => {
+      signals.push(call.signal);
+      return route(call);
+    };
+    const executor = started.server.executor;
+    const run = new AbortController();
+    const byCaller = executor.execute({ name: 'alpha__slow', input: { tag: 'caller' }, agent: 'a', signal: run.signal });
+    await host.nextCall('caller');
+    run.abort();
+    const stopped = await byCaller;
+    expect(stopped.outcome === 'completed' && stopped.capture.exitCode).toBe(130);
+    expect(host.cancels.map((c) => c.reason)).toEqual(['stop']);
+    const withSignal = executor.execute({ name: 'alpha__slow', input: { tag: 'linked' }, agent: 'b', signal: new AbortController().signal });
+    const without = executor.execute({ name: 'alpha__slow', input: { tag: 'bare' }, agent: 'b' });
+    await Promise.all([host.nextCall('linked'), host.nextCall('bare')]);
+    expect(executor.stop('b')).toBe(2);
+    for (const result of await Promise.all([withSignal, without])) expect(result.outcome === 'completed' && result.capture.exitCode).toBe(130);
+    expect(host.cancels.map((c) => c.reason)).toEqual(['stop', 'stop', 'stop']);
+    expect(signals.map((signal) => signal.aborted)).toEqual([true, true, true]);
+  });
+
   // Found in review (fixed; the old per-call listener had the same window): a signal aborted after
   // route()'s check but before dispatch watches it (here by the input's toJSON, run by
   // encodeMessage) gets a listener that can never fire; dispatch now checks the signal again.

@@ -7,7 +7,7 @@ import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@too
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
-import { unwatchStop, watchStop } from '../session/stop-watch.js';
+import { isStopped, unwatchCall, watchCall } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
@@ -75,7 +75,7 @@ export class RemoteCalls {
   call(node: string, host: string, tool: string, call: RoutedCall, link?: RemoteHostLink): Promise<RoutedCapture> {
     const { bus, subjects } = this.#deps;
     if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
-    if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+    if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     const stream = call.onOutput !== undefined;
     const request: CallRequest = { host, tool, name: call.name, id: call.id, input: call.input, workspace: call.workspace, agent: call.agent };
     if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
@@ -98,7 +98,7 @@ export class RemoteCalls {
       const pending = new Pending(this, reply, node, call, resolve, streamed, link);
       pending.timer = setTimeout(this.#onDeadline, deadline + this.#deps.graceMs, pending, deadline);
       this.#pending.set(reply, pending);
-      watchStop(call.signal, pending);
+      watchCall(call, pending);
       if (link !== undefined) link.inFlight += 1;
       bus.publish(subjects.node(node, 'call'), data, reply);
     });
@@ -193,7 +193,7 @@ export class RemoteCalls {
     if (p === undefined) return;
     this.#pending.delete(reply);
     clearTimeout(p.timer);
-    unwatchStop(p.call.signal, p);
+    unwatchCall(p.call, p);
     if (p.link !== undefined) p.link.inFlight -= 1;
     p.resolve(capture);
   }

@@ -20,38 +20,62 @@
  * Nothing here holds memory for a settled call: a generation is kept while its agent has calls in
  * flight, or idle for at most {@link IDLE_AGENTS_KEPT} agents; a link lives while it has calls in
  * flight, and one turn after.
+ *
+ * Both are {@link StopScope}s: the router reads a routed call's stop from them and has them stop
+ * its pending calls, never touching the scope's `signal` (see session/stop-watch.ts: each new
+ * `AbortSignal` is a new hidden class to the code that reads it). The signal is still aborted with
+ * its scope, for a router, tool control or local tool of the embedder's that listens to it.
  */
 import { keepShape } from '../keep-shape.js';
+import { type Stoppable, type StopScope, stopAll } from '../session/stop-watch.js';
 
 /** Idle agents (no call in flight) whose generation is kept for their next call. */
 export const IDLE_AGENTS_KEPT = 1024;
 
-/** The stop scope of one agent's calls: aborted by `stop`, then replaced. */
-export class Generation {
+/** What a generation and a link share: their signal, its flag, and the router's pending calls they stop. */
+abstract class Scope implements StopScope {
   readonly controller = new AbortController();
   /** `controller.signal`, read once (the getter checks its receiver on every read). */
   readonly signal = this.controller.signal;
-  /** `signal.aborted`, as a field (the getter checks its receiver on every read); set where this file aborts. */
+  /** `signal.aborted`, as a field (the getter checks its receiver on every read); set only by {@link abort}. */
   aborted = false;
-  /** Calls in flight in this generation (what `stop` counts). */
+  /** Calls in flight in this scope. */
   calls = 0;
+  /** The router's pending calls of this scope (see {@link StopScope.watch}). */
+  readonly #watched = new Set<Stoppable>();
+
+  watch(call: Stoppable): void {
+    this.#watched.add(call);
+  }
+
+  unwatch(call: Stoppable): void {
+    this.#watched.delete(call);
+  }
+
+  /** Abort with `reason` (once): the watched calls stop, then the signal aborts. */
+  abort(reason: unknown): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    stopAll(this.#watched); // each settles and leaves the set as it stops, or later
+    this.controller.abort(reason);
+  }
+}
+
+/** The stop scope of one agent's calls: aborted by `stop`, then replaced. */
+export class Generation extends Scope {
   /** Links of this generation not yet let go (with calls in flight, or idle for at most a turn), aborted with it. */
   readonly links = new Set<Link>();
 }
 
 /** A caller signal joined to a generation: one controller for every call that carries both. */
-class Link {
-  readonly controller = new AbortController();
-  readonly signal = this.controller.signal;
-  /** `signal.aborted`, as a field; set only by {@link abort}. */
-  aborted = false;
-  calls = 0;
+class Link extends Scope {
   /** True while this link listens to its caller signal. */
   attached = false;
   readonly source: AbortSignal;
   readonly generation: Generation;
 
   constructor(source: AbortSignal, generation: Generation) {
+    super();
     this.source = source;
     this.generation = generation;
   }
@@ -62,12 +86,6 @@ class Link {
     if (this.source.aborted) return this.abort(this.source.reason);
     this.attached = true;
     this.source.addEventListener('abort', this);
-  }
-
-  /** Abort this link's signal with `reason` (the one place a link's controller is aborted). */
-  abort(reason: unknown): void {
-    this.aborted = true;
-    this.controller.abort(reason);
   }
 
   /** Stop listening: a listener would keep an `AbortSignal.any()` or `timeout()` caller signal alive. */
@@ -177,8 +195,7 @@ export class CallSignals {
       if (generation.calls === 0) continue;
       this.#generations.delete(name);
       stopped += generation.calls;
-      generation.aborted = true;
-      generation.controller.abort('stop');
+      generation.abort('stop');
       for (const link of generation.links) link.abort('stop');
     }
     return stopped;

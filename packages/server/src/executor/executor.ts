@@ -30,6 +30,7 @@ import { DiskRecord, assertSegment } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
 import type { CallBoard, LiveCall } from '../status/call-board.js';
+import { type ScopedCall, STOP_SCOPE } from '../session/stop-watch.js';
 
 /** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
 export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
@@ -277,7 +278,19 @@ export class Executor {
         // `onOutput` in the literal too: with a record every call has one, and a key added after the
         // literal makes a hidden class that no live object holds between calls (see keep-shape.ts).
         const onOutput = outputListener(streamLog, req.onOutput);
-        const call: RoutedCall = { id, name, input, workspace: req.workspace ?? '', agent, signal, host: undefined, wireId: undefined, onOutput };
+        // The router reads the stop from `scope` (one of two classes), not from `signal` (a hidden class per signal).
+        const call: ScopedCall = {
+          id,
+          name,
+          input,
+          workspace: req.workspace ?? '',
+          agent,
+          signal,
+          host: undefined,
+          wireId: undefined,
+          onOutput,
+          [STOP_SCOPE]: scope,
+        };
         if (req.deadlineMs !== undefined) call.deadlineMs = req.deadlineMs;
         if (trace.traceparent !== undefined) call.traceparent = trace.traceparent;
         if (trace.tracestate !== undefined) call.tracestate = trace.tracestate;

@@ -12,6 +12,7 @@ import { type RegisteredTool, type RegistryOptions, rejectAllReply, ToolRegistry
 import { acceptRemote, prepareRemote } from '../registry/remote-specs.js';
 import type { SchemaCompiler } from '../registry/schema-compiler.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import { isStopped } from '../session/stop-watch.js';
 import type { HostLink } from './host-link.js';
 
 /** What the router reads: the registry's naming and tool limits, the schema compiler and the logger. */
@@ -122,7 +123,7 @@ export class Router extends EventEmitter implements ToolInjection {
         if (gone === undefined) return Promise.resolve(undefined);
         return Promise.resolve(failureCapture('unavailable', `host ${gone} is not connected; its tools return when it reconnects`));
       }
-      if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+      if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
       const link = this.#links.get(tool.host);
       if (link === undefined || !link.isOpen) {
         return Promise.resolve(failureCapture('unavailable', `host ${tool.host} is not connected`));

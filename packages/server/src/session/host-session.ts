@@ -31,6 +31,7 @@ import { Advertising } from './advertising.js';
 import { Flow, FrameInbox, MAX_WAITING_FRAMES } from './inbox.js';
 import { LogLimiter } from './log-limiter.js';
 import { PendingCalls } from './pending-calls.js';
+import { isStopped } from './stop-watch.js';
 import type { HostFrame } from '../worker/jobs.js';
 import type { RefusedFrameKind, SessionCounters } from '../observe/counters.js';
 import type { HostSessionDeps, SessionOptions } from './session-options.js';
@@ -164,7 +165,7 @@ export class HostSession implements HostLink {
    * else as {@link PendingCalls.dispatch}. Never rejects.
    */
   call(tool: string, call: RoutedCall): Promise<RoutedCapture> {
-    if (call.signal.aborted) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
+    if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     if (!this.isOpen) return Promise.resolve(failureCapture('unavailable', `host ${this.#host} is not connected`));
     const options = this.#options;
     const inFlight = this.#pending.size;

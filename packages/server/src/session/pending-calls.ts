@@ -22,7 +22,7 @@ import type { Logger } from '../options.js';
 import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 import { OutputStream, type OutputSettings } from './output-stream.js';
-import { type Stoppable, unwatchStop, watchStop } from './stop-watch.js';
+import { isStopped, type Stoppable, unwatchCall, watchCall } from './stop-watch.js';
 
 /**
  * One pending call. A class, not an object literal with methods: methods of a literal are closures
@@ -81,7 +81,7 @@ class Entry implements Expiring, Stoppable {
     if (!this.#owner.release(this)) return;
     clearTimeout(this.timer);
     this.timer = undefined;
-    unwatchStop(this.routed.signal, this);
+    unwatchCall(this.routed, this);
     // The consumer's last chunk (toolwire's reason line, if any) before the call settles; none after.
     this.output?.end(capture);
     const resolve = this.#resolve!;
@@ -204,18 +204,17 @@ export class PendingCalls {
     }
     call.wireId = id;
     let entry!: Entry;
-    const signal = call.signal;
     const settled = new Promise<Capture>((resolve) => {
       entry = new Entry(id, deadlineMs, this, call, resolve);
     });
     this.#calls.set(id, entry);
     this.#deadlines.add(entry, deadlineMs);
-    watchStop(signal, entry);
+    watchCall(call, entry);
     // Sent out here, not in the executor above, so no closure of the pending call keeps the
     // encoded frame (as big as the input) alive until the call settles.
     this.#sendText(frame);
     // Aborted after the caller's check (e.g. while the input was encoded): no listener will fire for it.
-    if (signal.aborted) this.stop(entry);
+    if (isStopped(call)) this.stop(entry);
     return settled;
   }
 
