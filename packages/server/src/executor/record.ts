@@ -168,6 +168,8 @@ export function outputBytes(text: string, stdout: Uint8Array | undefined, stderr
   const out = Buffer.allocUnsafeSlow(size);
   let o = 0;
   for (const p of parts) o = typeof p === 'string' ? o + out.write(p, o) : writeJsonString(p, out, o);
+  // Every byte of the unzeroed buffer is written (a mismatch would put stale memory in the file).
+  if (o !== size) throw new Error(`output.json bytes: wrote ${o} of ${size}`);
   return out;
 }
 
