@@ -53,6 +53,24 @@ describe('record writer (worker thread, batched)', () => {
     expect((await readdir(root)).sort()).toEqual(['also.json', 'good.json']);
   });
 
+  it('writes byte contents beside text ones in one batch: a whole buffer is handed over, a slice copied', async () => {
+    await setup();
+    const owned = Buffer.allocUnsafeSlow(70_000).fill(0x61);
+    const slice = Buffer.from('a pooled slice: "x" \u0000 é\n'); // a view into Node's shared pool, not transferable
+    const writes = [
+      writer.write({ path: join(root, 'text.json'), text: '"t"\n' }),
+      writer.write({ path: join(root, 'owned.json'), text: 'ignored', bytes: owned }),
+      writer.write({ path: join(root, 'slice.json'), text: '', bytes: slice }),
+      writer.write({ path: join(root, 'after.json'), text: '"a"\n' }),
+    ];
+    await Promise.all(writes);
+    expect(owned.length).toBe(0); // transferred to the thread, not copied
+    expect(await readFile(join(root, 'owned.json'))).toEqual(Buffer.alloc(70_000, 0x61));
+    expect(await readFile(join(root, 'slice.json'))).toEqual(slice);
+    expect(await readFile(join(root, 'text.json'), 'utf8')).toBe('"t"\n');
+    expect(await readFile(join(root, 'after.json'), 'utf8')).toBe('"a"\n');
+  });
+
   it('rejects writes after close', async () => {
     await setup();
     await writer.write({ path: join(root, 'one.json'), text: '1\n' });

@@ -24,8 +24,13 @@ export const IDLE_MS = 5_000;
 export interface FileWrite {
   /** Absolute path of the file. */
   path: string;
-  /** Its full content (UTF-8). */
+  /** Its full content (UTF-8), when not {@link FileWrite.bytes}. */
   text: string;
+  /**
+   * Its full content as bytes (then `text` is ignored). Handed over: when it is a whole
+   * `ArrayBuffer` it is transferred to the thread (detached here), so the caller must not use it again.
+   */
+  bytes?: Uint8Array;
   /** Its directory: `'always'` made (recursively) first; `'missing'` made and the write retried when it does not exist; absent: never made. */
   dir?: string;
   mkdir?: 'always' | 'missing';
@@ -70,12 +75,15 @@ function one(mkdir, dir, path, text) {
     atomic(path, text);
   }
 }
-parentPort.on('message', (batch) => {
-  const fields = batch.split('\\0');
+parentPort.on('message', (message) => {
+  const fields = (typeof message === 'string' ? message : message.batch).split('\\0');
+  const blobs = typeof message === 'string' ? [] : message.bytes;
+  let blob = 0;
   const replies = [];
   for (let i = 0; i + 3 < fields.length; i += 4) {
     try {
-      one(fields[i], fields[i + 1], fields[i + 2], fields[i + 3]);
+      const text = fields[i][1] === 'b' ? blobs[blob++] : fields[i + 3];
+      one(fields[i][0], fields[i + 1], fields[i + 2], text);
       replies.push(0);
     } catch (error) {
       replies.push({ message: String(error && error.message), code: error && typeof error.code === 'string' ? error.code : undefined });
@@ -119,7 +127,7 @@ export class RecordWriter {
   /** Write `job`'s file (temp file, then rename). Rejects with the file error, when closed, or (`TypeError`) when a field holds a NUL. */
   write(job: FileWrite): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the record writer is closed'));
-    if (job.path.includes('\0') || job.text.includes('\0') || job.dir?.includes('\0'))
+    if (job.path.includes('\0') || (job.bytes === undefined && job.text.includes('\0')) || job.dir?.includes('\0'))
       return Promise.reject(new TypeError('record file fields must not contain NUL'));
     return new Promise((resolve, reject) => {
       this.#queue.push({ job, resolve, reject });
@@ -154,7 +162,13 @@ export class RecordWriter {
     this.#batch = batch;
     try {
       const thread = this.#ensureThread();
-      thread.postMessage(encode(batch));
+      const bytes = batch.flatMap(({ job }) => (job.bytes === undefined ? [] : [job.bytes]));
+      if (bytes.length === 0) thread.postMessage(encode(batch));
+      else
+        thread.postMessage(
+          { batch: encode(batch), bytes },
+          bytes.filter(ownsBuffer).map((b) => b.buffer as ArrayBuffer),
+        );
       // A write in flight keeps the process alive, as a file system request would; an idle thread does not.
       if (!this.#refed) {
         thread.ref();
@@ -229,13 +243,23 @@ export class RecordWriter {
 
 /**
  * A batch as one string (one copy to the thread rather than a structured clone of an object per
- * file): per write `<mkdir>\0<dir>\0<path>\0<text>\0`, `<mkdir>` `a` (always), `m` (missing) or `-`.
- * No field holds a NUL: record paths are checked segments, and JSON text escapes U+0000.
+ * file): per write `<mkdir>\0<dir>\0<path>\0<text>\0`, `<mkdir>` `a` (always), `m` (missing) or `-`,
+ * followed by `b` when the content is the next of the batch's {@link FileWrite.bytes} (sent beside
+ * the string; `<text>` empty). No field holds a NUL: record paths are checked segments, and JSON
+ * text escapes U+0000.
  */
 function encode(batch: Pending[]): string {
   let out = '';
-  for (const { job } of batch) out += `${job.mkdir === 'always' ? 'a' : job.mkdir === 'missing' ? 'm' : '-'}\0${job.dir ?? ''}\0${job.path}\0${job.text}\0`;
+  for (const { job } of batch) {
+    const mkdir = job.mkdir === 'always' ? 'a' : job.mkdir === 'missing' ? 'm' : '-';
+    out += job.bytes === undefined ? `${mkdir}\0${job.dir ?? ''}\0${job.path}\0${job.text}\0` : `${mkdir}b\0${job.dir ?? ''}\0${job.path}\0\0`;
+  }
   return out;
+}
+
+/** True when `bytes` is a whole, non-shared `ArrayBuffer` (so it can be transferred rather than copied). */
+function ownsBuffer(bytes: Uint8Array): boolean {
+  return bytes.buffer instanceof ArrayBuffer && bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
 }
 
 function toError(failure: WriteFailure): Error {

@@ -15,6 +15,7 @@
 import { isUtf8 } from 'node:buffer';
 import { resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
+import { jsonStringLength, writeJsonString } from './json-bytes.js';
 import { RecordWriter } from './record-writer.js';
 
 /** Agent ids and call ids that may become a path segment: `[A-Za-z0-9._-]{1,128}`, not `.` or `..`. */
@@ -107,6 +108,10 @@ export class DiskRecord {
 
   #writeOutput(agent: string, id: string, capture: Capture, startedAt: Date, endedAt: Date, interrupted: boolean, ids: CallIds): Promise<void> {
     const dir = this.dirOf(agent, id);
+    // A big capture's text streams are spliced in as bytes (see outputBytes): '' holds their place.
+    const big = capture.stdout.length + capture.stderr.length >= BYTES_FROM;
+    const stdoutText = big && isUtf8(capture.stdout);
+    const stderrText = big && isUtf8(capture.stderr);
     // One literal with every key, in this order (JSON.stringify leaves out the undefined ones): its
     // hidden class comes with the literal, so it does not die in a full GC while no call is in flight
     // (adding keys one by one made transition maps that did, and V8 then deoptimized every function
@@ -116,16 +121,56 @@ export class DiskRecord {
       wireId: ids.wireId,
       traceparent: ids.traceparent,
       tracestate: ids.tracestate,
-      stdout: recordBytes(capture.stdout),
-      stderr: recordBytes(capture.stderr),
+      stdout: stdoutText ? '' : recordBytes(capture.stdout),
+      stderr: stderrText ? '' : recordBytes(capture.stderr),
       exitCode: capture.exitCode,
       startedAt: startedAt.toISOString(),
       endedAt: endedAt.toISOString(),
       failure: capture.failure,
       interrupted: interrupted ? true : undefined,
     };
-    return this.#writer.write({ path: dir + sep + 'output.json', text: jsonText(output), dir, mkdir: 'missing' });
+    const path = dir + sep + 'output.json';
+    if (!big) return this.#writer.write({ path, text: jsonText(output), dir, mkdir: 'missing' });
+    const bytes = outputBytes(jsonText(output), stdoutText ? capture.stdout : undefined, stderrText ? capture.stderr : undefined);
+    return this.#writer.write({ path, text: '', bytes, dir, mkdir: 'missing' });
   }
+}
+
+/**
+ * Captures of at least this many bytes (both streams) have their UTF-8 streams written into
+ * `output.json` as bytes, JSON-escaped byte by byte ({@link writeJsonString}), rather than decoded to
+ * strings and escaped by `JSON.stringify`: the same file, without two strings of the capture's size.
+ */
+export const BYTES_FROM = 1024 * 1024;
+
+/**
+ * `text` (an `output.json` text whose `stdout` / `stderr` are `""` where given here) as UTF-8 bytes
+ * with the JSON string of `stdout` and `stderr` in place of those `""`. The keys are found as
+ * `\n  "stdout": ""`: the fields before them are strings, whose JSON text holds no raw newline.
+ */
+export function outputBytes(text: string, stdout: Uint8Array | undefined, stderr: Uint8Array | undefined): Buffer {
+  const parts: (string | Uint8Array)[] = [];
+  let from = 0;
+  for (const [key, bytes] of [
+    ['stdout', stdout],
+    ['stderr', stderr],
+  ] as const) {
+    if (bytes === undefined) continue;
+    const field = `\n  "${key}": `;
+    const at = text.indexOf(`${field}""`, from) + field.length;
+    if (at < field.length) throw new Error(`output.json text without an empty ${key}`);
+    parts.push(text.slice(from, at), bytes);
+    from = at + 2;
+  }
+  parts.push(text.slice(from));
+  let size = 0;
+  for (const p of parts) size += typeof p === 'string' ? Buffer.byteLength(p) : jsonStringLength(p);
+  const out = Buffer.allocUnsafeSlow(size);
+  let o = 0;
+  for (const p of parts) o = typeof p === 'string' ? o + out.write(p, o) : writeJsonString(p, out, o);
+  // Every byte of the unzeroed buffer is written (a mismatch would put stale memory in the file).
+  if (o !== size) throw new Error(`output.json bytes: wrote ${o} of ${size}`);
+  return out;
 }
 
 /** A record file's content: `value` as indented JSON and a newline. Throws what `JSON.stringify` throws. */
