@@ -11,3 +11,11 @@ const kept: object[] = [];
 export function keepShape(value: object): void {
   kept.push(value);
 }
+
+// Node's `Immediate`: the call path makes one per turn (the record writer's batch, the executor's
+// and the sessions' stop-signal releases) and none is left between bursts, so a full GC then
+// deoptimized every function that inlines `setImmediate` (the record writer's `write`, `#schedule`,
+// `#done`). One, cleared at once (no callback, in no queue), is kept.
+const immediate = setImmediate(() => undefined);
+clearImmediate(immediate);
+keepShape(immediate);
