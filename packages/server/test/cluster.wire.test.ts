@@ -157,7 +157,11 @@ describe('state pages', () => {
     Array.from({ length: n }, (_, i) => ({ host: `h${i}`, connectedAt: new Date(1000 + i), tools: i % 10 === 9 ? other : shared }));
 
   it('sends each distinct tool set of a page once, hosts naming theirs by index, and pages through every host', () => {
-    const pages = new StatePages(() => hosts(100), 'boot1');
+    const pages = new StatePages(
+      () => hosts(100),
+      (host) => hosts(100).find((h) => h.host === host),
+      'boot1',
+    );
     const seen: StatePage['hosts'] = [];
     let offset: number | undefined = 0;
     while (offset !== undefined) {
@@ -173,7 +177,11 @@ describe('state pages', () => {
 
   it('keeps serving the version a peer is paging through after the host set moved on', () => {
     let current = hosts(30);
-    const pages = new StatePages(() => current, 'boot1');
+    const pages = new StatePages(
+      () => current,
+      (host) => current.find((h) => h.host === host),
+      'boot1',
+    );
     const first = JSON.parse(pages.page(1, { offset: 0 }, 600)) as StatePage;
     expect(first.next).toBeGreaterThan(0);
     current = hosts(5);
@@ -186,7 +194,11 @@ describe('state pages', () => {
 
   it('answers a peer that applied an earlier version with the hosts changed since (one page, `gone` for those that left)', () => {
     let current = hosts(30);
-    const pages = new StatePages(() => current, 'boot1');
+    const pages = new StatePages(
+      () => current,
+      (host) => current.find((h) => h.host === host),
+      'boot1',
+    );
     current.forEach((h, i) => pages.note(h.host, i + 1)); // versions 1…30: h0 … h29 bound
     current = current.filter((h) => h.host !== 'h28');
     pages.note('h28', 31);
