@@ -177,6 +177,13 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
     const memFew = await Promise.all(nodes.map((n) => n.helper.request('mem')));
     const rssFew = memFew.map((m) => Number(m.rssKiB));
 
+    // BENCH_CLUSTER_HEAP=DIR: a sampling heap profile of each node over the connect storm, up to the
+    // RSS reading (DIR/storm-{a,b,c}.heapprofile); with BENCH_CLUSTER_HEAP_MAJOR=1 it also keeps the
+    // objects later collected by a full GC: what outlived the young generation and died in old space
+    // (the fragmentation of the RSS reading), against the live objects of a run without it.
+    const heapDir = process.env.BENCH_CLUSTER_HEAP;
+    const major = process.env.BENCH_CLUSTER_HEAP_MAJOR === '1';
+    if (heapDir !== undefined) for (const n of nodes) await n.helper.request('heapSample', { action: 'start', major });
     const cpuBefore = await Promise.all(nodes.map(async (n) => Number((await n.helper.request('info')).cpuUs)));
     // The rest: hosts 3 … total−1, spread over the nodes, `processesPerNode` host processes each.
     const spawns: Promise<{ helper: Helper }>[] = [];
@@ -211,6 +218,9 @@ export async function clusterScale(hostsPerNode: number, shape: LoadShape, proce
       memAll = await Promise.all(nodes.map((n) => n.helper.request('mem')));
     }
     const rssAll = memAll.map((m) => Number(m.rssKiB));
+    if (heapDir !== undefined) {
+      for (const [k, n] of nodes.entries()) await n.helper.request('heapSample', { action: 'stop', file: join(heapDir, `storm-${'abc'[k]}.heapprofile`) });
+    }
     // Settled again before the s1 run (a node dropped and re-fetched meanwhile would fail its calls 69).
     await Promise.all(nodes.map((n) => n.helper.request('wait', { hosts: total, tools: total * TOOLS_PER_HOST, timeoutMs: 600_000, pollMs: 100 })));
     const all = (await profiled('all', ab, () => compare([cross], shape)))[0]!;

@@ -184,6 +184,27 @@ serve(async (command) => {
         compacted: COMPACT_GC,
       };
     }
+    case 'heapSample': {
+      // Sampling heap profile of a phase (cluster-scale's connect storm): start (`major`: keep the
+      // objects a full GC collects too), then stop and write `file`.
+      const { Session } = await import('node:inspector/promises');
+      profiler ??= new Session();
+      if (command.action === 'start') {
+        profiler.connect();
+        await profiler.post('HeapProfiler.enable');
+        await profiler.post('HeapProfiler.startSampling', {
+          samplingInterval: 4096,
+          includeObjectsCollectedByMajorGC: command.major === true,
+          includeObjectsCollectedByMinorGC: false,
+        });
+        return {};
+      }
+      const { profile } = await profiler.post('HeapProfiler.stopSampling');
+      const { writeFile } = await import('node:fs/promises');
+      await writeFile(String(command.file), JSON.stringify(profile));
+      profiler.disconnect();
+      return { file: command.file };
+    }
     case 'profile': {
       // CPU profile of a phase (e.g. s6's connect storm): start, then stop and write `file`.
       const { Session } = await import('node:inspector/promises');

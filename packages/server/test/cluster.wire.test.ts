@@ -1,7 +1,12 @@
-/** What cluster nodes send each other for a call's answers (cluster/answer.ts) and a node's hosts (cluster/state-pages.ts). */
+/**
+ * What cluster nodes send each other for a call's answers (cluster/answer.ts), the batches calls
+ * and answers travel in (cluster/batch.ts) and a node's hosts (cluster/state-pages.ts).
+ */
 import type { Capture, ToolSpec } from '@toolwire/protocol';
 import { describe, expect, it } from 'vitest';
 import { type Answer, decodeAnswer, decodeMeta, encodeCapture, encodeOutput } from '../src/cluster/answer.js';
+import { Batcher, ITEM_HEADER, unbatch } from '../src/cluster/batch.js';
+import type { Bus } from '../src/cluster/bus.js';
 import { StatePages } from '../src/cluster/state-pages.js';
 import type { StatePage } from '../src/cluster/wire.js';
 import type { LocalHost } from '../src/router/router.js';
@@ -64,6 +69,86 @@ describe('call answers between nodes', () => {
   });
 });
 
+/** A bus that records what is published (subject, data, reply), with NATS `max_payload` `maxPayload`. */
+function recordingBus(maxPayload: number): Bus & { sent: [string, Uint8Array, string | undefined][] } {
+  const sent: [string, Uint8Array, string | undefined][] = [];
+  return {
+    sent,
+    connected: true,
+    maxPayload,
+    publish: (subject, data, reply) => void sent.push([subject, data, reply]),
+    subscribe: () => () => undefined,
+    request: () => Promise.reject(new Error('not used')),
+  };
+}
+
+/** The items of batch `data`, as [id, text]. */
+function items(data: Uint8Array): [number, string][] {
+  const out: [number, string][] = [];
+  expect(unbatch(data, (id, b) => void out.push([id, Buffer.from(b).toString()]))).toBe(true);
+  return out;
+}
+
+describe('batches of calls and answers between nodes', () => {
+  it('sends what is queued for one subject in one turn as one message, items in order, at the end of the turn', async () => {
+    const bus = recordingBus(1024);
+    const batcher = new Batcher(bus);
+    batcher.send('node.a.call', 1, bytes('one'), 'reply.b');
+    batcher.send('node.c.call', 2 ** 40, bytes('two'), 'reply.b');
+    batcher.send('node.a.call', 3, bytes(''), 'reply.b');
+    expect(bus.sent).toHaveLength(0);
+    await Promise.resolve();
+    expect(bus.sent.map(([subject, data, reply]) => [subject, items(data), reply])).toEqual([
+      [
+        'node.a.call',
+        [
+          [1, 'one'],
+          [3, ''],
+        ],
+        'reply.b',
+      ],
+      ['node.c.call', [[2 ** 40, 'two']], 'reply.b'],
+    ]);
+  });
+
+  it('starts a new message before an item would take one past max_payload', async () => {
+    const bus = recordingBus(2 * (ITEM_HEADER + 40));
+    const batcher = new Batcher(bus);
+    for (let id = 0; id < 5; id++) batcher.send('reply.b', id, bytes('x'.repeat(40)));
+    await Promise.resolve();
+    expect(bus.sent.map(([, data]) => items(data).map(([id]) => id))).toEqual([[0, 1], [2, 3], [4]]);
+    for (const [, data] of bus.sent) expect(data.length).toBeLessThanOrEqual(bus.maxPayload);
+  });
+
+  it('publishes a single message (a cancel) only after the batches queued before it', () => {
+    const bus = recordingBus(1024);
+    const batcher = new Batcher(bus);
+    batcher.send('node.a.call', 7, bytes('call'), 'reply.b');
+    batcher.publish('node.a.cancel', bytes('cancel 7'));
+    expect(bus.sent.map(([subject]) => subject)).toEqual(['node.a.call', 'node.a.cancel']);
+  });
+
+  it('refuses a malformed batch whole (empty, a short header, a length past the end), handing over no item', () => {
+    const good = (() => {
+      const bus = recordingBus(1024);
+      const batcher = new Batcher(bus);
+      batcher.send('s', 1, bytes('abc'));
+      batcher.send('s', 2, bytes('de'));
+      batcher.flush();
+      return Buffer.from(bus.sent[0]![1]);
+    })();
+    expect(items(good)).toEqual([
+      [1, 'abc'],
+      [2, 'de'],
+    ]);
+    let handed = 0;
+    for (const bad of [new Uint8Array(0), good.subarray(0, 5), good.subarray(0, good.length - 1), Buffer.from('{}')]) {
+      expect(unbatch(bad, () => void handed++)).toBe(false);
+    }
+    expect(handed).toBe(0);
+  });
+});
+
 describe('state pages', () => {
   const tools = (n: number): ToolSpec[] => Array.from({ length: n }, (_, i) => ({ name: `t${i}`, inputSchema: { type: 'object' } }));
   const shared = tools(3);
@@ -72,7 +157,11 @@ describe('state pages', () => {
     Array.from({ length: n }, (_, i) => ({ host: `h${i}`, connectedAt: new Date(1000 + i), tools: i % 10 === 9 ? other : shared }));
 
   it('sends each distinct tool set of a page once, hosts naming theirs by index, and pages through every host', () => {
-    const pages = new StatePages(() => hosts(100), 'boot1');
+    const pages = new StatePages(
+      () => hosts(100),
+      (host) => hosts(100).find((h) => h.host === host),
+      'boot1',
+    );
     const seen: StatePage['hosts'] = [];
     let offset: number | undefined = 0;
     while (offset !== undefined) {
@@ -88,7 +177,11 @@ describe('state pages', () => {
 
   it('keeps serving the version a peer is paging through after the host set moved on', () => {
     let current = hosts(30);
-    const pages = new StatePages(() => current, 'boot1');
+    const pages = new StatePages(
+      () => current,
+      (host) => current.find((h) => h.host === host),
+      'boot1',
+    );
     const first = JSON.parse(pages.page(1, { offset: 0 }, 600)) as StatePage;
     expect(first.next).toBeGreaterThan(0);
     current = hosts(5);
@@ -101,7 +194,11 @@ describe('state pages', () => {
 
   it('answers a peer that applied an earlier version with the hosts changed since (one page, `gone` for those that left)', () => {
     let current = hosts(30);
-    const pages = new StatePages(() => current, 'boot1');
+    const pages = new StatePages(
+      () => current,
+      (host) => current.find((h) => h.host === host),
+      'boot1',
+    );
     current.forEach((h, i) => pages.note(h.host, i + 1)); // versions 1…30: h0 … h29 bound
     current = current.filter((h) => h.host !== 'h28');
     pages.note('h28', 31);

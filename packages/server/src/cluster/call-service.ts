@@ -13,6 +13,7 @@ import type { OutputChunk, RoutedCall, RoutedCapture } from '../seam.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { encodeCapture, encodeOutput } from './answer.js';
+import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
 import { type CallControl, type CallRequest, decode } from './wire.js';
 
 /**
@@ -26,6 +27,9 @@ class Running {
   controller: AbortController | undefined = undefined;
 
   constructor(
+    /** Where the caller's node takes its answers, and the call's id there. */
+    readonly reply: string,
+    readonly id: number,
     readonly link: HostLink,
     readonly call: RoutedCall,
   ) {}
@@ -44,15 +48,21 @@ class Running {
 
 export interface CallServiceDeps {
   bus: Bus;
+  /** This node's outgoing batches (`batch.ts`): the answers go out in them. */
+  batcher: Batcher;
   subjects: Subjects;
   node: string;
   router: Router;
   logger: Logger;
 }
 
+/** The key of a running call: its caller node's answer subject and its id there. */
+const keyOf = (reply: string, id: number): string => `${reply} ${id}`;
+
 /** Runs other nodes' calls on this node's hosts. */
 export class CallService {
   readonly #deps: CallServiceDeps;
+  /** By {@link keyOf}. */
   readonly #running = new Map<string, Running>();
   readonly #unsubscribe: (() => void)[];
   /**
@@ -66,8 +76,12 @@ export class CallService {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
     this.#unsubscribe = [
-      bus.subscribe(subjects.node(node, 'call'), (data, reply) => this.#onCall(data, reply)),
-      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#running.get(decode<CallControl>(data)?.reply ?? '')?.stop()),
+      bus.subscribe(subjects.node(node, 'call'), (data, reply) => {
+        if (reply === undefined || !unbatch(data, (id, bytes) => this.#onCall(bytes, reply, id))) {
+          this.#deps.logger.warn({ reply }, 'cluster: unreadable calls from another node dropped');
+        }
+      }),
+      bus.subscribe(subjects.node(node, 'cancel'), (data) => this.#control(data)?.running.stop()),
       bus.subscribe(subjects.node(node, 'ack'), (data) => this.#onAck(data)),
     ];
   }
@@ -78,22 +92,32 @@ export class CallService {
    */
   close(): void {
     for (const off of this.#unsubscribe.splice(0)) off();
-    const running = [...this.#running.keys()];
+    const running = [...this.#running.values()];
     this.#running.clear();
-    for (const reply of running) this.#answer(reply, failureCapture('unavailable', `node ${this.#deps.node} is shutting down`));
+    for (const r of running) this.#answer(r.reply, r.id, failureCapture('unavailable', `node ${this.#deps.node} is shutting down`));
+    this.#deps.batcher.flush();
     this.#closing.abort();
   }
 
-  #onCall(data: Uint8Array, reply: string | undefined): void {
-    if (reply === undefined || this.#running.has(reply)) return;
+  /** A `cancel` or `ack`, and the running call it names; `undefined` when it names none. */
+  #control(data: Uint8Array): { control: CallControl; running: Running } | undefined {
+    const control = decode<CallControl>(data);
+    if (control === undefined || typeof control.reply !== 'string' || typeof control.id !== 'number') return undefined;
+    const running = this.#running.get(keyOf(control.reply, control.id));
+    return running === undefined ? undefined : { control, running };
+  }
+
+  #onCall(data: Uint8Array, reply: string, id: number): void {
+    const key = keyOf(reply, id);
+    if (this.#running.has(key)) return;
     const request = decode<CallRequest>(data);
     if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
       this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
-      return this.#answer(reply, failureCapture('protocol', 'the call did not reach the host node intact'));
+      return this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
     }
     const link = this.#deps.router.linkOf(request.host);
     if (link === undefined || link.node !== undefined || !link.isOpen) {
-      return this.#answer(reply, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
+      return this.#answer(reply, id, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
     const call: RoutedCall = {
       id: request.id,
@@ -104,13 +128,13 @@ export class CallService {
       signal: this.#closing.signal,
     };
     if (typeof request.deadlineMs === 'number') call.deadlineMs = request.deadlineMs;
-    const running = new Running(link, call);
+    const running = new Running(reply, id, link, call);
     if (request.stream === true) {
       const credits = (running.credits = new Map<number, () => void>());
       call.onOutput = (chunk: OutputChunk): Promise<void> =>
         new Promise<void>((credit) => {
           credits.set(chunk.seq, credit);
-          this.#deps.bus.publish(reply, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
+          this.#deps.batcher.send(reply, id, encodeOutput(chunk.stream, chunk.seq, chunk.bytes));
         });
     }
     // A local link is a host session (it has `stop`); any other link gets a signal of its own.
@@ -118,28 +142,28 @@ export class CallService {
       running.controller = new AbortController();
       call.signal = AbortSignal.any([running.controller.signal, this.#closing.signal]);
     }
-    this.#running.set(reply, running);
+    this.#running.set(key, running);
     void link.call(request.tool, call).then((capture) => {
       running.creditAll();
-      if (this.#running.get(reply) !== running) return; // answered at close already
-      this.#running.delete(reply);
-      this.#answer(reply, capture);
+      if (this.#running.get(key) !== running) return; // answered at close already
+      this.#running.delete(key);
+      this.#answer(reply, id, capture);
     });
   }
 
   #onAck(data: Uint8Array): void {
-    const control = decode<CallControl>(data);
-    if (control === undefined || typeof control.seq !== 'number') return;
-    const running = this.#running.get(control.reply);
-    const credit = running?.credits?.get(control.seq);
+    const named = this.#control(data);
+    const seq = named?.control.seq;
+    if (named === undefined || typeof seq !== 'number') return;
+    const credit = named.running.credits?.get(seq);
     if (credit === undefined) return;
-    running!.credits!.delete(control.seq);
+    named.running.credits!.delete(seq);
     credit();
   }
 
-  /** The capture: one message when it fits NATS `max_payload`, else in pieces (`answer.ts`). */
-  #answer(reply: string, capture: RoutedCapture): void {
-    const { bus } = this.#deps;
-    for (const message of encodeCapture(capture, bus.maxPayload)) bus.publish(reply, message);
+  /** The capture: one item when it fits NATS `max_payload`, else in pieces (`answer.ts`), in the batch to the caller's node. */
+  #answer(reply: string, id: number, capture: RoutedCapture): void {
+    const { bus, batcher } = this.#deps;
+    for (const message of encodeCapture(capture, bus.maxPayload - ITEM_HEADER)) batcher.send(reply, id, message);
   }
 }

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from '../options.js';
 import type { Executor } from '../executor/executor.js';
 import type { Router } from '../router/router.js';
+import { Batcher } from './batch.js';
 import { CallService } from './call-service.js';
 import { ClusterError } from './errors.js';
 import { Leases } from './leases.js';
@@ -60,8 +61,11 @@ export class ClusterNode {
     this.#bus = bus;
     this.#router = router;
     this.#leases = leases;
+    // One for the calls this node sends and the answers it gives: what goes to one node in a turn is one message.
+    const batcher = new Batcher(bus);
     this.#calls = new RemoteCalls({
       bus,
+      batcher,
       subjects: names,
       node: config.node,
       deadlineMs: deps.deadlineMs,
@@ -69,7 +73,7 @@ export class ClusterNode {
       capBytes: deps.capBytes,
       logger,
     });
-    this.#service = new CallService({ bus, subjects: names, node: config.node, router, logger });
+    this.#service = new CallService({ bus, batcher, subjects: names, node: config.node, router, logger });
     this.#peers = new Peers({
       bus,
       subjects: names,

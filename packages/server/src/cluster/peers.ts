@@ -56,7 +56,15 @@ export class Peers {
   constructor(deps: PeersDeps) {
     this.#deps = deps;
     const { bus, subjects, node } = deps;
-    this.#pages = new StatePages(() => deps.router.localHosts(), deps.boot);
+    this.#pages = new StatePages(
+      () => deps.router.localHosts(),
+      (host) => {
+        const link = deps.router.linkOf(host);
+        if (link === undefined || link.node !== undefined) return undefined;
+        return { host, remote: link.remote, connectedAt: link.connectedAt, tools: deps.router.toolsOf(host).map((t) => t.spec) };
+      },
+      deps.boot,
+    );
     this.#state = new PeerState({
       bus,
       subjects,

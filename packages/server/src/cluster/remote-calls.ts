@@ -11,7 +11,8 @@ import { isStopped, unwatchCall, watchCall } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
-import { type CallRequest, encode } from './wire.js';
+import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
+import { type CallControl, type CallRequest, encode } from './wire.js';
 
 /**
  * One pending call. A class, not a literal with closures: one object per call, its `stop` (the
@@ -25,7 +26,8 @@ class Pending {
 
   constructor(
     readonly calls: RemoteCalls,
-    readonly reply: string,
+    /** The call's id among this node's calls (its answers carry it). */
+    readonly id: number,
     readonly node: string,
     readonly call: RoutedCall,
     readonly resolve: (capture: RoutedCapture) => void,
@@ -40,9 +42,11 @@ class Pending {
   }
 }
 
-/** What the remote calls need: the bus, this node's subjects, the default deadline and a grace, the logger. */
+/** What the remote calls need: the bus and its batches, this node's subjects, the default deadline and a grace, the logger. */
 export interface RemoteCallsDeps {
   bus: Bus;
+  /** This node's outgoing batches (`batch.ts`): calls go out in them, and cancels and credits after them. */
+  batcher: Batcher;
   subjects: Subjects;
   node: string;
   /** The server's default deadline, ms (a call without its own). */
@@ -57,15 +61,18 @@ export interface RemoteCallsDeps {
 /** The pending calls this node sent to hosts on other nodes. */
 export class RemoteCalls {
   readonly #deps: RemoteCallsDeps;
-  readonly #pending = new Map<string, Pending>();
-  readonly #prefix: string;
+  readonly #pending = new Map<number, Pending>();
+  /** Where this node's answers arrive, in batches (`batch.ts`): the reply subject of its calls. */
+  readonly #answers: string;
   #next = 0;
   #unsubscribe: (() => void) | undefined;
 
   constructor(deps: RemoteCallsDeps) {
     this.#deps = deps;
-    this.#prefix = `${deps.subjects.replies(deps.node)}.`;
-    this.#unsubscribe = deps.bus.subscribe(`${this.#prefix}*`, (data, _reply, subject) => this.#onAnswer(subject, data));
+    this.#answers = deps.subjects.replies(deps.node);
+    this.#unsubscribe = deps.bus.subscribe(this.#answers, (data) => {
+      if (!unbatch(data, this.#onAnswer)) deps.logger.warn({}, 'cluster: unreadable answers from another node dropped');
+    });
   }
 
   /**
@@ -81,12 +88,12 @@ export class RemoteCalls {
     if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
     if (stream) request.stream = true;
     const data = encode(request);
-    if (data.length > bus.maxPayload) {
+    if (data.length + ITEM_HEADER > bus.maxPayload) {
       return Promise.resolve(
         failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),
       );
     }
-    const reply = this.#prefix + (this.#next++).toString(36);
+    const id = this.#next++;
     const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
     let streamed: Pending['streamed'];
     if (stream) {
@@ -95,38 +102,40 @@ export class RemoteCalls {
       streamed = { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 };
     }
     return new Promise<RoutedCapture>((resolve) => {
-      const pending = new Pending(this, reply, node, call, resolve, streamed, link);
+      const pending = new Pending(this, id, node, call, resolve, streamed, link);
       pending.timer = setTimeout(this.#onDeadline, deadline + this.#deps.graceMs, pending, deadline);
-      this.#pending.set(reply, pending);
+      this.#pending.set(id, pending);
       watchCall(call, pending);
       if (link !== undefined) link.inFlight += 1;
-      bus.publish(subjects.node(node, 'call'), data, reply);
+      this.#deps.batcher.send(subjects.node(node, 'call'), id, data, this.#answers);
     });
   }
 
   /** Publish the cancel of a pending call (its caller's signal aborted). */
   cancel(p: Pending): void {
-    this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'cancel'), encode({ reply: p.reply }));
+    const control: CallControl = { reply: this.#answers, id: p.id };
+    this.#deps.batcher.publish(this.#deps.subjects.node(p.node, 'cancel'), encode(control));
   }
 
   /** The backstop past a call's deadline (+ grace): the host's node did not answer in time. One function for all calls. */
   readonly #onDeadline = (p: Pending, deadline: number): void =>
-    this.#fail(p.reply, 'deadline', `deadline of ${deadline} ms exceeded (node ${p.node} did not answer in time)`);
+    this.#fail(p.id, 'deadline', `deadline of ${deadline} ms exceeded (node ${p.node} did not answer in time)`);
 
   /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
   failNode(node: string, reason: string): void {
-    for (const [reply, p] of this.#pending) if (p.node === node) this.#fail(reply, 'unavailable', reason);
+    for (const [id, p] of this.#pending) if (p.node === node) this.#fail(id, 'unavailable', reason);
   }
 
   /** Settle every pending call 69 and stop listening. Idempotent. */
   close(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
-    for (const reply of [...this.#pending.keys()]) this.#fail(reply, 'unavailable', 'server shutting down');
+    for (const id of [...this.#pending.keys()]) this.#fail(id, 'unavailable', 'server shutting down');
   }
 
-  #onAnswer(subject: string, data: Uint8Array): void {
-    const p = this.#pending.get(subject);
+  /** One answer of a batch (`batch.ts`); `data` is a view of the NATS message. */
+  readonly #onAnswer = (id: number, data: Uint8Array): void => {
+    const p = this.#pending.get(id);
     if (p === undefined) return; // settled already (deadline, node loss): late answers are dropped
     const answer = decodeAnswer(data);
     if (answer === undefined) {
@@ -134,21 +143,22 @@ export class RemoteCalls {
       return;
     }
     if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(answer.bytes.slice());
-    else if (answer.t === 'output') this.#output(subject, p, answer);
+    else if (answer.t === 'output') this.#output(p, answer);
     else {
       const meta = decodeMeta(whole(p.parts?.meta, answer.meta));
       if (meta === undefined) {
         this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node');
-        return this.#fail(subject, 'protocol', `the answer of node ${p.node} did not arrive intact`);
+        return this.#fail(id, 'protocol', `the answer of node ${p.node} did not arrive intact`);
       }
       const capture: Capture = { stdout: whole(p.parts?.stdout, answer.stdout), stderr: whole(p.parts?.stderr, answer.stderr), exitCode: answer.exitCode, ...meta };
-      this.#settle(subject, capture);
+      this.#settle(id, capture);
     }
-  }
+  };
 
   /** A live-output chunk: to the caller's listener, credited back to the host's node once consumed. */
-  #output(reply: string, p: Pending, chunk: Extract<Answer, { t: 'output' }>): void {
-    const ack = (): void => this.#deps.bus.publish(this.#deps.subjects.node(p.node, 'ack'), encode({ reply, seq: chunk.seq }));
+  #output(p: Pending, chunk: Extract<Answer, { t: 'output' }>): void {
+    const control: CallControl = { reply: this.#answers, id: p.id, seq: chunk.seq };
+    const ack = (): void => this.#deps.batcher.publish(this.#deps.subjects.node(p.node, 'ack'), encode(control));
     const stream = chunk.stream;
     const bytes = chunk.bytes.slice(); // the listener may keep it: not a view of the NATS read buffer
     if (p.streamed !== undefined) {
@@ -176,8 +186,8 @@ export class RemoteCalls {
    * End a call here with a synthetic capture: it keeps what was streamed, and the caller's listener
    * gets the reason line as the last chunk (as a host session does).
    */
-  #fail(reply: string, kind: Failure, reason: string): void {
-    const p = this.#pending.get(reply);
+  #fail(id: number, kind: Failure, reason: string): void {
+    const p = this.#pending.get(id);
     if (p === undefined) return;
     const partial = p.streamed === undefined ? {} : { stdout: p.streamed.stdout.bytes('stdout'), stderr: p.streamed.stderr.bytes('stderr') };
     const capture = failureCapture(kind, reason, partial);
@@ -185,13 +195,13 @@ export class RemoteCalls {
       const line = capture.stderr.subarray(partial.stderr?.length ?? 0);
       this.#deliver(p, 'stderr', line, p.streamed.seq, () => undefined);
     }
-    this.#settle(reply, capture);
+    this.#settle(id, capture);
   }
 
-  #settle(reply: string, capture: RoutedCapture): void {
-    const p = this.#pending.get(reply);
+  #settle(id: number, capture: RoutedCapture): void {
+    const p = this.#pending.get(id);
     if (p === undefined) return;
-    this.#pending.delete(reply);
+    this.#pending.delete(id);
     clearTimeout(p.timer);
     unwatchCall(p.call, p);
     if (p.link !== undefined) p.link.inFlight -= 1;

@@ -6,7 +6,9 @@
  * last few snapshots are kept, so a peer paging through a version that has just moved on can finish
  * it instead of starting over. A peer that applied an earlier version of the same boot asks for the
  * changes since it (`since`): the hosts that bound, re-advertised or left after that version, in one
- * page when they fit, instead of every host again on every change of a connect storm.
+ * page when they fit, instead of every host again on every change of a connect storm. Such a page
+ * is read from the hosts as they are (the current version), host by host: no snapshot of every
+ * host is made for it, so a connect storm, a new version per turn, allocates per changed host only.
  */
 import type { ToolSpec } from '@toolwire/protocol';
 import type { LocalHost } from '../router/router.js';
@@ -19,8 +21,6 @@ const KEPT_SNAPSHOTS = 4;
 
 interface Snapshot {
   hosts: LocalHost[];
-  /** Host → its index in `hosts` (built at the first `since` request of this snapshot). */
-  index?: Map<string, number>;
   /** Per host: the index of its tool set in `texts`. */
   setOf: number[];
   /** JSON text of each distinct tool set. */
@@ -35,6 +35,8 @@ const idOf = (spec: ToolSpec): number => {
   if (id === undefined) specIds.set(spec, (id = nextSpecId++));
   return id;
 };
+/** What tells equal tool sets apart: their specs' numbers. */
+const setKey = (tools: readonly ToolSpec[]): string => tools.map(idOf).join(',');
 
 /** Snapshots of this node's hosts and the pages cut from them. */
 export class StatePages {
@@ -42,10 +44,16 @@ export class StatePages {
   /** Each host identity that changed since boot → the version of its last change (bounded by the identities configured). */
   readonly #changes = new Map<string, number>();
   readonly #localHosts: () => LocalHost[];
+  readonly #localHost: (host: string) => LocalHost | undefined;
   readonly #boot: string;
 
-  constructor(localHosts: () => LocalHost[], boot: string) {
+  /**
+   * @param localHosts every host bound on this node, as it is now
+   * @param localHost one host bound on this node as it is now, `undefined` when none is
+   */
+  constructor(localHosts: () => LocalHost[], localHost: (host: string) => LocalHost | undefined, boot: string) {
     this.#localHosts = localHosts;
+    this.#localHost = localHost;
     this.#boot = boot;
   }
 
@@ -93,13 +101,11 @@ export class StatePages {
   }
 
   /**
-   * The hosts changed after version `since` as they are at `version` (`gone`: those no longer
-   * here), as one page with `delta` set; `undefined` when they do not fit one page.
+   * The hosts changed after version `since` as they are at `version`, the current one (`gone`:
+   * those no longer here), as one page with `delta` set; `undefined` when they do not fit one page.
    */
   #delta(version: number, since: number, maxBytes: number): string | undefined {
-    const snapshot = this.#snapshot(version);
-    const index = (snapshot.index ??= new Map(snapshot.hosts.map((h, i) => [h.host, i])));
-    const sets = new Map<number, number>();
+    const sets = new Map<string, number>();
     const setTexts: string[] = [];
     const hosts: string[] = [];
     const gone: string[] = [];
@@ -107,19 +113,19 @@ export class StatePages {
     for (const [host, changedAt] of this.#changes) {
       if (changedAt <= since) continue;
       if (hosts.length + gone.length >= PAGE_HOSTS) return undefined;
-      const at = index.get(host);
-      if (at === undefined) {
+      const h = this.#localHost(host);
+      if (h === undefined) {
         const entry = JSON.stringify(host);
         bytes += entry.length + 1;
         gone.push(entry);
       } else {
-        const h = snapshot.hosts[at]!;
-        const set = snapshot.setOf[at]!;
-        let i = sets.get(set);
+        const key = setKey(h.tools);
+        let i = sets.get(key);
         if (i === undefined) {
-          sets.set(set, (i = sets.size));
-          setTexts.push(snapshot.texts[set]!);
-          bytes += snapshot.texts[set]!.length + 1;
+          const text = JSON.stringify(h.tools);
+          sets.set(key, (i = sets.size));
+          setTexts.push(text);
+          bytes += text.length + 1;
         }
         const entry = JSON.stringify({ host: h.host, ...(h.remote !== undefined && { remote: h.remote }), connectedAt: h.connectedAt.getTime(), set: i });
         bytes += entry.length + 1;
@@ -138,7 +144,7 @@ export class StatePages {
     const setOf: number[] = [];
     const texts: string[] = [];
     for (const h of hosts) {
-      const key = h.tools.map(idOf).join(',');
+      const key = setKey(h.tools);
       let set = keys.get(key);
       if (set === undefined) {
         keys.set(key, (set = texts.length));

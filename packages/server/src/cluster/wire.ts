@@ -5,7 +5,10 @@
  */
 import type { Capture } from '@toolwire/protocol';
 
-/** A call sent to the node its host is connected to (reply subject: where its answers go). */
+/**
+ * A call sent to the node its host is connected to, as an item of a batch (`batch.ts`) whose reply
+ * subject is where its answers go, each an item with the call's id.
+ */
 export interface CallRequest {
   host: string;
   /** The host's bare tool name. */
@@ -21,9 +24,10 @@ export interface CallRequest {
   stream?: boolean;
 }
 
-/** Node → node: stop the call whose reply subject is `reply`, or credit its output chunk `seq`. */
+/** Node → node: stop call `id` of the node whose answers go to `reply`, or credit its output chunk `seq`. */
 export interface CallControl {
   reply: string;
+  id: number;
   seq?: number;
 }
 
