@@ -1,7 +1,7 @@
 /**
  * Bench helpers' observability switch (issue 16, `pnpm bench --observe`): with `BENCH_OBSERVE=1` a
  * helper logs at info through pino to /dev/null through the destination `toolwire serve` and
- * `toolwire host` use for JSON on stderr (`HeldDestination`: one write per event-loop turn), and
+ * `toolwire host` use for JSON on stderr (`HeldDestination`: lines held up to 10 ms, one write), and
  * the server keeps metrics; without it the logger is silent and metrics are off.
  */
 import { openSync } from 'node:fs';

@@ -16,19 +16,20 @@ export function logFormatOf(value: string | undefined, stream: NodeJS.WritableSt
   return (LOG_FORMATS as readonly string[]).includes(value) ? (value as LogFormat) : undefined;
 }
 
-/** Bytes of JSON lines held before they are written at once. */
-const HELD_BYTES = 8 * 1024;
+/** Characters (UTF-16 units) of JSON lines held before they are written at once. */
+const HELD_CHARS = 8 * 1024;
 /** ms a line is held at most before it is written. */
 const HOLD_MS = 10;
-/** Bytes of the buffer lines are held in (room for a line of up to {@link HELD_BYTES} / 3 characters past the mark). */
-const BUFFER_BYTES = 16 * 1024;
+/** Bytes of the reused buffer held lines are encoded into: room for 16 Ki characters of UTF-8 (at most 3 bytes each); more go through a buffer of their own. */
+const BUFFER_BYTES = 48 * 1024;
 
 /**
  * JSON lines to file descriptor `fd`, written together at most {@link HOLD_MS} after the first of
- * them (issue 16: a call line must not cost a write(2) of its own, even at one call at a time):
- * the lines are encoded into one buffer and written synchronously (sonic-boom in sync mode,
- * `contentMode: 'buffer'`: partial writes and `EAGAIN` retried) when the timer fires, or at once
- * when {@link HELD_BYTES} are held. No line waits longer than {@link HOLD_MS}, so nothing lingers
+ * them (issue 16: a call line must not cost a write(2) of its own, even at one call at a time).
+ * The lines are held as one string (appending a line is a string concatenation, no encoding per
+ * line) and encoded into one reused buffer when written, by sonic-boom in sync mode
+ * (`contentMode: 'buffer'`: partial writes and `EAGAIN` retried): when the timer fires, or at once
+ * when {@link HELD_CHARS} are held. No line waits longer than {@link HOLD_MS}, so nothing lingers
  * at a low rate; the timer does not keep the process alive. (sonic-boom's own holding,
  * `minLength`, has no time bound and measures the byte length of all it holds on every line.)
  * {@link flushSync} writes what is held; it runs on `exit` (a normal end, `process.exit()`, an
@@ -37,9 +38,14 @@ const BUFFER_BYTES = 16 * 1024;
  */
 export class HeldDestination implements pino.DestinationStream {
   readonly #boom: ReturnType<typeof pino.destination>;
-  readonly #held = Buffer.allocUnsafe(BUFFER_BYTES);
-  /** Bytes of {@link #held} in use. */
-  #used = 0;
+  /** The lines held, not yet written. */
+  #text = '';
+  /**
+   * What held lines are encoded into to be written. Reused: in sync mode sonic-boom is done with
+   * a buffer when its write returns, unless the write failed (then it keeps it to retry, and this
+   * one is replaced, see {@link #hand}).
+   */
+  #bytes = Buffer.allocUnsafe(BUFFER_BYTES);
   #timer: NodeJS.Timeout | undefined;
   readonly #flush = (): void => {
     this.#timer = undefined;
@@ -53,13 +59,9 @@ export class HeldDestination implements pino.DestinationStream {
   }
 
   write(line: string): void {
-    // A UTF-16 unit is at most 3 bytes of UTF-8.
-    if (this.#used + line.length * 3 > BUFFER_BYTES) {
-      this.#write();
-      if (line.length * 3 > BUFFER_BYTES) return this.#hand(Buffer.from(line));
-    }
-    this.#used += this.#held.write(line, this.#used);
-    if (this.#used >= HELD_BYTES) this.#write();
+    const text = this.#text + line;
+    this.#text = text;
+    if (text.length >= HELD_CHARS) this.#write();
     else if (this.#timer === undefined) this.#timer = setTimeout(this.#flush, HOLD_MS).unref();
   }
 
@@ -73,23 +75,27 @@ export class HeldDestination implements pino.DestinationStream {
     }
   }
 
-  /** Hand what is held to sonic-boom (as a copy: it keeps a buffer whose write failed), which writes it at once. */
+  /** Encode what is held and hand it to sonic-boom, which writes it at once. */
   #write(): void {
     if (this.#timer !== undefined) {
       clearTimeout(this.#timer);
       this.#timer = undefined;
     }
-    if (this.#used === 0) return;
-    const bytes = Buffer.from(this.#held.subarray(0, this.#used));
-    this.#used = 0;
-    this.#hand(bytes);
+    const text = this.#text;
+    if (text.length === 0) return;
+    this.#text = '';
+    if (text.length * 3 > BUFFER_BYTES) return this.#hand(Buffer.from(text), false);
+    this.#hand(this.#bytes.subarray(0, this.#bytes.write(text, 0)), true);
   }
 
-  #hand(bytes: Buffer): void {
+  /** Hand `bytes` to sonic-boom; `reused`: they are a view of {@link #bytes}. */
+  #hand(bytes: Buffer, reused: boolean): void {
     try {
       this.#boom.write(bytes as unknown as string); // contentMode buffer: a Buffer (typed as string)
     } catch {
-      // destroyed: nowhere left to report it
+      // The write failed (or sonic-boom is destroyed): nowhere left to report it. sonic-boom may
+      // keep the bytes to write them later, so they are no longer this destination's to reuse.
+      if (reused) this.#bytes = Buffer.allocUnsafe(BUFFER_BYTES);
     }
   }
 }

@@ -6,12 +6,14 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
+import { HeldDestination } from '../src/log-format.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const main = join(here, '..', 'src', 'main.ts');
@@ -49,6 +51,20 @@ describe('HeldDestination (JSON logs on stderr)', () => {
     expect(code).toBe(0);
     const lines = jsonLines(stderr());
     expect(lines.map((l) => l.i)).toEqual(Array.from({ length: 5000 }, (_, i) => i));
+  });
+
+  it('writes held lines byte for byte in order: non-ASCII text, lines past the hold size and one longer than the reused buffer', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolwire-logdest-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const file = join(dir, 'log');
+    const fd = openSync(file, 'w');
+    cleanups.push(() => closeSync(fd));
+    const destination = new HeldDestination(fd);
+    const lines = Array.from({ length: 300 }, (_, i) => `{"i":${i},"text":"grüße ✓ 🚀 ${'x'.repeat(i * 7)}"}\n`);
+    lines.splice(150, 0, `{"big":"${'é'.repeat(40_000)}"}\n`);
+    for (const line of lines) destination.write(line);
+    destination.flushSync();
+    expect(readFileSync(file, 'utf8')).toBe(lines.join(''));
   });
 
   it('toolwire host writes its last line ("stopping") before it exits on SIGTERM', async () => {

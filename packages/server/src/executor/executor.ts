@@ -353,10 +353,11 @@ export class Executor {
   ): void {
     const observer = this.#observer;
     const lines = this.#lines;
-    if (observer === undefined && !lines.enabled) return; // nothing to tell: no fields built
+    const logging = lines.enabled;
+    if (observer === undefined && !logging) return; // nothing to tell: no fields built
     const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
     const traceId = traceIdOf(traceparent);
-    if (lines.enabled) {
+    if (logging) {
       const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
       if (wire !== undefined) fields.wire = wire;
       if (node !== undefined) fields.node = node;

@@ -42,6 +42,8 @@ export class CallSeries {
   /** Upper bounds of the duration buckets, seconds, ascending. */
   readonly bounds: readonly number[];
   readonly #byPair = new Map<string, Series>();
+  /** The series of the last call recorded (calls of one tool on one host come in runs): looked up first. */
+  #last: Series | undefined;
 
   constructor(bounds: readonly number[]) {
     this.bounds = bounds;
@@ -52,12 +54,16 @@ export class CallSeries {
    * only when `traceId` is given (a call without trace context has nothing to join a trace to).
    */
   record(tool: string, host: string, node: string | undefined, exitCode: number, seconds: number, callId: string, traceId: string | undefined): void {
-    // Neither a tool name, a host identity nor a node id holds a newline.
-    const key = node === undefined ? `${tool}\n${host}` : `${tool}\n${host}\n${node}`;
-    let series = this.#byPair.get(key);
-    if (series === undefined) {
-      series = { tool, host, node, byExitCode: new Map(), buckets: new Array<number>(this.bounds.length + 1).fill(0), exemplars: [], sum: 0, count: 0 };
-      this.#byPair.set(key, series);
+    let series = this.#last;
+    if (series === undefined || series.tool !== tool || series.host !== host || series.node !== node) {
+      // Neither a tool name, a host identity nor a node id holds a newline.
+      const key = node === undefined ? `${tool}\n${host}` : `${tool}\n${host}\n${node}`;
+      series = this.#byPair.get(key);
+      if (series === undefined) {
+        series = { tool, host, node, byExitCode: new Map(), buckets: new Array<number>(this.bounds.length + 1).fill(0), exemplars: [], sum: 0, count: 0 };
+        this.#byPair.set(key, series);
+      }
+      this.#last = series;
     }
     series.byExitCode.set(exitCode, (series.byExitCode.get(exitCode) ?? 0) + 1);
     const bounds = this.bounds;
