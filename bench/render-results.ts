@@ -72,7 +72,9 @@ for (const text of readFileSync(file, 'utf8').split('\n')) {
     r.cli = l as unknown as NonNullable<RunRecord['cli']>;
   } else if (s === 'abuse') {
     r.abuse = l as unknown as NonNullable<RunRecord['abuse']>;
+  } else if (s === 'mcp') {
+    r.mcp = l as unknown as NonNullable<RunRecord['mcp']>;
   }
 }
-const complete = [...records.values()].filter((r) => Object.keys(r.pairs).length > 0 || r.s6 !== undefined || r.door !== undefined);
+const complete = [...records.values()].filter((r) => Object.keys(r.pairs).length > 0 || r.s6 !== undefined || r.door !== undefined || r.mcp !== undefined);
 process.stdout.write(`${render(complete, flag === '--markdown')}\n`);
