@@ -4,8 +4,8 @@
  * `AbortSignal` and its listener, a timeout timer, copies of the params, and validates the answer
  * with zod twice (as a JSON-RPC response, then as a `CallToolResult`) — more than the rest of the
  * host's work for a call (bench/README.md, issue 14). Here a call is one entry in a map: its abort is
- * the call layer's (which owns the deadline), and a text-only result is checked field by field (the
- * SDK's `CallToolResultSchema` checks every other one).
+ * the call layer's (which owns the deadline), and a text-only result (with or without
+ * `structuredContent`) is checked field by field (the SDK's `CallToolResultSchema` checks every other one).
  *
  * Requests carry the ids `tw-1`, `tw-2`… (MCP allows a string or an integer; the SDK client's own
  * requests use integers), and their progress tokens are the same strings. The responses to them and
@@ -36,18 +36,29 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * `result` as a `CallToolResult` when it is one whose content blocks are all text (what most tools
- * answer): the fields the capture reads are checked here. Anything else goes through the SDK's
- * `CallToolResultSchema` (images, resources, annotations; it also drops unknown keys of the blocks
- * that are passed on). `undefined` → use the schema.
+ * answer), with or without an object `structuredContent`: the fields the capture reads are checked
+ * here. With `structuredContent` the blocks are passed on as they are (the capture keeps them), so
+ * each must be exactly `{type, text}` — what the schema would give back for it. Anything else goes
+ * through the SDK's `CallToolResultSchema` (images, resources, annotations, `_meta` on a block; it
+ * also drops unknown keys of the blocks that are passed on). `undefined` → use the schema.
  */
 function textResult(result: Record<string, unknown>): CallToolResult | undefined {
   const { content, isError, structuredContent } = result;
   if (!Array.isArray(content) || (isError !== undefined && typeof isError !== 'boolean')) return undefined;
-  if (structuredContent !== undefined) return undefined; // kept as `structured` with the blocks: the schema checks them
+  const kept = structuredContent !== undefined;
+  if (kept && !isObject(structuredContent)) return undefined;
   for (const block of content as unknown[]) {
     if (!isObject(block) || block.type !== 'text' || typeof block.text !== 'string' || block.annotations !== undefined) return undefined;
+    if (kept && !onlyTypeAndText(block)) return undefined;
   }
   return result as CallToolResult;
+}
+
+/** True when `block` (which has `type` and `text`) has no other key. */
+function onlyTypeAndText(block: Record<string, unknown>): boolean {
+  let keys = 0;
+  for (const key in block) if (Object.hasOwn(block, key)) keys++;
+  return keys === 2;
 }
 
 /** The `tools/call` requests in flight on one connection. Construct it right after the SDK client connected. */
