@@ -249,15 +249,15 @@ export class HostSocket {
   sendFrame(frame: string | Uint8Array, sent?: () => void): boolean {
     if (!this.isOpen) return false;
     this.#hold(frame.length);
-    this.#ws.send(
-      frame,
-      sent === undefined
-        ? this.#onSent
-        : (error) => {
-            this.#onSent(error);
-            sent();
-          },
-    );
+    // Without `sent`, no write callback: a write that fails errors the socket and the connection
+    // ends through ws 'close'. A callback makes Node's stream schedule a tick and copy its buffered
+    // writes for every send.
+    if (sent === undefined) this.#ws.send(frame);
+    else
+      this.#ws.send(frame, (error) => {
+        this.#onSent(error);
+        sent();
+      });
     return true;
   }
 
@@ -266,7 +266,7 @@ export class HostSocket {
     (this.#inFrame ? this.#tick : this.#coalescer)?.hold(bytes);
   }
 
-  /** The callback of every send (one per connection, not a closure per frame). */
+  /** Logs a send that failed (the callback of a send with `sent`). */
   readonly #onSent = (error?: Error): void => {
     if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
   };
