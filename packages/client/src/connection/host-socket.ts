@@ -12,6 +12,7 @@ import {
   type HelloMessage,
   type HostMessage,
   SUBPROTOCOLS,
+  TickCoalescer,
   TurnCoalescer,
   type WelcomeMessage,
   decodeServerMessage,
@@ -130,6 +131,15 @@ export class HostSocket {
   #heardAt = 0;
   /** Frames written in one turn of the event loop leave in one syscall (set once the upgrade hands over the socket). */
   #coalescer: TurnCoalescer | undefined;
+  /**
+   * Frames written while a server frame is handled (the answers of calls answered at once, their
+   * output): the first goes out at once, the rest of the tick's leave together at its end. The
+   * frames of one read are all handled in that tick, so a burst still leaves in few syscalls, and
+   * a lone call's result is not held until the turn's end (its round trip waits on it).
+   */
+  #tick: TickCoalescer | undefined;
+  /** A server frame is being handled (see {@link #tick}). */
+  #inFrame = false;
 
   constructor(options: HostSocketOptions, handlers: HostSocketHandlers) {
     this.#options = options;
@@ -196,6 +206,7 @@ export class HostSocket {
     });
     ws.on('upgrade', (res) => {
       this.#coalescer = new TurnCoalescer(res.socket);
+      this.#tick = new TickCoalescer(res.socket);
     });
     ws.on('open', () => this.#onOpen());
     ws.on('message', (data, isBinary) => this.#onFrame(data as Buffer, isBinary));
@@ -223,7 +234,7 @@ export class HostSocket {
   send(message: HostMessage): boolean {
     if (!this.isOpen) return false;
     const text = encodeMessage(message);
-    this.#coalescer?.hold(text.length);
+    this.#hold(text.length);
     this.#ws.send(text, (error) => {
       if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
     });
@@ -237,20 +248,25 @@ export class HostSocket {
    */
   sendFrame(frame: string | Uint8Array, sent?: () => void): boolean {
     if (!this.isOpen) return false;
-    this.#coalescer?.hold(frame.length);
-    this.#ws.send(
-      frame,
-      sent === undefined
-        ? this.#onSent
-        : (error) => {
-            this.#onSent(error);
-            sent();
-          },
-    );
+    this.#hold(frame.length);
+    // Without `sent`, no write callback: a write that fails errors the socket and the connection
+    // ends through ws 'close'. A callback makes Node's stream schedule a tick and copy its buffered
+    // writes for every send.
+    if (sent === undefined) this.#ws.send(frame);
+    else
+      this.#ws.send(frame, (error) => {
+        this.#onSent(error);
+        sent();
+      });
     return true;
   }
 
-  /** The callback of every send (one per connection, not a closure per frame). */
+  /** Before writing a frame of about `bytes` bytes: let the coalescer of the current context hold it. */
+  #hold(bytes: number): void {
+    (this.#inFrame ? this.#tick : this.#coalescer)?.hold(bytes);
+  }
+
+  /** Logs a send that failed (the callback of a send with `sent`). */
   readonly #onSent = (error?: Error): void => {
     if (error) this.#options.logger.debug({ err: error }, 'toolwire: send failed');
   };
@@ -337,6 +353,11 @@ export class HostSocket {
       return;
     }
     this.#heardAt = performance.now();
-    this.#handlers.onMessage(message, data.length);
+    this.#inFrame = true;
+    try {
+      this.#handlers.onMessage(message, data.length);
+    } finally {
+      this.#inFrame = false;
+    }
   }
 }

@@ -391,13 +391,11 @@ export class HostSession implements HostLink {
     if (this.#ws.readyState !== WebSocket.OPEN) return;
     this.#coalescer?.hold(text.length);
     this.#counters.bytesOut += text.length;
-    this.#ws.send(text, this.#onSent);
+    // No write callback: a write that fails errors the socket, and the session ends through ws
+    // 'close' (logged there). A callback makes Node's stream schedule a tick and copy its buffered
+    // writes for every send.
+    this.#ws.send(text);
   }
-
-  /** The callback of every send (one per session, not a closure per frame). */
-  readonly #onSent = (error?: Error): void => {
-    if (error) this.#logger.debug({ host: this.#host, err: error }, 'send to host failed');
-  };
 }
 
 /** Bytes of a received WebSocket payload. */

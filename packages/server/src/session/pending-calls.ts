@@ -212,6 +212,12 @@ export class PendingCalls {
       return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
     }
     call.wireId = id;
+    // The frame goes out first: with one call in flight the host's answer waits on it, while the
+    // bookkeeping below then overlaps the host's work. No answer can be read before this function
+    // returns (frames are handled in later turns), and nothing here settles or fails the call.
+    // Sent here, not in the promise's executor, so no closure of the pending call keeps the
+    // encoded frame (as big as the input) alive until the call settles.
+    this.#sendText(frame);
     let entry!: Entry;
     const settled = new Promise<Capture>((resolve) => {
       entry = new Entry(id, deadlineMs, this, call, resolve);
@@ -219,9 +225,6 @@ export class PendingCalls {
     this.#calls.set(id, entry);
     this.#deadlines.add(entry, deadlineMs);
     watchCall(call, entry);
-    // Sent out here, not in the executor above, so no closure of the pending call keeps the
-    // encoded frame (as big as the input) alive until the call settles.
-    this.#sendText(frame);
     // Aborted after the caller's check (e.g. while the input was encoded): no listener will fire for it.
     if (isStopped(call)) this.stop(entry);
     return settled;
