@@ -163,10 +163,14 @@ export async function segment(
     const warm = (await (arm.driver ?? arm.server).request('load', { ...load, count: rewarm })).segment as Segment;
     if (warm.errors > 0) throw new Error(`${arm.name}: ${warm.errors} of ${warm.calls} re-warm calls failed, first: ${warm.firstError}`);
   }
+  // The full GC that starts a timed segment (when no re-warm ran it) is a request of its own before
+  // the watched processes' CPU readings (from `/proc`: the whole request), as it is not a call's work.
+  const gcApart = rewarm === 0 && arm.watch !== undefined;
+  if (gcApart) await (arm.driver ?? arm.server).request('load', { ...load, count: 0, gc: true });
   const watched = watchedCpu(arm);
   const before = await cpuOf(arm.host);
   const serverBefore = arm.driver ? await cpuOf(arm.server) : 0;
-  const reply = await (arm.driver ?? arm.server).request('load', { ...load, count, gc: rewarm === 0 });
+  const reply = await (arm.driver ?? arm.server).request('load', { ...load, count, gc: rewarm === 0 && !gcApart });
   const s = reply.segment as Segment;
   if (s.errors > 0) throw new Error(`${arm.name}: ${s.errors} of ${s.calls} calls failed, first: ${s.firstError}`);
   if (arm.driver) {

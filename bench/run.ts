@@ -176,8 +176,17 @@ try {
     }
     if (wanted('cluster')) {
       // Not in the default set: `--only cluster` (issue 17; needs nats-server).
-      const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000 };
-      const c64 = { concurrency: 64, bytes: 100, count: quick ? 5_000 : 30_000, warmup: quick ? 5_000 : 10_000 };
+      // Each segment's GC is followed by an untimed re-warm as in s1/s2 (bench/README.md, "Method"):
+      // the segments (500 calls at c=1) would otherwise run mostly code the GC de-optimised.
+      const rewarm = !values['no-rewarm'];
+      const c1 = { concurrency: 1, bytes: 100, count: quick ? 1_000 : 5_000, warmup: quick ? 2_000 : 5_000, ...(rewarm ? { rewarm: quick ? 500 : 2_500 } : {}) };
+      const c64 = {
+        concurrency: 64,
+        bytes: 100,
+        count: quick ? 5_000 : 30_000,
+        warmup: quick ? 5_000 : 10_000,
+        ...(rewarm ? { rewarm: quick ? 2_000 : 5_000 } : {}),
+      };
       const c = await clusterScenario([c1, c64]);
       // CPU µs per call of every process of an arm: node a, node b, nats-server, the host.
       const perProcess = (r: ArmResult): Record<string, number> => ({ ...r.watchCpuUsPerCall, host: r.hostCpuUsPerCall ?? 0 });

@@ -7,6 +7,7 @@ import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@too
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
+import { Deadlines } from '../session/deadlines.js';
 import { isStopped, unwatchCall, watchCall } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
@@ -22,13 +23,18 @@ import { type CallControl, type CallRequest, encode } from './wire.js';
 class Pending {
   /** `part` answers received so far, per section (a capture larger than one NATS message). */
   parts: Record<Section, Uint8Array[]> | undefined = undefined;
-  timer: NodeJS.Timeout | undefined = undefined;
+  /** When the backstop fires, `performance.now()` ms (set by {@link Deadlines.add}). */
+  expiresAt = 0;
 
   constructor(
     readonly calls: RemoteCalls,
     /** The call's id among this node's calls (its answers carry it). */
     readonly id: number,
     readonly node: string,
+    /** The call's deadline, ms (its own or the server's default). */
+    readonly deadlineMs: number,
+    /** How long this node waits for the answer: the deadline and the grace, ms (the backstop's length). */
+    readonly waitMs: number,
     readonly call: RoutedCall,
     readonly resolve: (capture: RoutedCapture) => void,
     /** What was streamed to the caller (capped, head + tail), for a capture this node ends; and the next seq. */
@@ -39,6 +45,11 @@ class Pending {
 
   stop(): void {
     this.calls.cancel(this);
+  }
+
+  /** The backstop: the host's node did not answer within the deadline and the grace (124). */
+  expire(): void {
+    this.calls.expire(this);
   }
 }
 
@@ -62,6 +73,8 @@ export interface RemoteCallsDeps {
 export class RemoteCalls {
   readonly #deps: RemoteCallsDeps;
   readonly #pending = new Map<number, Pending>();
+  /** The backstops of the pending calls: one timer per distinct length, as a host session's deadlines. */
+  readonly #deadlines = new Deadlines<Pending>();
   /** Where this node's answers arrive, in batches (`batch.ts`): the reply subject of its calls. */
   readonly #answers: string;
   #next = 0;
@@ -102,8 +115,8 @@ export class RemoteCalls {
       streamed = { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 };
     }
     return new Promise<RoutedCapture>((resolve) => {
-      const pending = new Pending(this, id, node, call, resolve, streamed, link);
-      pending.timer = setTimeout(this.#onDeadline, deadline + this.#deps.graceMs, pending, deadline);
+      const pending = new Pending(this, id, node, deadline, deadline + this.#deps.graceMs, call, resolve, streamed, link);
+      this.#deadlines.add(pending, pending.waitMs);
       this.#pending.set(id, pending);
       watchCall(call, pending);
       if (link !== undefined) link.inFlight += 1;
@@ -117,9 +130,10 @@ export class RemoteCalls {
     this.#deps.batcher.publish(this.#deps.subjects.node(p.node, 'cancel'), encode(control));
   }
 
-  /** The backstop past a call's deadline (+ grace): the host's node did not answer in time. One function for all calls. */
-  readonly #onDeadline = (p: Pending, deadline: number): void =>
-    this.#fail(p.id, 'deadline', `deadline of ${deadline} ms exceeded (node ${p.node} did not answer in time)`);
+  /** The backstop past a call's deadline (+ grace): the host's node did not answer in time. */
+  expire(p: Pending): void {
+    this.#fail(p.id, 'deadline', `deadline of ${p.deadlineMs} ms exceeded (node ${p.node} did not answer in time)`);
+  }
 
   /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
   failNode(node: string, reason: string): void {
@@ -131,6 +145,7 @@ export class RemoteCalls {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
     for (const id of [...this.#pending.keys()]) this.#fail(id, 'unavailable', 'server shutting down');
+    this.#deadlines.clear(); // no timer outlives the node
   }
 
   /** One answer of a batch (`batch.ts`); `data` is a view of the NATS message. */
@@ -202,7 +217,7 @@ export class RemoteCalls {
     const p = this.#pending.get(id);
     if (p === undefined) return;
     this.#pending.delete(id);
-    clearTimeout(p.timer);
+    this.#deadlines.remove(p, p.waitMs);
     unwatchCall(p.call, p);
     if (p.link !== undefined) p.link.inFlight -= 1;
     p.resolve(capture);

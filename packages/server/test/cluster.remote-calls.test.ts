@@ -1,0 +1,75 @@
+/**
+ * The caller's side of calls across nodes (cluster/remote-calls.ts): the backstop that settles a
+ * call 124 when the host's node does not answer within the call's deadline and the grace.
+ */
+import { performance } from 'node:perf_hooks';
+import { describe, expect, it } from 'vitest';
+import { Batcher } from '../src/cluster/batch.js';
+import type { Bus } from '../src/cluster/bus.js';
+import { subjects } from '../src/cluster/options.js';
+import { RemoteCalls } from '../src/cluster/remote-calls.js';
+import type { Logger } from '../src/options.js';
+import type { RoutedCall } from '../src/seam.js';
+
+const quiet: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined } as never;
+
+/** A connected bus on which no node ever answers (calls are published and dropped). */
+const silentBus: Bus = {
+  connected: true,
+  maxPayload: 1024 * 1024,
+  publish: () => undefined,
+  subscribe: () => () => undefined,
+  request: () => Promise.reject(new Error('not used')),
+};
+
+function remoteCalls(graceMs: number): RemoteCalls {
+  return new RemoteCalls({
+    bus: silentBus,
+    batcher: new Batcher(silentBus),
+    subjects: subjects('test'),
+    node: 'b',
+    deadlineMs: 60_000,
+    graceMs,
+    capBytes: 1024,
+    logger: quiet,
+  });
+}
+
+const call = (id: string, deadlineMs: number): RoutedCall => ({
+  id,
+  name: 'alpha__echo',
+  input: {},
+  workspace: '',
+  agent: 'agent',
+  signal: new AbortController().signal,
+  deadlineMs,
+});
+
+describe('calls to a host on another node', () => {
+  it('settle 124 at their deadline plus the grace when that node never answers, shorter lengths first', async () => {
+    const calls = remoteCalls(20);
+    const start = performance.now();
+    const settled: [string, number, number][] = [];
+    const track = (id: string, deadlineMs: number) =>
+      calls.call('a', 'alpha', 'echo', call(id, deadlineMs)).then((c) => {
+        settled.push([id, c.exitCode, performance.now() - start]);
+        return c;
+      });
+    const slow = track('slow', 150);
+    const first = track('first', 40);
+    const second = track('second', 40);
+    const captures = await Promise.all([slow, first, second]);
+    expect(settled.map(([id, code]) => [id, code])).toEqual([
+      ['first', 124],
+      ['second', 124],
+      ['slow', 124],
+    ]);
+    // Not before deadline + grace (less the 1 ms a timer of its own may fire early), and not much after.
+    const at = Object.fromEntries(settled.map(([id, , ms]) => [id, ms]));
+    expect(at.first).toBeGreaterThanOrEqual(40 + 20 - 1);
+    expect(at.slow).toBeGreaterThanOrEqual(150 + 20 - 1);
+    expect(at.slow).toBeLessThan(150 + 20 + 1_000);
+    expect(Buffer.from(captures[0].stderr).toString()).toBe('toolwire: deadline of 150 ms exceeded (node a did not answer in time)\n');
+    calls.close();
+  });
+});
