@@ -64,4 +64,22 @@ describe('Deadlines under re-entrant and mixed use', () => {
     expect(log).toEqual(['a@100']);
     expect(vi.getTimerCount()).toBe(0);
   });
+
+  // A caller picks each call's deadline (MCP `_meta` toolwire/deadlineMs, a cluster call's deadline +
+  // grace): calls that all settled at once must not leave a timer, a Map entry and a Set per length
+  // they used until that length passes (up to 2^31 − 1 ms).
+  it('10,000 settled calls of distinct lengths leave at most 16 idle timers', () => {
+    const d = new Deadlines<Expiring>();
+    for (let i = 0; i < 10_000; i++) {
+      const it = item([], String(i));
+      d.add(it, 600_000 + i);
+      d.remove(it, 600_000 + i);
+    }
+    expect(vi.getTimerCount()).toBeLessThanOrEqual(16);
+    const log: string[] = [];
+    d.add(item(log, 'late'), 600_000); // a length dropped or kept still expires on time
+    vi.advanceTimersByTime(600_000);
+    expect(log).toEqual(['late@600000']);
+    d.clear();
+  });
 });
