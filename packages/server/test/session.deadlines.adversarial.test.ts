@@ -3,7 +3,7 @@
  * lengths, and the process-alive (ref) state of the shared timers.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Deadlines, type Expiring } from '../src/session/deadlines.js';
+import { Deadlines, type Expiring, MAX_IDLE_LENGTHS } from '../src/session/deadlines.js';
 
 describe('Deadlines under re-entrant and mixed use', () => {
   beforeEach(() => {
@@ -75,7 +75,7 @@ describe('Deadlines under re-entrant and mixed use', () => {
       d.add(it, 600_000 + i);
       d.remove(it, 600_000 + i);
     }
-    expect(vi.getTimerCount()).toBeLessThanOrEqual(16);
+    expect(vi.getTimerCount()).toBeLessThanOrEqual(MAX_IDLE_LENGTHS);
     const log: string[] = [];
     d.add(item(log, 'late'), 600_000); // a length dropped or kept still expires on time
     vi.advanceTimersByTime(600_000);

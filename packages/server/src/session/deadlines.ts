@@ -20,6 +20,14 @@ export interface Expiring {
 /** How early (ms) a call may expire, as a timer of its own could (see the module comment). */
 const SLACK_MS = 1;
 
+/**
+ * Lengths in use at most, for an emptied length to keep its timer for the next call of that length.
+ * Callers choose deadlines, so lengths are many; past this an emptied length's timer is cleared at
+ * once (a timer per call, as without this class), so calls that settled do not keep a timer, a Map
+ * entry and a Set per length they used until that length passes (up to 2^31 − 1 ms).
+ */
+export const MAX_IDLE_LENGTHS = 16;
+
 class Queue<T extends Expiring> {
   readonly items = new Set<T>();
   timer: NodeJS.Timeout | undefined = undefined;
@@ -44,11 +52,18 @@ export class Deadlines<T extends Expiring> {
 
   /**
    * Stop `item`'s deadline. Its queue's timer stays armed (so the next call of that length needs no
-   * new timer); when it fires with nothing due, it re-arms for the oldest call left or goes away.
+   * new timer) while at most {@link MAX_IDLE_LENGTHS} lengths are in use, else an emptied queue goes
+   * at once; when a kept timer fires with nothing due, it re-arms for the oldest call left or goes away.
    */
   remove(item: T, deadlineMs: number): void {
     const queue = this.#queues.get(deadlineMs);
-    if (queue !== undefined && queue.items.delete(item) && queue.items.size === 0) queue.timer?.unref();
+    if (queue === undefined || !queue.items.delete(item) || queue.items.size > 0) return;
+    if (this.#queues.size <= MAX_IDLE_LENGTHS) {
+      queue.timer?.unref();
+      return;
+    }
+    clearTimeout(queue.timer);
+    this.#queues.delete(deadlineMs); // #fire, if it is running for this length, sees the queue gone
   }
 
   /** Clear every timer and forget every call (the session ended). */
