@@ -94,7 +94,7 @@ describe('toolwire tools with no tools', () => {
     const t = io();
     expect(await toolsCommand(['--server', `http://127.0.0.1:${port}`, '--token', CALLER], t)).toBe(0);
     expect(t.out()).toBe('');
-    expect(t.err()).toBe('no tools (no tool host is connected)\n');
+    expect(t.err()).toBe('no tools (no tool host is connected, or none has advertised a tool yet)\n');
     const j = io();
     expect(await toolsCommand(['--server', `http://127.0.0.1:${port}`, '--token', CALLER, '--json'], j)).toBe(0);
     expect(j.out()).toBe('[]\n');

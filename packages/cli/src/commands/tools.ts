@@ -26,7 +26,8 @@ export const toolsUsage = `usage: toolwire tools [options]
 List the tools the server offers (MCP tools/list), one per line: name, two spaces, description;
 a tool with a title or behaviour hints shows them first: name  Title [read-only, destructive,
 idempotent, open-world]  description.
-With no tools, prints "no tools (no tool host is connected)" on stderr (and [] with --json).
+With no tools, prints "no tools (no tool host is connected, or none has advertised a tool yet)"
+on stderr (and [] with --json).
 
 options:
   --server URL          server URL: ws://h:p, http://h:p, http://h:p/mcp, or h:p (http:// assumed)
@@ -116,7 +117,7 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
       cursor = page.nextCursor;
     } while (cursor !== undefined && tools.length < 100_000);
     if (values.json) await write(io.stdout, `${JSON.stringify(tools, null, 2)}\n`);
-    else if (tools.length === 0) await write(io.stderr, 'no tools (no tool host is connected)\n');
+    else if (tools.length === 0) await write(io.stderr, 'no tools (no tool host is connected, or none has advertised a tool yet)\n');
     else await write(io.stdout, tools.map(toolLine).join(''));
     return ExitCode.OK;
   } catch (error) {
