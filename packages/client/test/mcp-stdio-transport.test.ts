@@ -1,0 +1,43 @@
+/**
+ * The stdio transport of an MCP server (src/sources/mcp/stdio-transport.ts) under a burst of
+ * requests, against a real child process.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { StdioServerTransport } from '../src/sources/mcp/stdio-transport.js';
+
+describe('StdioServerTransport: a burst of requests past the pipe’s buffer', () => {
+  let transport: StdioServerTransport | undefined;
+  afterEach(async () => {
+    await transport?.close();
+    transport = undefined;
+  });
+
+  it('waits for one drain, not one listener per request: 500 requests of 1 KiB raise no MaxListenersExceededWarning and all leave', async () => {
+    const warnings: string[] = [];
+    const onWarning = (w: Error): void => {
+      warnings.push(w.name);
+    };
+    process.on('warning', onWarning);
+    try {
+      // A server that reads everything and answers nothing: stdin drains as it reads.
+      transport = new StdioServerTransport({
+        command: process.execPath,
+        args: ['-e', 'let n = 0; process.stdin.on("data", (d) => { n += d.length; }); process.stdin.on("end", () => process.stderr.write(String(n)));'],
+        cwd: process.cwd(),
+        env: { PATH: process.env.PATH },
+        maxMessageBytes: 1 << 20,
+        killGraceMs: 1000,
+      });
+      await transport.start();
+      const pad = 'p'.repeat(1024);
+      const sends = Array.from({ length: 500 }, (_, i) =>
+        transport!.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'x', arguments: { pad } } }),
+      );
+      await Promise.all(sends);
+      await new Promise((resolve) => setImmediate(resolve)); // a warning is emitted on a later tick
+      expect(warnings.filter((name) => name === 'MaxListenersExceededWarning')).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
