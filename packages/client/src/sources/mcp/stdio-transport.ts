@@ -88,6 +88,8 @@ export class StdioServerTransport implements Transport {
     this.#corked = false;
     this.#child?.stdin.uncork(); // a no-op on a stream that ended or was destroyed meanwhile
   };
+  /** Resolves at stdin's next 'drain', while a write waits for it (see {@link send}). */
+  #drained: Promise<void> | undefined;
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -204,8 +206,16 @@ export class StdioServerTransport implements Transport {
       setImmediate(this.#uncork);
     }
     // Resolved at once when the pipe takes it; else when it drained (backpressure on a slow reader).
+    // The writes that wait share one drain: a listener per write would pile up with the requests of
+    // a burst (Node warns past 10).
     if (stdin.write(line)) return SENT;
-    return new Promise<void>((resolve) => stdin.once('drain', resolve));
+    this.#drained ??= new Promise<void>((resolve) =>
+      stdin.once('drain', () => {
+        this.#drained = undefined;
+        resolve();
+      }),
+    );
+    return this.#drained;
   }
 
   /** Stop the server: SIGTERM to its group, SIGKILL after the grace; resolves when it exited. */
