@@ -157,7 +157,7 @@ export class RemoteCalls {
       this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node dropped');
       return;
     }
-    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(answer.bytes.slice());
+    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(copy(answer.bytes));
     else if (answer.t === 'output') this.#output(p, answer);
     else {
       const meta = decodeMeta(whole(p.parts?.meta, answer.meta));
@@ -175,7 +175,7 @@ export class RemoteCalls {
     const control: CallControl = { reply: this.#answers, id: p.id, seq: chunk.seq };
     const ack = (): void => this.#deps.batcher.publish(this.#deps.subjects.node(p.node, 'ack'), encode(control));
     const stream = chunk.stream;
-    const bytes = chunk.bytes.slice(); // the listener may keep it: not a view of the NATS read buffer
+    const bytes = copy(chunk.bytes); // the listener may keep it: not a view of the NATS read buffer
     if (p.streamed !== undefined) {
       p.streamed[stream].push(bytes);
       p.streamed.seq = chunk.seq + 1;
@@ -224,9 +224,17 @@ export class RemoteCalls {
   }
 }
 
+/**
+ * A copy of `bytes` (a view of a NATS message, which is a view of the socket's read buffer): what a
+ * caller keeps must not keep that whole buffer alive. `Buffer#slice` would be another view.
+ */
+function copy(bytes: Uint8Array): Uint8Array {
+  return Buffer.from(bytes);
+}
+
 /** `parts` then `last`, in one buffer that owns its memory (`last` is a view of a NATS message). */
 function whole(parts: Uint8Array[] | undefined, last: Uint8Array): Uint8Array {
-  if (parts === undefined || parts.length === 0) return last.slice();
+  if (parts === undefined || parts.length === 0) return copy(last);
   const out = new Uint8Array(parts.reduce((n, x) => n + x.length, last.length));
   let at = 0;
   for (const x of parts) {
