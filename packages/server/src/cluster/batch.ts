@@ -93,20 +93,23 @@ export class Batcher {
 
 /**
  * Hand each item of batch `data` to `each` (its bytes a view of `data`: copy what is kept), in
- * order. Returns false, and hands over nothing, when `data` is not a well-formed batch.
+ * order, with the number of items in the batch. Returns false, and hands over nothing, when `data`
+ * is not a well-formed batch.
  */
-export function unbatch(data: Uint8Array, each: (id: number, bytes: Uint8Array) => void): boolean {
+export function unbatch(data: Uint8Array, each: (id: number, bytes: Uint8Array, count: number) => void): boolean {
   const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   let at = 0;
+  let count = 0;
   while (at < data.length) {
     if (at + ITEM_HEADER > data.length) return false;
     at += ITEM_HEADER + view.readUInt32BE(at + 6);
+    count += 1;
   }
   if (at !== data.length || data.length === 0) return false;
   at = 0;
   while (at < data.length) {
     const end = at + ITEM_HEADER + view.readUInt32BE(at + 6);
-    each(view.readUIntBE(at, 6), data.subarray(at + ITEM_HEADER, end));
+    each(view.readUIntBE(at, 6), data.subarray(at + ITEM_HEADER, end), count);
     at = end;
   }
   return true;

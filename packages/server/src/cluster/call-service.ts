@@ -77,7 +77,7 @@ export class CallService {
     const { bus, subjects, node } = deps;
     this.#unsubscribe = [
       bus.subscribe(subjects.node(node, 'call'), (data, reply) => {
-        if (reply === undefined || !unbatch(data, (id, bytes) => this.#onCall(bytes, reply, id))) {
+        if (reply === undefined || !unbatch(data, (id, bytes, count) => this.#onCall(bytes, reply, id, count > 1))) {
           this.#deps.logger.warn({ reply }, 'cluster: unreadable calls from another node dropped');
         }
       }),
@@ -107,7 +107,8 @@ export class CallService {
     return running === undefined ? undefined : { control, running };
   }
 
-  #onCall(data: Uint8Array, reply: string, id: number): void {
+  /** `many`: one of several calls that arrived together (their frames to a host leave together). */
+  #onCall(data: Uint8Array, reply: string, id: number, many: boolean): void {
     const key = keyOf(reply, id);
     if (this.#running.has(key)) return;
     const request = decode<CallRequest>(data);
@@ -143,6 +144,7 @@ export class CallService {
       call.signal = AbortSignal.any([running.controller.signal, this.#closing.signal]);
     }
     this.#running.set(key, running);
+    if (many) link.holdFrames?.();
     void link.call(request.tool, call).then((capture) => {
       running.creditAll();
       if (this.#running.get(key) !== running) return; // answered at close already
