@@ -6,6 +6,7 @@
  * pieces that fit NATS messages.
  */
 import { failureCapture } from '@toolwire/protocol';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { Router } from '../router/router.js';
@@ -63,8 +64,9 @@ const keyOf = (reply: string, id: number): string => `${reply} ${id}`;
 /** Runs other nodes' calls on this node's hosts. */
 export class CallService {
   readonly #deps: CallServiceDeps;
-  /** By {@link keyOf}. */
-  readonly #running = new Map<string, Running>();
+  /** By {@link keyOf}; renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #running = new Map<string, Running>();
+  #adds = 0;
   readonly #unsubscribe: (() => void)[];
   /**
    * The stop signal of every call run here, aborted only at close: a single call is stopped with
@@ -143,6 +145,10 @@ export class CallService {
     if (link.stop === undefined) {
       running.controller = new AbortController();
       call.signal = AbortSignal.any([running.controller.signal, this.#closing.signal]);
+    }
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#running = new Map(this.#running);
     }
     this.#running.set(key, running);
     if (many) link.holdFrames?.();

@@ -4,6 +4,7 @@
  * backstop (124), by the loss of that node (69), or at close (69).
  */
 import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
@@ -73,7 +74,9 @@ export interface RemoteCallsDeps {
 /** The pending calls this node sent to hosts on other nodes. */
 export class RemoteCalls {
   readonly #deps: RemoteCallsDeps;
-  readonly #pending = new Map<number, Pending>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #pending = new Map<number, Pending>();
+  #adds = 0;
   /** The backstops of the pending calls: one timer per distinct length, as a host session's deadlines. */
   readonly #deadlines = new Deadlines<Pending>();
   /** Where this node's answers arrive, in batches (`batch.ts`): the reply subject of its calls. */
@@ -125,6 +128,10 @@ export class RemoteCalls {
     return new Promise<RoutedCapture>((resolve) => {
       const pending = new Pending(this, id, node, deadline, deadline + this.#deps.graceMs, call, resolve, streamed, link);
       this.#deadlines.add(pending, pending.waitMs);
+      if (++this.#adds === RENEW_AFTER_ADDS) {
+        this.#adds = 0;
+        this.#pending = new Map(this.#pending);
+      }
       this.#pending.set(id, pending);
       watchCall(call, pending);
       if (link !== undefined) link.inFlight += 1;

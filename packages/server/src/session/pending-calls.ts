@@ -18,6 +18,7 @@ import {
   type ResultMessage,
 } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import { keepShape } from '../keep-shape.js';
 import type { Logger } from '../options.js';
 import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
@@ -142,7 +143,9 @@ export const MAX_ID_DRAWS = 8;
 
 /** Pending calls of one host session, keyed by wire id (fresh per call, never the caller's id). */
 export class PendingCalls {
-  readonly #calls = new Map<string, Entry>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #calls = new Map<string, Entry>();
+  #adds = 0;
   readonly #sendText: (text: string) => void;
   readonly #cancelGraceMs: number;
   readonly #newId: () => string;
@@ -226,6 +229,10 @@ export class PendingCalls {
     const settled = new Promise<Capture>((resolve) => {
       entry = new Entry(id, deadlineMs, this, call, resolve);
     });
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#calls = new Map(this.#calls);
+    }
     this.#calls.set(id, entry);
     this.#deadlines.add(entry, deadlineMs);
     watchCall(call, entry);
