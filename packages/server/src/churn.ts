@@ -6,7 +6,8 @@
  * full GC ran), every table the collection goes through after that stays reachable from it, with
  * every entry each one held, until the next full GC: the settled calls' objects survive scavenges,
  * are promoted and die in old space (long scavenges, frequent full GCs). A copy ends the chain: the
- * table in old space then leads only to the few tables before the copy.
+ * table in old space then leads only to the few tables before the copy. `clear()` links the cleared
+ * table to its new one too: a collection emptied once per turn is replaced by a new one instead.
  */
 
 /** Additions to a churning Map or Set between two copies of it. */

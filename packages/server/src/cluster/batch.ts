@@ -26,7 +26,8 @@ interface Queue {
 /** This node's outgoing batches, one per subject; and the messages that must not overtake them. */
 export class Batcher {
   readonly #bus: Bus;
-  readonly #queues = new Map<string, Queue>();
+  /** Replaced, not cleared, at each flush (`churn.ts`: a cleared table stays linked to the next). */
+  #queues = new Map<string, Queue>();
   #scheduled = false;
   readonly #flushNow = (): void => {
     this.#scheduled = false;
@@ -67,8 +68,9 @@ export class Batcher {
   /** Publish every queued batch now. */
   flush(): void {
     if (this.#queues.size === 0) return;
-    for (const [subject, queue] of this.#queues) this.#publish(subject, queue);
-    this.#queues.clear();
+    const queues = this.#queues;
+    this.#queues = new Map();
+    for (const [subject, queue] of queues) this.#publish(subject, queue);
   }
 
   /** Publish one message on `subject` after every batch queued so far (a cancel must not overtake its call). */

@@ -112,19 +112,20 @@ export function watchStop(signal: AbortSignal, call: Stoppable): void {
 }
 
 /** Signals whose last call settled in this turn; checked by {@link release}. */
-const emptied = new Set<AbortSignal>();
+let emptied = new Set<AbortSignal>();
 let releasing: NodeJS.Immediate | undefined;
 
 /** Remove the listener of every emptied signal that is still without calls. */
 function release(): void {
   releasing = undefined;
-  for (const signal of emptied) {
+  const signals = emptied;
+  emptied = new Set(); // replaced, not cleared (`churn.ts`: a cleared table stays linked to the next)
+  for (const signal of signals) {
     const calls = watchers.get(signal);
     if (calls === undefined || calls.size > 0) continue;
     watchers.delete(signal);
     signal.removeEventListener('abort', onAbort);
   }
-  emptied.clear();
 }
 
 /** `call` is settled: its signal no longer concerns it. */
