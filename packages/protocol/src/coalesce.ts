@@ -71,6 +71,23 @@ export class TickCoalescer {
     this.#frames = 1;
     this.#socket.cork();
   }
+
+  /**
+   * Cork the socket now, for the rest of the tick, before its first frame: for a caller that knows
+   * several frames follow in this tick (a batch of calls that arrived together), so the first
+   * leaves with the others instead of on its own. The frames then count towards
+   * {@link COALESCE_MAX_FRAMES} as with {@link hold}. A no-op when already corked.
+   */
+  holdTick(): void {
+    if (this.#corked) return;
+    if (!this.#busy) {
+      this.#busy = true;
+      process.nextTick(this.#endTick);
+    }
+    this.#corked = true;
+    this.#frames = 0;
+    this.#socket.cork();
+  }
 }
 
 /**

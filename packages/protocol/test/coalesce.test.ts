@@ -62,6 +62,34 @@ describe('TickCoalescer', () => {
   });
 });
 
+describe('TickCoalescer.holdTick', () => {
+  it('corks before the first frame of a tick when more frames are known to follow, and uncorks on the next tick', async () => {
+    const socket = fakeSocket();
+    const coalescer = new TickCoalescer(socket);
+    coalescer.holdTick();
+    coalescer.hold(100);
+    coalescer.holdTick();
+    coalescer.hold(100);
+    expect(socket.log).toEqual(['cork']);
+    await nextTick();
+    expect(socket.log).toEqual(['cork', 'uncork']);
+    coalescer.hold(100); // the next tick's first frame goes out at once again
+    await nextTick();
+    expect(socket.log).toEqual(['cork', 'uncork']);
+  });
+
+  it('joins a tick whose first frame already went out, and flushes every full batch', async () => {
+    const socket = fakeSocket();
+    const coalescer = new TickCoalescer(socket);
+    coalescer.hold(1);
+    coalescer.holdTick();
+    for (let i = 0; i < COALESCE_MAX_FRAMES + 1; i++) coalescer.hold(1);
+    expect(socket.log).toEqual(['cork', 'uncork', 'cork']);
+    await nextTick();
+    expect(socket.log).toEqual(['cork', 'uncork', 'cork', 'uncork']);
+  });
+});
+
 describe('TurnCoalescer', () => {
   it('corks at the first frame of a turn, keeps the socket corked through later ticks of it, and uncorks on setImmediate', async () => {
     const socket = fakeSocket();

@@ -1,11 +1,13 @@
 /**
  * The caller's side of calls across nodes (cluster/remote-calls.ts): the backstop that settles a
- * call 124 when the host's node does not answer within the call's deadline and the grace.
+ * call 124 when the host's node does not answer within the call's deadline and the grace, and the
+ * answers' bytes, which the caller gets as copies of its own (not views of the NATS read buffer).
  */
 import { performance } from 'node:perf_hooks';
 import { describe, expect, it } from 'vitest';
-import { Batcher } from '../src/cluster/batch.js';
-import type { Bus } from '../src/cluster/bus.js';
+import { encodeCapture, encodeOutput } from '../src/cluster/answer.js';
+import { Batcher, unbatch } from '../src/cluster/batch.js';
+import type { Bus, BusHandler } from '../src/cluster/bus.js';
 import { subjects } from '../src/cluster/options.js';
 import { RemoteCalls } from '../src/cluster/remote-calls.js';
 import type { Logger } from '../src/options.js';
@@ -70,6 +72,56 @@ describe('calls to a host on another node', () => {
     expect(at.slow).toBeGreaterThanOrEqual(150 + 20 - 1);
     expect(at.slow).toBeLessThan(150 + 20 + 1_000);
     expect(Buffer.from(captures[0].stderr).toString()).toBe('toolwire: deadline of 150 ms exceeded (node a did not answer in time)\n');
+    calls.close();
+  });
+});
+
+describe("answers from the host's node", () => {
+  it('reach the caller as bytes of their own, not views that keep the whole NATS read buffer alive', async () => {
+    const handlers = new Map<string, BusHandler>();
+    const sent: { id: number; reply: string }[] = [];
+    const bus: Bus = {
+      ...silentBus,
+      subscribe: (subject, handler) => {
+        handlers.set(subject, handler);
+        return () => handlers.delete(subject);
+      },
+      publish: (_subject, data, reply) => {
+        unbatch(data, (id) => sent.push({ id, reply: reply! }));
+      },
+    };
+    const calls = new RemoteCalls({
+      bus,
+      batcher: new Batcher(bus),
+      subjects: subjects('test'),
+      node: 'b',
+      deadlineMs: 60_000,
+      graceMs: 1_000,
+      capBytes: 1024,
+      logger: quiet,
+    });
+    const chunks: Uint8Array[] = [];
+    const pending = calls.call('a', 'alpha', 'echo', { ...call('c1', 10_000), onOutput: (chunk) => void chunks.push(chunk.bytes) });
+    await Promise.resolve(); // the batch with the call goes out at the end of the turn
+    expect(sent).toHaveLength(1);
+    const { id, reply } = sent[0]!;
+    // The answers as a socket read delivers them: one large buffer, the messages views into it.
+    const answers = [
+      encodeOutput('stdout', 0, Buffer.from('live\n')),
+      ...encodeCapture({ stdout: Buffer.from('live\ndone\n'), stderr: new Uint8Array(0), exitCode: 0 }, 1 << 20),
+    ];
+    const read = Buffer.alloc(64 * 1024);
+    for (const [k, answer] of answers.entries()) {
+      const at = 100 + k * 1000;
+      read.writeUIntBE(id, at, 6);
+      read.writeUInt32BE(answer.length, at + 6);
+      read.set(answer, at + 10);
+      handlers.get(reply)!(read.subarray(at, at + 10 + answer.length), undefined, reply);
+    }
+    const capture = await pending;
+    expect(Buffer.from(capture.stdout).toString()).toBe('live\ndone\n');
+    expect(Buffer.from(chunks[0]!).toString()).toBe('live\n');
+    for (const bytes of [capture.stdout, chunks[0]!]) expect(bytes.buffer).not.toBe(read.buffer);
     calls.close();
   });
 });

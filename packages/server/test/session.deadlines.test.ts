@@ -4,6 +4,7 @@
  */
 import { getEventListeners } from 'node:events';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { RENEW_AFTER_ADDS } from '../src/churn.js';
 import { Deadlines, type Expiring } from '../src/session/deadlines.js';
 import { unwatchStop, watchStop } from '../src/session/stop-watch.js';
 
@@ -27,6 +28,19 @@ describe('Deadlines: one timer per deadline length', () => {
     expect(vi.getTimerCount()).toBe(2);
     vi.advanceTimersByTime(200);
     expect(log).toEqual(['x@80', 'a@100', 'b@130']);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('keeps order and removals across the copies a churning length is renewed with', () => {
+    const log: string[] = [];
+    const d = new Deadlines<Expiring>();
+    const items = Array.from({ length: 3 * RENEW_AFTER_ADDS + 5 }, (_, k) => item(log, String(k)));
+    for (const [k, it] of items.entries()) {
+      d.add(it, 100);
+      if (k % 2 === 1) d.remove(items[k - 1]!, 100); // each odd call settles the one before it
+    }
+    vi.advanceTimersByTime(100);
+    expect(log).toEqual(items.flatMap((_, k) => (k % 2 === 1 || k === items.length - 1 ? [`${k}@100`] : [])));
     expect(vi.getTimerCount()).toBe(0);
   });
 
@@ -87,6 +101,19 @@ describe('stop watch: one abort listener per signal', () => {
     controller.abort();
     expect(stopped).toEqual(['a', 'c']);
     expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('stops the calls still watched after many calls came and went on one signal (its set renewed on the way)', () => {
+    const controller = new AbortController();
+    const stopped: number[] = [];
+    const calls = Array.from({ length: 3 * RENEW_AFTER_ADDS + 7 }, (_, k) => ({ stop: () => stopped.push(k) }));
+    for (const [k, call] of calls.entries()) {
+      watchStop(controller.signal, call);
+      if (k % 3 !== 0) unwatchStop(controller.signal, call);
+    }
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
+    controller.abort();
+    expect(stopped).toEqual(calls.flatMap((_, k) => (k % 3 === 0 ? [k] : [])));
   });
 
   it('a call watched in the same turn as its signal’s earlier calls settled still stops (the listener is kept)', () => {

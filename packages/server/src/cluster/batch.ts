@@ -26,7 +26,8 @@ interface Queue {
 /** This node's outgoing batches, one per subject; and the messages that must not overtake them. */
 export class Batcher {
   readonly #bus: Bus;
-  readonly #queues = new Map<string, Queue>();
+  /** Replaced, not cleared, at each flush (`churn.ts`: a cleared table stays linked to the next). */
+  #queues = new Map<string, Queue>();
   #scheduled = false;
   readonly #flushNow = (): void => {
     this.#scheduled = false;
@@ -67,8 +68,9 @@ export class Batcher {
   /** Publish every queued batch now. */
   flush(): void {
     if (this.#queues.size === 0) return;
-    for (const [subject, queue] of this.#queues) this.#publish(subject, queue);
-    this.#queues.clear();
+    const queues = this.#queues;
+    this.#queues = new Map();
+    for (const [subject, queue] of queues) this.#publish(subject, queue);
   }
 
   /** Publish one message on `subject` after every batch queued so far (a cancel must not overtake its call). */
@@ -93,20 +95,23 @@ export class Batcher {
 
 /**
  * Hand each item of batch `data` to `each` (its bytes a view of `data`: copy what is kept), in
- * order. Returns false, and hands over nothing, when `data` is not a well-formed batch.
+ * order, with the number of items in the batch. Returns false, and hands over nothing, when `data`
+ * is not a well-formed batch.
  */
-export function unbatch(data: Uint8Array, each: (id: number, bytes: Uint8Array) => void): boolean {
+export function unbatch(data: Uint8Array, each: (id: number, bytes: Uint8Array, count: number) => void): boolean {
   const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
   let at = 0;
+  let count = 0;
   while (at < data.length) {
     if (at + ITEM_HEADER > data.length) return false;
     at += ITEM_HEADER + view.readUInt32BE(at + 6);
+    count += 1;
   }
   if (at !== data.length || data.length === 0) return false;
   at = 0;
   while (at < data.length) {
     const end = at + ITEM_HEADER + view.readUInt32BE(at + 6);
-    each(view.readUIntBE(at, 6), data.subarray(at + ITEM_HEADER, end));
+    each(view.readUIntBE(at, 6), data.subarray(at + ITEM_HEADER, end), count);
     at = end;
   }
   return true;

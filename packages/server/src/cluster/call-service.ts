@@ -6,6 +6,7 @@
  * pieces that fit NATS messages.
  */
 import { failureCapture } from '@toolwire/protocol';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { Router } from '../router/router.js';
@@ -14,7 +15,8 @@ import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { encodeCapture, encodeOutput } from './answer.js';
 import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
-import { type CallControl, type CallRequest, decode } from './wire.js';
+import { decodeCall } from './call-wire.js';
+import { type CallControl, decode } from './wire.js';
 
 /**
  * A call from another node running here. A class, not a literal with closures: one object per call
@@ -62,8 +64,9 @@ const keyOf = (reply: string, id: number): string => `${reply} ${id}`;
 /** Runs other nodes' calls on this node's hosts. */
 export class CallService {
   readonly #deps: CallServiceDeps;
-  /** By {@link keyOf}. */
-  readonly #running = new Map<string, Running>();
+  /** By {@link keyOf}; renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #running = new Map<string, Running>();
+  #adds = 0;
   readonly #unsubscribe: (() => void)[];
   /**
    * The stop signal of every call run here, aborted only at close: a single call is stopped with
@@ -77,7 +80,7 @@ export class CallService {
     const { bus, subjects, node } = deps;
     this.#unsubscribe = [
       bus.subscribe(subjects.node(node, 'call'), (data, reply) => {
-        if (reply === undefined || !unbatch(data, (id, bytes) => this.#onCall(bytes, reply, id))) {
+        if (reply === undefined || !unbatch(data, (id, bytes, count) => this.#onCall(bytes, reply, id, count > 1))) {
           this.#deps.logger.warn({ reply }, 'cluster: unreadable calls from another node dropped');
         }
       }),
@@ -107,27 +110,28 @@ export class CallService {
     return running === undefined ? undefined : { control, running };
   }
 
-  #onCall(data: Uint8Array, reply: string, id: number): void {
+  /** `many`: one of several calls that arrived together (their frames to a host leave together). */
+  #onCall(data: Uint8Array, reply: string, id: number, many: boolean): void {
     const key = keyOf(reply, id);
     if (this.#running.has(key)) return;
-    const request = decode<CallRequest>(data);
-    if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
-      this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
-      return this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
-    }
+    const request = decodeCall(data);
+    if (request === undefined) return this.#unreadable(reply, id);
     const link = this.#deps.router.linkOf(request.host);
     if (link === undefined || link.node !== undefined || !link.isOpen) {
       return this.#answer(reply, id, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
-    const call: RoutedCall = {
-      id: request.id,
-      name: typeof request.name === 'string' ? request.name : request.tool,
-      input: request.input,
-      workspace: String(request.workspace ?? ''),
-      agent: String(request.agent ?? ''),
-      signal: this.#closing.signal,
-    };
-    if (typeof request.deadlineMs === 'number') call.deadlineMs = request.deadlineMs;
+    // A host session (a link with `stop`) sends the input's JSON text as it came; any other link takes the value.
+    let input: unknown = undefined;
+    if (request.inputJson !== undefined && link.stop === undefined) {
+      try {
+        input = JSON.parse(request.inputJson);
+      } catch {
+        return this.#unreadable(reply, id);
+      }
+    }
+    const call: RoutedCall = { id: request.id, name: request.name, input, workspace: request.workspace, agent: request.agent, signal: this.#closing.signal };
+    if (request.inputJson !== undefined && link.stop !== undefined) call.inputJson = request.inputJson;
+    if (request.deadlineMs !== undefined) call.deadlineMs = request.deadlineMs;
     const running = new Running(reply, id, link, call);
     if (request.stream === true) {
       const credits = (running.credits = new Map<number, () => void>());
@@ -142,13 +146,24 @@ export class CallService {
       running.controller = new AbortController();
       call.signal = AbortSignal.any([running.controller.signal, this.#closing.signal]);
     }
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#running = new Map(this.#running);
+    }
     this.#running.set(key, running);
+    if (many) link.holdFrames?.();
     void link.call(request.tool, call).then((capture) => {
       running.creditAll();
       if (this.#running.get(key) !== running) return; // answered at close already
       this.#running.delete(key);
       this.#answer(reply, id, capture);
     });
+  }
+
+  /** A call whose bytes do not decode: logged, answered 76. */
+  #unreadable(reply: string, id: number): void {
+    this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
+    this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
   }
 
   #onAck(data: Uint8Array): void {

@@ -4,6 +4,7 @@
  * backstop (124), by the loss of that node (69), or at close (69).
  */
 import { type Capture, type Failure, HeadTailBuffer, failureCapture } from '@toolwire/protocol';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
@@ -13,7 +14,8 @@ import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
 import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
-import { type CallControl, type CallRequest, encode } from './wire.js';
+import { type CallHead, encodeCall } from './call-wire.js';
+import { type CallControl, encode } from './wire.js';
 
 /**
  * One pending call. A class, not a literal with closures: one object per call, its `stop` (the
@@ -72,7 +74,9 @@ export interface RemoteCallsDeps {
 /** The pending calls this node sent to hosts on other nodes. */
 export class RemoteCalls {
   readonly #deps: RemoteCallsDeps;
-  readonly #pending = new Map<number, Pending>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #pending = new Map<number, Pending>();
+  #adds = 0;
   /** The backstops of the pending calls: one timer per distinct length, as a host session's deadlines. */
   readonly #deadlines = new Deadlines<Pending>();
   /** Where this node's answers arrive, in batches (`batch.ts`): the reply subject of its calls. */
@@ -97,10 +101,17 @@ export class RemoteCalls {
     if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
     if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     const stream = call.onOutput !== undefined;
-    const request: CallRequest = { host, tool, name: call.name, id: call.id, input: call.input, workspace: call.workspace, agent: call.agent };
-    if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
-    if (stream) request.stream = true;
-    const data = encode(request);
+    const head: CallHead = { host, tool, name: call.name, id: call.id, workspace: call.workspace, agent: call.agent };
+    if (call.deadlineMs !== undefined) head.deadlineMs = call.deadlineMs;
+    if (stream) head.stream = true;
+    let inputJson: string | undefined;
+    try {
+      inputJson = call.inputJson ?? JSON.stringify(call.input); // undefined for an undefined input
+    } catch (error) {
+      const why = error instanceof Error ? error.message : String(error);
+      return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
+    }
+    const data = encodeCall(head, inputJson);
     if (data.length + ITEM_HEADER > bus.maxPayload) {
       return Promise.resolve(
         failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),
@@ -117,6 +128,10 @@ export class RemoteCalls {
     return new Promise<RoutedCapture>((resolve) => {
       const pending = new Pending(this, id, node, deadline, deadline + this.#deps.graceMs, call, resolve, streamed, link);
       this.#deadlines.add(pending, pending.waitMs);
+      if (++this.#adds === RENEW_AFTER_ADDS) {
+        this.#adds = 0;
+        this.#pending = new Map(this.#pending);
+      }
       this.#pending.set(id, pending);
       watchCall(call, pending);
       if (link !== undefined) link.inFlight += 1;
@@ -157,7 +172,7 @@ export class RemoteCalls {
       this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node dropped');
       return;
     }
-    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(answer.bytes.slice());
+    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(copy(answer.bytes));
     else if (answer.t === 'output') this.#output(p, answer);
     else {
       const meta = decodeMeta(whole(p.parts?.meta, answer.meta));
@@ -175,7 +190,7 @@ export class RemoteCalls {
     const control: CallControl = { reply: this.#answers, id: p.id, seq: chunk.seq };
     const ack = (): void => this.#deps.batcher.publish(this.#deps.subjects.node(p.node, 'ack'), encode(control));
     const stream = chunk.stream;
-    const bytes = chunk.bytes.slice(); // the listener may keep it: not a view of the NATS read buffer
+    const bytes = copy(chunk.bytes); // the listener may keep it: not a view of the NATS read buffer
     if (p.streamed !== undefined) {
       p.streamed[stream].push(bytes);
       p.streamed.seq = chunk.seq + 1;
@@ -224,9 +239,17 @@ export class RemoteCalls {
   }
 }
 
+/**
+ * A copy of `bytes` (a view of a NATS message, which is a view of the socket's read buffer): what a
+ * caller keeps must not keep that whole buffer alive. `Buffer#slice` would be another view.
+ */
+function copy(bytes: Uint8Array): Uint8Array {
+  return Buffer.from(bytes);
+}
+
 /** `parts` then `last`, in one buffer that owns its memory (`last` is a view of a NATS message). */
 function whole(parts: Uint8Array[] | undefined, last: Uint8Array): Uint8Array {
-  if (parts === undefined || parts.length === 0) return last.slice();
+  if (parts === undefined || parts.length === 0) return copy(last);
   const out = new Uint8Array(parts.reduce((n, x) => n + x.length, last.length));
   let at = 0;
   for (const x of parts) {

@@ -32,6 +32,11 @@ export interface HostLink {
   readonly lastHeartbeatAt?: Date | undefined;
   /** Stop the pending call answering `call` (→ 130, as its signal aborting would); false when not pending. Optional. */
   stop?(call: RoutedCall): boolean;
+  /**
+   * Several calls to this host follow in this tick (a batch from another node): hold their frames
+   * and send them together at the end of the tick. Optional.
+   */
+  holdFrames?(): void;
   /** Add the output bytes received so far of each pending call, by routed call, to `into`. Optional. */
   outputBytes?(into: Map<RoutedCall, number>): void;
   /** A newer connection of the same identity took over: close 4000, pending calls → 69. Idempotent. */

@@ -9,6 +9,8 @@
  * 1 ms a timer of its own would allow (Node counts timers from the event loop's cached time), late by
  * the event loop's lag at most. A timer keeps the process alive only while its length has calls.
  */
+import { RENEW_AFTER_ADDS } from '../churn.js';
+
 /** What a deadline queue holds: the call's expiry time (`performance.now()` ms) and its expiry action. */
 export interface Expiring {
   /** When the call expires, `performance.now()` ms; set by {@link Deadlines.add}. */
@@ -29,7 +31,9 @@ const SLACK_MS = 1;
 export const MAX_IDLE_LENGTHS = 16;
 
 class Queue<T extends Expiring> {
-  readonly items = new Set<T>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} additions (`churn.ts`). */
+  items = new Set<T>();
+  adds = 0;
   timer: NodeJS.Timeout | undefined = undefined;
 }
 
@@ -44,6 +48,10 @@ export class Deadlines<T extends Expiring> {
     if (queue === undefined) {
       queue = new Queue<T>();
       this.#queues.set(deadlineMs, queue);
+    }
+    if (++queue.adds === RENEW_AFTER_ADDS) {
+      queue.adds = 0;
+      queue.items = new Set(queue.items);
     }
     queue.items.add(item);
     if (queue.timer === undefined) queue.timer = setTimeout(() => this.#fire(deadlineMs), deadlineMs);

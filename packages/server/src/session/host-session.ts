@@ -185,6 +185,11 @@ export class HostSession implements HostLink {
     return this.#pending.stopCall(call);
   }
 
+  /** Several calls follow in this tick: their frames leave together at its end (`TickCoalescer.holdTick`). */
+  holdFrames(): void {
+    this.#coalescer?.holdTick();
+  }
+
   /** Add the output bytes received so far of each pending call, by routed call, to `into`. */
   outputBytes(into: Map<RoutedCall, number>): void {
     this.#pending.outputBytes(into);

@@ -18,6 +18,7 @@ import {
   type ResultMessage,
 } from '@toolwire/protocol';
 import { nanoid } from 'nanoid';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import { keepShape } from '../keep-shape.js';
 import type { Logger } from '../options.js';
 import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
@@ -142,7 +143,9 @@ export const MAX_ID_DRAWS = 8;
 
 /** Pending calls of one host session, keyed by wire id (fresh per call, never the caller's id). */
 export class PendingCalls {
-  readonly #calls = new Map<string, Entry>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #calls = new Map<string, Entry>();
+  #adds = 0;
   readonly #sendText: (text: string) => void;
   readonly #cancelGraceMs: number;
   readonly #newId: () => string;
@@ -198,15 +201,19 @@ export class PendingCalls {
     try {
       // Protocol 2 (a v1 host refuses unknown keys): the call's own id and its trace context (issue 16).
       // Each shape is one object literal: no property added after it is made (no shape change per call).
+      // An input that came as JSON text (`RoutedCall.inputJson`) goes in as it is, in front.
+      const inputJson = call.inputJson;
+      const input = inputJson === undefined ? call.input : undefined;
       let message: CallMessage;
       if (this.#output === undefined) {
-        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs };
+        message = { type: 'call', id, tool, input, workspace: call.workspace, agent: call.agent, deadlineMs };
       } else {
-        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs, callId: call.id };
+        message = { type: 'call', id, tool, input, workspace: call.workspace, agent: call.agent, deadlineMs, callId: call.id };
         if (call.traceparent !== undefined) message.traceparent = call.traceparent;
         if (call.tracestate !== undefined) message.tracestate = call.tracestate;
       }
       frame = encodeMessage(message);
+      if (inputJson !== undefined) frame = `{"input":${inputJson},${frame.slice(1)}`;
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
       return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
@@ -222,6 +229,10 @@ export class PendingCalls {
     const settled = new Promise<Capture>((resolve) => {
       entry = new Entry(id, deadlineMs, this, call, resolve);
     });
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#calls = new Map(this.#calls);
+    }
     this.#calls.set(id, entry);
     this.#deadlines.add(entry, deadlineMs);
     watchCall(call, entry);

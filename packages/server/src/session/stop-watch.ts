@@ -18,6 +18,7 @@
  * passed. The call's `signal` stays a real `AbortSignal`, aborted with its scope, for any other
  * router or local tool that reads it.
  */
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { RoutedCall } from '../seam.js';
 
 /** What a watched call does when its signal aborts. */
@@ -27,6 +28,8 @@ export interface Stoppable {
 
 /** Calls still pending per signal. Weak: a signal nobody holds takes its set with it. */
 const watchers = new WeakMap<AbortSignal, Set<Stoppable>>();
+/** Calls watched since a set was last renewed (`churn.ts`; the signal of the call that reaches the count gets a new set). */
+let adds = 0;
 
 /**
  * The stop of the calls the executor routes (executor/call-signals.ts): aborted, and the watched
@@ -100,24 +103,29 @@ export function watchStop(signal: AbortSignal, call: Stoppable): void {
     calls = new Set();
     watchers.set(signal, calls);
     signal.addEventListener('abort', onAbort, { once: true });
+  } else if (++adds === RENEW_AFTER_ADDS) {
+    adds = 0;
+    calls = new Set(calls);
+    watchers.set(signal, calls);
   }
   calls.add(call);
 }
 
 /** Signals whose last call settled in this turn; checked by {@link release}. */
-const emptied = new Set<AbortSignal>();
+let emptied = new Set<AbortSignal>();
 let releasing: NodeJS.Immediate | undefined;
 
 /** Remove the listener of every emptied signal that is still without calls. */
 function release(): void {
   releasing = undefined;
-  for (const signal of emptied) {
+  const signals = emptied;
+  emptied = new Set(); // replaced, not cleared (`churn.ts`: a cleared table stays linked to the next)
+  for (const signal of signals) {
     const calls = watchers.get(signal);
     if (calls === undefined || calls.size > 0) continue;
     watchers.delete(signal);
     signal.removeEventListener('abort', onAbort);
   }
-  emptied.clear();
 }
 
 /** `call` is settled: its signal no longer concerns it. */
