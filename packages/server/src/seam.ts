@@ -28,11 +28,6 @@ export interface RoutedCall {
   name: string;
   /** The input, verbatim — a subprocess's stdin. */
   input: unknown;
-  /**
-   * The input's JSON text, when the call arrived as text (a call from another cluster node,
-   * `cluster/call-wire.ts`): a host session sends it as it is, and `input` is then not read.
-   */
-  inputJson?: string;
   /** The calling agent's workspace root (`TOOLWIRE_WORKSPACE` on the host). */
   workspace: string;
   /** The calling agent's id (`TOOLWIRE_AGENT` on the host). */

@@ -1,13 +1,11 @@
 /**
- * What cluster nodes send each other for a call (cluster/call-wire.ts) and its answers
- * (cluster/answer.ts), the batches calls and answers travel in (cluster/batch.ts) and a node's hosts
- * (cluster/state-pages.ts).
+ * What cluster nodes send each other for a call's answers (cluster/answer.ts), the batches calls
+ * and answers travel in (cluster/batch.ts) and a node's hosts (cluster/state-pages.ts).
  */
 import type { Capture, ToolSpec } from '@toolwire/protocol';
 import { describe, expect, it } from 'vitest';
 import { type Answer, decodeAnswer, decodeMeta, encodeCapture, encodeOutput } from '../src/cluster/answer.js';
 import { Batcher, ITEM_HEADER, unbatch } from '../src/cluster/batch.js';
-import { decodeCall, encodeCall } from '../src/cluster/call-wire.js';
 import type { Bus } from '../src/cluster/bus.js';
 import { StatePages } from '../src/cluster/state-pages.js';
 import type { StatePage } from '../src/cluster/wire.js';
@@ -28,31 +26,6 @@ function reassemble(messages: Uint8Array[]): Capture {
   const join = (section: string, last: Uint8Array): Uint8Array => Buffer.concat([...parts[section]!, last]);
   return { stdout: join('stdout', end.stdout), stderr: join('stderr', end.stderr), exitCode: end.exitCode, ...decodeMeta(join('meta', end.meta)) };
 }
-
-describe('calls between nodes', () => {
-  const head = { host: 'hôst-1', tool: 'echo', name: 'hôst-1__echo', id: 'tool_use_01', workspace: '/wörk space', agent: 'agent 7' };
-
-  it("carries a call's fields and its input's JSON text as they are", () => {
-    const inputJson = JSON.stringify({ text: 'héllo 🌍', n: [1, 2.5], nested: { ok: true } });
-    expect(decodeCall(encodeCall({ ...head, deadlineMs: 1234.5, stream: true }, inputJson))).toEqual({ ...head, deadlineMs: 1234.5, stream: true, inputJson });
-    expect(decodeCall(encodeCall({ ...head, workspace: '', agent: '' }, '0'))).toEqual({ ...head, workspace: '', agent: '', inputJson: '0' });
-  });
-
-  it('tells a call without input from one whose input is empty text', () => {
-    expect(decodeCall(encodeCall(head, undefined))).toEqual({ ...head, inputJson: undefined });
-    expect(decodeCall(encodeCall(head, '""'))?.inputJson).toBe('""');
-  });
-
-  it('refuses a call whose bytes are short, or whose lengths run past the end or leave bytes over', () => {
-    const good = Buffer.from(encodeCall(head, undefined));
-    expect(decodeCall(good.subarray(0, 20))).toBeUndefined();
-    expect(decodeCall(good.subarray(0, good.length - 1))).toBeUndefined();
-    expect(decodeCall(Buffer.concat([good, Buffer.from('x')]))).toBeUndefined();
-    const long = Buffer.from(good);
-    long.writeUInt32BE(0xffffffff, 9);
-    expect(decodeCall(long)).toBeUndefined();
-  });
-});
 
 describe('call answers between nodes', () => {
   it('sends a capture that fits one NATS message as one message, bytes as they are', () => {

@@ -35,29 +35,6 @@ describe('result round trip', () => {
     expect(h.router.hosts()[0]!.inFlight).toBe(0);
   });
 
-  it("sends an input that came as JSON text (a call from another node) as that text, not the call's input value", async () => {
-    const h = await startEndpoint();
-    const ws = await rawHost(h.url);
-    await helloAndAdvertise(ws, [SLOW]);
-    const raw = new Promise<string>((resolve) => ws.once('message', (d: Buffer) => resolve(d.toString())));
-    const { call } = routedCall('alpha__slow', { input: undefined, inputJson: '{"path":"é\\u0000.md","n":[1,2.5e3]}', deadlineMs: 5_000 });
-    const pending = h.router.route(call);
-    const frame = await raw;
-    expect(frame.startsWith('{"input":{"path":"é\\u0000.md","n":[1,2.5e3]},')).toBe(true);
-    const sent = JSON.parse(frame) as Record<string, unknown>;
-    expect(sent).toEqual({
-      type: 'call',
-      id: sent.id,
-      tool: 'slow',
-      input: { path: 'é\u0000.md', n: [1, 2500] },
-      workspace: '/ws',
-      agent: 'agent',
-      deadlineMs: 5_000,
-    });
-    send(ws, { type: 'result', id: sent.id, stdout: 'ok', stderr: '', exitCode: 0 });
-    expect((await pending)!.exitCode).toBe(0);
-  });
-
   it('carries non-UTF-8 bytes exactly via base64', async () => {
     const h = await startEndpoint();
     const { ws, pending, id } = await hostWithCall(h);

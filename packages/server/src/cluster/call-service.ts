@@ -15,8 +15,7 @@ import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { encodeCapture, encodeOutput } from './answer.js';
 import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
-import { decodeCall } from './call-wire.js';
-import { type CallControl, decode } from './wire.js';
+import { type CallControl, type CallRequest, decode } from './wire.js';
 
 /**
  * A call from another node running here. A class, not a literal with closures: one object per call
@@ -114,24 +113,24 @@ export class CallService {
   #onCall(data: Uint8Array, reply: string, id: number, many: boolean): void {
     const key = keyOf(reply, id);
     if (this.#running.has(key)) return;
-    const request = decodeCall(data);
-    if (request === undefined) return this.#unreadable(reply, id);
+    const request = decode<CallRequest>(data);
+    if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
+      this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
+      return this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
+    }
     const link = this.#deps.router.linkOf(request.host);
     if (link === undefined || link.node !== undefined || !link.isOpen) {
       return this.#answer(reply, id, failureCapture('unavailable', `host ${request.host} is not connected to node ${this.#deps.node}`));
     }
-    // A host session (a link with `stop`) sends the input's JSON text as it came; any other link takes the value.
-    let input: unknown = undefined;
-    if (request.inputJson !== undefined && link.stop === undefined) {
-      try {
-        input = JSON.parse(request.inputJson);
-      } catch {
-        return this.#unreadable(reply, id);
-      }
-    }
-    const call: RoutedCall = { id: request.id, name: request.name, input, workspace: request.workspace, agent: request.agent, signal: this.#closing.signal };
-    if (request.inputJson !== undefined && link.stop !== undefined) call.inputJson = request.inputJson;
-    if (request.deadlineMs !== undefined) call.deadlineMs = request.deadlineMs;
+    const call: RoutedCall = {
+      id: request.id,
+      name: typeof request.name === 'string' ? request.name : request.tool,
+      input: request.input,
+      workspace: String(request.workspace ?? ''),
+      agent: String(request.agent ?? ''),
+      signal: this.#closing.signal,
+    };
+    if (typeof request.deadlineMs === 'number') call.deadlineMs = request.deadlineMs;
     const running = new Running(reply, id, link, call);
     if (request.stream === true) {
       const credits = (running.credits = new Map<number, () => void>());
@@ -158,12 +157,6 @@ export class CallService {
       this.#running.delete(key);
       this.#answer(reply, id, capture);
     });
-  }
-
-  /** A call whose bytes do not decode: logged, answered 76. */
-  #unreadable(reply: string, id: number): void {
-    this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
-    this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
   }
 
   #onAck(data: Uint8Array): void {

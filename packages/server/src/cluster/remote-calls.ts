@@ -14,8 +14,7 @@ import type { Bus } from './bus.js';
 import type { Subjects } from './options.js';
 import { type Answer, type Section, decodeAnswer, decodeMeta } from './answer.js';
 import { type Batcher, ITEM_HEADER, unbatch } from './batch.js';
-import { type CallHead, encodeCall } from './call-wire.js';
-import { type CallControl, encode } from './wire.js';
+import { type CallControl, type CallRequest, encode } from './wire.js';
 
 /**
  * One pending call. A class, not a literal with closures: one object per call, its `stop` (the
@@ -101,17 +100,10 @@ export class RemoteCalls {
     if (!bus.connected) return Promise.resolve(failureCapture('unavailable', `host ${host} is on node ${node}, and this node is not connected to the cluster`));
     if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
     const stream = call.onOutput !== undefined;
-    const head: CallHead = { host, tool, name: call.name, id: call.id, workspace: call.workspace, agent: call.agent };
-    if (call.deadlineMs !== undefined) head.deadlineMs = call.deadlineMs;
-    if (stream) head.stream = true;
-    let inputJson: string | undefined;
-    try {
-      inputJson = call.inputJson ?? JSON.stringify(call.input); // undefined for an undefined input
-    } catch (error) {
-      const why = error instanceof Error ? error.message : String(error);
-      return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
-    }
-    const data = encodeCall(head, inputJson);
+    const request: CallRequest = { host, tool, name: call.name, id: call.id, input: call.input, workspace: call.workspace, agent: call.agent };
+    if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
+    if (stream) request.stream = true;
+    const data = encode(request);
     if (data.length + ITEM_HEADER > bus.maxPayload) {
       return Promise.resolve(
         failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),

@@ -1,9 +1,28 @@
 /**
- * The messages server nodes exchange over NATS (DESIGN §10): JSON, except a call (`call-wire.ts`)
- * and its answers (`answer.ts`), which are binary. They cross only between nodes holding the cluster's NATS credentials; a
+ * The messages server nodes exchange over NATS (DESIGN §10): JSON, except a call's answers, which
+ * are binary (`answer.ts`). They cross only between nodes holding the cluster's NATS credentials; a
  * message that does not parse is dropped and logged by its receiver.
  */
 import type { Capture } from '@toolwire/protocol';
+
+/**
+ * A call sent to the node its host is connected to, as an item of a batch (`batch.ts`) whose reply
+ * subject is where its answers go, each an item with the call's id.
+ */
+export interface CallRequest {
+  host: string;
+  /** The host's bare tool name. */
+  tool: string;
+  /** The exposed name the caller used. */
+  name: string;
+  id: string;
+  input: unknown;
+  workspace: string;
+  agent: string;
+  deadlineMs?: number;
+  /** The caller takes live output: stream it (otherwise only the capture comes back). */
+  stream?: boolean;
+}
 
 /** Node → node: stop call `id` of the node whose answers go to `reply`, or credit its output chunk `seq`. */
 export interface CallControl {

@@ -201,19 +201,15 @@ export class PendingCalls {
     try {
       // Protocol 2 (a v1 host refuses unknown keys): the call's own id and its trace context (issue 16).
       // Each shape is one object literal: no property added after it is made (no shape change per call).
-      // An input that came as JSON text (`RoutedCall.inputJson`) goes in as it is, in front.
-      const inputJson = call.inputJson;
-      const input = inputJson === undefined ? call.input : undefined;
       let message: CallMessage;
       if (this.#output === undefined) {
-        message = { type: 'call', id, tool, input, workspace: call.workspace, agent: call.agent, deadlineMs };
+        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs };
       } else {
-        message = { type: 'call', id, tool, input, workspace: call.workspace, agent: call.agent, deadlineMs, callId: call.id };
+        message = { type: 'call', id, tool, input: call.input, workspace: call.workspace, agent: call.agent, deadlineMs, callId: call.id };
         if (call.traceparent !== undefined) message.traceparent = call.traceparent;
         if (call.tracestate !== undefined) message.tracestate = call.tracestate;
       }
       frame = encodeMessage(message);
-      if (inputJson !== undefined) frame = `{"input":${inputJson},${frame.slice(1)}`;
     } catch (error) {
       const why = error instanceof Error ? error.message : String(error);
       return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
