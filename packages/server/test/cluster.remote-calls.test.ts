@@ -76,6 +76,33 @@ describe('calls to a host on another node', () => {
   });
 });
 
+describe('a call whose input JSON cannot encode', () => {
+  it('settles 65 at once with the reason, sends nothing and leaves nothing pending', async () => {
+    const published: unknown[] = [];
+    const bus: Bus = { ...silentBus, publish: (...args: unknown[]) => void published.push(args) };
+    const calls = new RemoteCalls({
+      bus,
+      batcher: new Batcher(bus),
+      subjects: subjects('test'),
+      node: 'b',
+      deadlineMs: 60_000,
+      graceMs: 20,
+      capBytes: 1024,
+      logger: quiet,
+    });
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    for (const input of [cyclic, { n: 1n }]) {
+      const capture = await calls.call('a', 'alpha', 'echo', { ...call('bad', 1_000), input });
+      expect(capture.exitCode).toBe(65);
+      expect(Buffer.from(capture.stderr).toString()).toMatch(/^toolwire: input cannot be encoded as JSON: /);
+    }
+    await new Promise((resolve) => setImmediate(resolve)); // a batch would have been published by now
+    expect(published).toEqual([]);
+    calls.close();
+  });
+});
+
 describe("answers from the host's node", () => {
   it('reach the caller as bytes of their own, not views that keep the whole NATS read buffer alive', async () => {
     const handlers = new Map<string, BusHandler>();

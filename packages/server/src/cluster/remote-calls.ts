@@ -103,7 +103,14 @@ export class RemoteCalls {
     const request: CallRequest = { host, tool, name: call.name, id: call.id, input: call.input, workspace: call.workspace, agent: call.agent };
     if (call.deadlineMs !== undefined) request.deadlineMs = call.deadlineMs;
     if (stream) request.stream = true;
-    const data = encode(request);
+    let data: Uint8Array;
+    try {
+      data = encode(request);
+    } catch (error) {
+      // JSON cannot encode it (a cycle, a BigInt): refused as a host session refuses it, nothing sent.
+      const why = error instanceof Error ? error.message : String(error);
+      return Promise.resolve(failureCapture('invalid_input', `input cannot be encoded as JSON: ${why}`));
+    }
     if (data.length + ITEM_HEADER > bus.maxPayload) {
       return Promise.resolve(
         failureCapture('invalid_input', `the call of ${data.length} bytes is over the cluster's message limit (${bus.maxPayload} bytes, NATS max_payload)`),
