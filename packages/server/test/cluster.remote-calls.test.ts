@@ -24,10 +24,10 @@ const silentBus: Bus = {
   request: () => Promise.reject(new Error('not used')),
 };
 
-function remoteCalls(graceMs: number): RemoteCalls {
+function remoteCalls(graceMs: number, bus: Bus = silentBus): RemoteCalls {
   return new RemoteCalls({
-    bus: silentBus,
-    batcher: new Batcher(silentBus),
+    bus,
+    batcher: new Batcher(bus),
     subjects: subjects('test'),
     node: 'b',
     deadlineMs: 60_000,
@@ -80,16 +80,7 @@ describe('a call whose input JSON cannot encode', () => {
   it('settles 65 at once with the reason, sends nothing and leaves nothing pending', async () => {
     const published: unknown[] = [];
     const bus: Bus = { ...silentBus, publish: (...args: unknown[]) => void published.push(args) };
-    const calls = new RemoteCalls({
-      bus,
-      batcher: new Batcher(bus),
-      subjects: subjects('test'),
-      node: 'b',
-      deadlineMs: 60_000,
-      graceMs: 20,
-      capBytes: 1024,
-      logger: quiet,
-    });
+    const calls = remoteCalls(20, bus);
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     for (const input of [cyclic, { n: 1n }]) {
@@ -117,16 +108,7 @@ describe("answers from the host's node", () => {
         unbatch(data, (id) => sent.push({ id, reply: reply! }));
       },
     };
-    const calls = new RemoteCalls({
-      bus,
-      batcher: new Batcher(bus),
-      subjects: subjects('test'),
-      node: 'b',
-      deadlineMs: 60_000,
-      graceMs: 1_000,
-      capBytes: 1024,
-      logger: quiet,
-    });
+    const calls = remoteCalls(1_000, bus);
     const chunks: Uint8Array[] = [];
     const pending = calls.call('a', 'alpha', 'echo', { ...call('c1', 10_000), onOutput: (chunk) => void chunks.push(chunk.bytes) });
     await Promise.resolve(); // the batch with the call goes out at the end of the turn
