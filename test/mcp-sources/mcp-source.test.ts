@@ -88,6 +88,23 @@ describe('the tools of a stdio MCP server', () => {
     expect(log.entries.some((e) => String(e.msg).includes('exited with code 1; restarting'))).toBe(true);
   });
 
+  it('a server that closes its stdin and exits a moment later: the calls sent meanwhile (a broken pipe) end 69 with its exit, not 70', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_hangup']);
+    const hangup = run(started, 'alpha__fake_hangup');
+    await waitFor(() => readFileSync(logFile, 'utf8').includes('call hangup'), 'the hangup call');
+    // Calls over several turns: the first write finds the pipe broken, the later ones find stdin destroyed.
+    const meanwhile: ReturnType<typeof run>[] = [];
+    for (let i = 0; i < 10; i++) {
+      meanwhile.push(run(started, 'alpha__fake_echo', { text: String(i) }));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const captures = (await Promise.all([hangup, ...meanwhile])).map((r) => r.capture);
+    expect(captures.map((c) => c.exitCode)).toEqual(Array(11).fill(69));
+    for (const c of captures) expect(text(c.stderr)).toContain('MCP server fake exited with code 1');
+  });
+
   it('tools/list_changed re-advertises; progress reaches the caller; a name clash is refused with a logged reason', async () => {
     const { started, log } = await hostWith({ fake: fake() }, ['alpha__fake_grow'], (host) =>
       host.tool('fake_echo', { inputSchema: { type: 'object' } }, () => 'mine'),
@@ -114,7 +131,7 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 9); // the host's 256 minus local and noisy's 9
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 10); // the host's 256 minus local and noisy's 10
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');
