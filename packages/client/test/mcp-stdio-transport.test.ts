@@ -41,3 +41,33 @@ describe('StdioServerTransport: a burst of requests past the pipe’s buffer', (
     }
   });
 });
+
+describe('StdioServerTransport: writes waiting on a server that dies', () => {
+  it('2,000 requests waiting for a drain that never comes all settle once the server is killed (none waits forever)', async () => {
+    // A server that never reads its stdin: the pipe fills and the writes wait for a drain.
+    const transport = new StdioServerTransport({
+      command: process.execPath,
+      args: ['-e', 'setInterval(() => {}, 1000);'],
+      cwd: process.cwd(),
+      env: { PATH: process.env.PATH },
+      maxMessageBytes: 1 << 20,
+      killGraceMs: 1000,
+    });
+    const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+    await transport.start();
+    const pad = 'p'.repeat(1024);
+    const sends = Array.from({ length: 2000 }, (_, i) =>
+      transport.send({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: 'x', arguments: { pad } } }).then(
+        () => 'settled',
+        () => 'settled',
+      ),
+    );
+    process.kill(transport.pid!, 'SIGKILL');
+    await closed;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve(['still waiting']), 5_000)));
+    const outcome = await Promise.race([Promise.all(sends), bound]);
+    clearTimeout(timer);
+    expect(outcome).toEqual(Array(2000).fill('settled'));
+  });
+});
