@@ -28,8 +28,25 @@ const STDERR_TAIL_BYTES = 2048;
 /** How long stdout is still read after the server exited, ms. */
 const DRAIN_MS = 200;
 
+/** How long writes to a stdin that broke wait for the server's exit before they fail, ms (see {@link StdioServerTransport.send}). */
+const BROKEN_PIPE_MS = 1000;
+
 const NEWLINE = 0x0a;
 const SENT = Promise.resolve();
+
+/** One promise for the writes that wait, and its settle (resolve, or reject with `error`). */
+interface Waiting {
+  promise: Promise<void>;
+  settle: (error?: Error) => void;
+}
+
+function waiting(): Waiting {
+  let settle!: (error?: Error) => void;
+  const promise = new Promise<void>((resolve, reject) => {
+    settle = (error) => (error === undefined ? resolve() : reject(error));
+  });
+  return { promise, settle };
+}
 
 /**
  * True for a JSON-RPC result response — `{jsonrpc: "2.0", id, result: {…}}` and nothing else, as the
@@ -88,8 +105,19 @@ export class StdioServerTransport implements Transport {
     this.#corked = false;
     this.#child?.stdin.uncork(); // a no-op on a stream that ended or was destroyed meanwhile
   };
-  /** Resolves at stdin's next 'drain', while a write waits for it (see {@link send}). */
-  #drained: Promise<void> | undefined;
+  /**
+   * The writes waiting for stdin's next 'drain' or, once stdin broke, for the server's end (see
+   * {@link send}); settled at the drain, at the end, or failed {@link BROKEN_PIPE_MS} after stdin broke.
+   */
+  #waiting: Waiting | undefined;
+  readonly #wake = (error?: Error): void => {
+    const w = this.#waiting;
+    this.#waiting = undefined;
+    w?.settle(error);
+  };
+  /** Stdin broke and the server did not exit within {@link BROKEN_PIPE_MS}: writes fail at once. */
+  #broken = false;
+  #brokenTimer: NodeJS.Timeout | undefined;
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -138,6 +166,15 @@ export class StdioServerTransport implements Transport {
         this.#stderr = (this.#stderr + chunk.toString('utf8')).slice(-STDERR_TAIL_BYTES);
       });
       for (const s of [child.stdin, child.stdout, child.stderr]) s.on('error', () => {}); // EPIPE, a destroyed pipe
+      child.stdin.once('close', () => {
+        if (this.#closed) return;
+        // The server is dying (its exit follows) or closed its stdin and lives on: bound the wait.
+        this.#brokenTimer = setTimeout(() => {
+          this.#broken = true;
+          this.#wake(new Error('the MCP server is not running'));
+        }, BROKEN_PIPE_MS);
+        this.#brokenTimer.unref();
+      });
       child.on('exit', (code, signal) => {
         // What it wrote last may still be in the pipe: read stdout to its end (bounded: a grandchild may hold it).
         const end = (): void => this.#ended({ code, signal, stderr: this.#stderr });
@@ -198,7 +235,10 @@ export class StdioServerTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
-    if (stdin === undefined || this.#exit !== undefined || stdin.destroyed) return Promise.reject(new Error('the MCP server is not running'));
+    if (stdin === undefined || this.#exit !== undefined || this.#broken) return Promise.reject(new Error('the MCP server is not running'));
+    // Stdin broke before the exit is known (a dying server): the request is lost; it settles with the
+    // server's end, after its calls ended 69 with the exit's reason (not as a failed request, 70).
+    if (stdin.destroyed) return (this.#waiting ??= waiting()).promise;
     const line = serializeMessage(message);
     if (!this.#corked) {
       this.#corked = true;
@@ -209,13 +249,11 @@ export class StdioServerTransport implements Transport {
     // The writes that wait share one drain: a listener per write would pile up with the requests of
     // a burst (Node warns past 10).
     if (stdin.write(line)) return SENT;
-    this.#drained ??= new Promise<void>((resolve) =>
-      stdin.once('drain', () => {
-        this.#drained = undefined;
-        resolve();
-      }),
-    );
-    return this.#drained;
+    if (this.#waiting === undefined) {
+      this.#waiting = waiting();
+      stdin.once('drain', () => this.#wake());
+    }
+    return this.#waiting.promise;
   }
 
   /** Stop the server: SIGTERM to its group, SIGKILL after the grace; resolves when it exited. */
@@ -242,9 +280,11 @@ export class StdioServerTransport implements Transport {
     this.#closed = true;
     this.#exit = exit;
     clearTimeout(this.#killTimer);
+    clearTimeout(this.#brokenTimer);
     killGroup(this.#pid, 'SIGKILL'); // what is left of its group (grandchildren)
     forgetGroup(this.#pid);
     for (const s of [this.#child?.stdin, this.#child?.stdout, this.#child?.stderr]) s?.destroy();
     this.onclose?.();
+    this.#wake(); // the waiting writes are lost with the server; their calls ended in onclose
   }
 }
