@@ -71,3 +71,38 @@ describe('StdioServerTransport: writes waiting on a server that dies', () => {
     expect(outcome).toEqual(Array(2000).fill('settled'));
   });
 });
+
+describe('StdioServerTransport: a server that closes its stdin and lives on', () => {
+  it('writes after the pipe broke fail with "not running" within about a second, none waits forever', async () => {
+    const transport = new StdioServerTransport({
+      command: process.execPath,
+      args: ['-e', 'require("node:fs").closeSync(0); setInterval(() => {}, 1000);'],
+      cwd: process.cwd(),
+      env: { PATH: process.env.PATH },
+      maxMessageBytes: 1 << 20,
+      killGraceMs: 1000,
+    });
+    await transport.start();
+    try {
+      const outcomes: Promise<string>[] = [];
+      for (let i = 0; i < 10; i++) {
+        outcomes.push(
+          transport.send({ jsonrpc: '2.0', id: i, method: 'ping' }).then(
+            () => 'sent',
+            (error: Error) => error.message,
+          ),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 20)); // writes over several turns: the pipe breaks on one of them
+      }
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve(['still waiting']), 5_000)));
+      const settled = await Promise.race([Promise.all(outcomes), bound]);
+      clearTimeout(timer);
+      expect(settled).toHaveLength(10);
+      expect(settled.at(-1)).toBe('the MCP server is not running');
+      expect(transport.exit).toBeUndefined(); // it still runs: the writes did not wait for its end
+    } finally {
+      await transport.close();
+    }
+  });
+});
