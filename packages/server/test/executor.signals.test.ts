@@ -8,6 +8,8 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { describe, expect, it } from 'vitest';
+import { RENEW_AFTER_ADDS } from '../src/churn.js';
+import { CallSignals } from '../src/executor/call-signals.js';
 import { Executor, type ExecuteResult } from '../src/executor/executor.js';
 import { resolveServerConfig } from '../src/options.js';
 import type { RoutedCall } from '../src/seam.js';
@@ -132,5 +134,20 @@ describe('executor stop signals', () => {
     await Promise.all([executor.execute({ name: 'echo', input: {}, agent: 'a', signal }), executor.execute({ name: 'echo', input: {}, agent: 'b', signal })]);
     await nextTurn();
     expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+
+  it('stops exactly the calls still watched by a scope after its watch set was renewed many times', () => {
+    for (const signal of [undefined, new AbortController().signal]) {
+      const signals = new CallSignals();
+      const scope = signals.enter('a', signal);
+      const stopped: number[] = [];
+      const calls = Array.from({ length: RENEW_AFTER_ADDS * 5 + 3 }, (_, i) => ({ stop: () => stopped.push(i) }));
+      for (const [i, call] of calls.entries()) {
+        scope.watch(call);
+        if (i % 3 === 0) scope.unwatch(call); // settled before the stop
+      }
+      expect(signals.stop('a')).toBe(1);
+      expect(stopped).toEqual(calls.map((_, i) => i).filter((i) => i % 3 !== 0));
+    }
   });
 });

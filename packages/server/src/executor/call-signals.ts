@@ -26,6 +26,7 @@
  * `AbortSignal` is a new hidden class to the code that reads it). The signal is still aborted with
  * its scope, for a router, tool control or local tool of the embedder's that listens to it.
  */
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import { keepShape } from '../keep-shape.js';
 import { type Stoppable, type StopScope, stopAll } from '../session/stop-watch.js';
 
@@ -41,10 +42,15 @@ abstract class Scope implements StopScope {
   aborted = false;
   /** Calls in flight in this scope. */
   calls = 0;
-  /** The router's pending calls of this scope (see {@link StopScope.watch}). */
-  readonly #watched = new Set<Stoppable>();
+  /** The router's pending calls of this scope (see {@link StopScope.watch}); renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #watched = new Set<Stoppable>();
+  #adds = 0;
 
   watch(call: Stoppable): void {
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#watched = new Set(this.#watched);
+    }
     this.#watched.add(call);
   }
 
@@ -117,8 +123,8 @@ export class CallSignals {
   readonly #generations = new Map<string, Generation>();
   /** The current link of each caller signal (weak: a signal nobody holds takes its link along). */
   readonly #links = new WeakMap<AbortSignal, Link>();
-  /** Links whose calls all settled in this turn of the event loop; let go by {@link #releaseIdle} unless reused. */
-  readonly #idleLinks = new Set<Link>();
+  /** Links whose calls all settled in this turn of the event loop; let go by {@link #releaseIdle} unless reused (a new set each turn: `churn.ts`). */
+  #idleLinks = new Set<Link>();
   #releasing: NodeJS.Immediate | undefined;
   #inFlight = 0;
 
@@ -180,7 +186,7 @@ export class CallSignals {
       link.generation.links.delete(link);
       if (this.#links.get(link.source) === link) this.#links.delete(link.source);
     }
-    this.#idleLinks.clear();
+    this.#idleLinks = new Set();
   }
 
   /**

@@ -15,6 +15,7 @@
  * through the SDK's validation) — goes to the SDK transport as before.
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Executor } from '../executor/executor.js';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { type CallerPrincipal, DEADLINE_META, type ToolCall, WORKSPACE_META, executeRequestOf } from './caller.js';
@@ -138,7 +139,9 @@ function ownShape(result: CallToolResult): Record<string, unknown> {
 export class PlainCalls {
   readonly #deps: PlainCallsDeps;
   readonly #sessionId: string;
-  readonly #running = new Map<RequestId, Running>();
+  /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
+  #running = new Map<RequestId, Running>();
+  #adds = 0;
 
   constructor(sessionId: string, deps: PlainCallsDeps) {
     this.#sessionId = sessionId;
@@ -200,6 +203,10 @@ export class PlainCalls {
         res.end();
       },
     };
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#running = new Map(this.#running);
+    }
     this.#running.set(id, running);
     const onClose = (): void => {
       clearTimeout(hold);
