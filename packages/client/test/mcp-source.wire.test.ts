@@ -70,4 +70,24 @@ describe('MCP tools on the wire', () => {
     expect('content' in image || 'structured' in image).toBe(false);
     expect(conn.violations).toEqual([]);
   });
+
+  it('a call that reaches the host after its MCP server died and its tools left is answered 69 with the reason, not 127', async () => {
+    const conn = await connect({ protocol: 2, output: { windowBytes: 1 << 20, maxChunkBytes: 1 << 16 } });
+    await advertising(conn, 'fake_echo');
+    const crash = await call(conn, 'c1', 'fake_crash');
+    expect(crash).toMatchObject({ exitCode: 69, failure: 'unavailable' });
+    // Sent as the server would before it read the host's new advertise (the restart takes longer than this).
+    const late = await call(conn, 'c2', 'fake_echo');
+    expect(late).toMatchObject({ exitCode: 69, failure: 'unavailable' });
+    expect(late.stderr).toBe('toolwire: tool "fake_echo" is gone: MCP server fake exited with code 1\n');
+    expect((await call(conn, 'c3', 'fake_nope')).exitCode).toBe(127); // never one of its tools
+    // Back after the restart: served again, and a name it no longer has is 127 again.
+    await poll(
+      () => conn.frames.filter((f) => f.type === 'advertise' && f.tools.some((t) => t.name === 'fake_echo')).length >= 2 || undefined,
+      15_000,
+      'the re-advertise',
+    );
+    expect(await call(conn, 'c4', 'fake_echo')).toMatchObject({ exitCode: 0 });
+    expect(conn.violations).toEqual([]);
+  });
 });

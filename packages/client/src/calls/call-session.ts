@@ -19,6 +19,7 @@ import { type FrameSender, OutputChannel } from './output-channel.js';
 import { type Streamed, encodeResultFrame, encodeTextResultFrame } from './result-frame.js';
 import { CallContext } from './tool-context.js';
 import { HostCall } from './call-trace.js';
+import { hostFailed, hostFailedReason, notServed } from './answers.js';
 import type { HostMetrics } from '../host/host-metrics.js';
 
 /** Host-wide settings a session runs calls with. Times in ms, sizes in bytes. */
@@ -36,6 +37,8 @@ export interface CallSettings {
   logger: Logger;
   /** Where answered calls are counted (`ToolHostOptions.metrics`); none when absent. */
   metrics?: HostMetrics | undefined;
+  /** Why a tool that is not served now was withdrawn (`ToolSet.withdrawn`): its calls are answered 69 with it, not 127. */
+  withdrawn?: (name: string) => string | undefined;
 }
 
 interface InFlight {
@@ -58,15 +61,6 @@ interface Waited {
 }
 
 const SETTLED = Promise.resolve();
-
-function hostFailedReason(error: unknown): string {
-  return `tool host failed: ${error instanceof Error ? error.message : String(error)}`;
-}
-
-/** The capture of a call whose tool host code threw while building it (70). */
-function hostFailed(error: unknown): Capture {
-  return failureCapture('host_error', hostFailedReason(error));
-}
 
 /**
  * The in-flight calls of one connection. Each call has exactly one owner (this session) and is
@@ -113,7 +107,8 @@ export class CallSession {
 
   /**
    * Run one call, or queue it when the host is at its bound (see {@link Admission}). A tool that is
-   * not registered is answered 127 without running anything; a call past the queue or input-bytes
+   * not registered is answered 127 without running anything (69 with the reason when its source
+   * withdrew it, e.g. its MCP server died while the call was on its way); a call past the queue or input-bytes
    * bound is answered 75 at once and never started.
    * @param bytes the size of the `call` frame that carried it (its input's share of the bound)
    */
@@ -125,8 +120,9 @@ export class CallSession {
     }
     const tool = this.#lookup(call.tool);
     if (!tool) {
-      this.#answer(call.id, failureCapture('not_found', `no such tool ${JSON.stringify(call.tool)} on this host`));
-      new HostCall(call).ended(this.#settings.logger, 127, this.#settings.metrics, false);
+      const answer = notServed(call.tool, this.#settings.withdrawn?.(call.tool));
+      this.#answer(call.id, answer);
+      new HostCall(call).ended(this.#settings.logger, answer.exitCode, this.#settings.metrics, false);
       return;
     }
     const limit = tool.maxConcurrency ?? Number.POSITIVE_INFINITY;

@@ -242,6 +242,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
         admission: this.#admission,
         logger: o.logger,
         metrics: this.#metrics,
+        withdrawn: (name) => this.#tools.withdrawn(name),
       },
       o.liveOutput ? welcome.output : undefined, // live output: every call streams when the server offers a window
       socket.protocol,

@@ -185,6 +185,15 @@ export class ToolSet {
     return this.#own.get(name) ?? this.#added.get(name);
   }
 
+  /** Why `name`, a tool an added source withdrew (its MCP server died), is not served now; `undefined` when none says so. */
+  withdrawn(name: string): string | undefined {
+    for (const source of this.#sources) {
+      const why = source.withdrawn?.(name);
+      if (why !== undefined) return why;
+    }
+    return undefined;
+  }
+
   /** Every tool as advertised: own tools in registration order, then each added source's. */
   specs(): ToolSpec[] {
     const specs: ToolSpec[] = [];

@@ -66,6 +66,12 @@ export interface ToolSource {
   tools(): readonly SourceTool[];
   /** Run one call of `tool` (one of its own). Must not throw; a throw is answered 70 by the call layer. */
   run(tool: SourceTool, input: unknown, call: SourceCall): RunStart;
+  /**
+   * Why `name`, one of its tools until it withdrew them all (e.g. its MCP server died), is not
+   * served now, while they are gone: a call to it that was already on its way is answered 69 with
+   * this reason instead of 127 "no such tool". `undefined` otherwise. Optional.
+   */
+  withdrawn?(name: string): string | undefined;
   /** `listener` runs whenever {@link tools} changed (the host re-advertises). One listener. */
   onChange(listener: () => void): void;
   /** Stop: end every call it runs (as aborted), release processes and timers. Idempotent. */

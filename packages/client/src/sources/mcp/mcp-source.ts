@@ -62,6 +62,8 @@ export class McpSource implements ToolSource {
   readonly #o: McpSourceOptions;
   readonly #backoff: Backoff;
   #tools: McpTool[] = [];
+  /** While its tools are gone because the server went down: their names and why ({@link withdrawn}). */
+  #gone: { names: ReadonlySet<string>; reason: string } | undefined;
   #live: Live | undefined;
   #listener: (() => void) | undefined;
   #restart: NodeJS.Timeout | undefined;
@@ -82,6 +84,10 @@ export class McpSource implements ToolSource {
 
   tools(): readonly SourceTool[] {
     return this.#tools;
+  }
+
+  withdrawn(name: string): string | undefined {
+    return this.#gone?.names.has(name) === true ? this.#gone.reason : undefined;
   }
 
   onChange(listener: () => void): void {
@@ -186,6 +192,7 @@ export class McpSource implements ToolSource {
     if (more > 0)
       o.logger.warn({ server: o.name, maxTools: max }, `toolwire: MCP server ${o.name} lists more than ${max} tools; the rest are not served (max_tools)`);
     this.#tools = this.#select(listed);
+    this.#gone = undefined;
     this.#listener?.();
   }
 
@@ -229,6 +236,7 @@ export class McpSource implements ToolSource {
     live.isDown = true;
     live.calls?.endAll(reason);
     if (this.#tools.length > 0) {
+      this.#gone = { names: new Set(this.#tools.map((t) => t.name)), reason };
       this.#tools = [];
       this.#listener?.();
     }
