@@ -172,7 +172,7 @@ export class ToolwireServer {
     this.#http.maxHeadersCount = config.http.maxHeadersCount;
     this.#secure = tls !== undefined;
     // The TCP socket, also under TLS (its handshake is pre-auth time too).
-    this.#http.on('connection', (socket: Socket) => preAuth.accept(socket));
+    preAuth.listenTo(this.#http);
     this.#http.on('upgrade', (req, socket, head) => {
       // Headers read from rawHeaders: a refused upgrade never builds `req.headers` (endpoint/request-header.ts).
       const refused = this.#hostPolicy.refusal(headerOf(req, 'host'));

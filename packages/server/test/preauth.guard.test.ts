@@ -225,14 +225,19 @@ describe('caps', () => {
 });
 
 describe.runIf(spawnSync('openssl', ['version']).status === 0)('under TLS', () => {
-  it('counts the TCP connection from accept (handshake included) and lets it go when a request on the TLS socket authenticates', async () => {
+  /** A self-signed certificate for 127.0.0.1 and its key, made with the openssl CLI. */
+  function certificate(): { cert: Buffer; key: Buffer } {
     const dir = mkdtempSync(join(tmpdir(), 'toolwire-preauth-tls-'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const key = join(dir, 'key.pem');
     const cert = join(dir, 'cert.pem');
     const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
     execFileSync('openssl', ['req', '-x509', ...ec, '-keyout', key, '-out', cert, '-days', '1', '-subj', '/CN=127.0.0.1'], { stdio: 'ignore' });
-    const s = await start({ preAuthTimeoutMs: 300, tls: { cert: readFileSync(cert), key: readFileSync(key) } });
+    return { cert: readFileSync(cert), key: readFileSync(key) };
+  }
+
+  it('counts the TCP connection from accept (handshake included) and lets it go when a request on the TLS socket authenticates', async () => {
+    const s = await start({ preAuthTimeoutMs: 300, tls: certificate() });
     const req = requestTls(s.mcpUrl, {
       method: 'POST',
       rejectUnauthorized: false,
@@ -249,6 +254,22 @@ describe.runIf(spawnSync('openssl', ['version']).status === 0)('under TLS', () =
     cleanups.push(() => void silent.destroy());
     await closeOf(silent);
     expect(s.server.preAuth.stats()).toMatchObject({ accepted: 2, timedOut: 1, pending: 0 });
+  });
+
+  it('answers a request on the TLS socket without a token before its body arrives, then closes the connection', async () => {
+    const s = await start({ tls: certificate() }); // preAuthTimeoutMs 10 s: the close below is not the timeout
+    const c = connectTls({ port: s.port, host: '127.0.0.1', rejectUnauthorized: false });
+    c.on('error', () => {});
+    cleanups.push(() => void c.destroy());
+    let received = '';
+    c.on('data', (d: Buffer) => (received += d.toString('latin1')));
+    await once(c, 'secureConnect');
+    const at = Date.now();
+    c.write(`POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1048576\r\n\r\n{"pad":"`);
+    await closeOf(c);
+    expect(Date.now() - at).toBeLessThan(3_000);
+    expect(received).toMatch(/^HTTP\/1\.1 401 Unauthorized/);
+    expect(s.server.preAuth.stats()).toMatchObject({ accepted: 1, pending: 0, bodiesRefused: 1, timedOut: 0 });
   });
 });
 

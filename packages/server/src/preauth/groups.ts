@@ -7,25 +7,30 @@
  * The size index is a linked list of groups per size, in an array indexed by size: a group moving
  * from one size to the next is unlinked and linked again, with nothing allocated. (Every accepted
  * and every closed connection moves its group, so a flood would otherwise create and drop a
- * container per connection.)
+ * container per connection.) The groups' Map and each group's Set are renewed every
+ * {@link RENEW_AFTER_ADDS} additions (`churn.ts`).
  */
+import { RENEW_AFTER_ADDS } from '../churn.js';
 
-/** What a group holds: anything with a `tuple` key. */
+/** What a group holds: anything naming its address group (members are told apart by identity). */
 export interface Grouped {
-  tuple: string;
   group: string;
 }
 
 /** One address group: its members, and its place in the list of the groups of its size. */
 interface Group<T> {
-  /** Members, oldest first (Map order = insertion order). */
-  members: Map<string, T>;
+  /** Members, oldest first (Set order = insertion order). */
+  members: Set<T>;
+  /** Additions since `members` was last renewed. */
+  adds: number;
   prev: Group<T> | undefined;
   next: Group<T> | undefined;
 }
 
 export class AddressGroups<T extends Grouped> {
-  readonly #groups = new Map<string, Group<T>>();
+  #groups = new Map<string, Group<T>>();
+  /** Groups made since `#groups` was last renewed. */
+  #made = 0;
   /** The first and last group of each size (index = size); within a size, in the order they reached it. */
   readonly #first: (Group<T> | undefined)[] = [];
   readonly #last: (Group<T> | undefined)[] = [];
@@ -54,17 +59,26 @@ export class AddressGroups<T extends Grouped> {
 
   add(member: T): void {
     let group = this.#groups.get(member.group);
-    if (group === undefined) this.#groups.set(member.group, (group = { members: new Map<string, T>(), prev: undefined, next: undefined }));
+    if (group === undefined) {
+      if (++this.#made === RENEW_AFTER_ADDS) {
+        this.#made = 0;
+        this.#groups = new Map(this.#groups);
+      }
+      this.#groups.set(member.group, (group = { members: new Set<T>(), adds: 0, prev: undefined, next: undefined }));
+    } else if (++group.adds === RENEW_AFTER_ADDS) {
+      group.adds = 0;
+      group.members = new Set(group.members);
+    }
     const before = group.members.size;
-    group.members.set(member.tuple, member);
+    group.members.add(member);
     this.#move(group, before);
   }
 
   remove(member: T): void {
     const group = this.#groups.get(member.group);
-    if (group?.members.get(member.tuple) !== member) return;
+    if (group?.members.has(member) !== true) return;
     const before = group.members.size;
-    group.members.delete(member.tuple);
+    group.members.delete(member);
     if (group.members.size === 0) this.#groups.delete(member.group);
     this.#move(group, before);
   }

@@ -24,8 +24,10 @@
  * last one went; `close()` clears it.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { Server as TlsServer, type TLSSocket } from 'node:tls';
 import { addressKey } from '../auth/limiter.js';
+import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import { AddressGroups } from './groups.js';
 
@@ -59,27 +61,39 @@ export interface PreAuthStats {
 }
 
 interface Entry {
+  /** The TCP socket (also under TLS): the entry's key. */
   socket: Socket;
-  /** `address|port` of the connection: the same for a TLS socket and the TCP socket under it. */
-  tuple: string;
   /** The address group the per-address cap counts. */
   group: string;
+  /** Under TLS, `address|port` until the handshake completes; else `undefined`. */
+  tuple: string | undefined;
   deadline: number;
-  onClose: () => void;
 }
 
 /** Minimum time between two "cap reached" warnings, ms (an attack would otherwise flood the log). */
 const WARN_EVERY_MS = 10_000;
 
-const tupleOf = (socket: Socket): string | undefined => (socket.remoteAddress === undefined ? undefined : `${socket.remoteAddress}|${String(socket.remotePort)}`);
+/** `address|port` of a connection: the same for a TLS socket and the TCP socket under it. */
+const tupleOf = (socket: Socket): string => `${socket.remoteAddress}|${String(socket.remotePort)}`;
 
 /** Pre-authentication accounting of one server's connections. */
 export class PreAuthGuard {
   readonly #options: Required<PreAuthOptions>;
-  /** Unauthenticated connections by tuple, oldest first (Map order = accept order). */
-  readonly #pending = new Map<string, Entry>();
+  /** Unauthenticated connections by TCP socket, oldest first (Map order = accept order); renewed every {@link RENEW_AFTER_ADDS} accepts (`churn.ts`). */
+  #pending = new Map<Socket, Entry>();
+  #adds = 0;
   /** The same entries by address group. */
   readonly #groups = new AddressGroups<Entry>();
+  /**
+   * Under TLS ({@link listenTo} a TLS server): the entries whose handshake has not completed, by
+   * `address|port` (how the TLS socket, at `'secureConnection'`, finds its TCP socket's entry), and
+   * the TLS sockets of the entries whose handshake has. Empty without TLS.
+   */
+  #handshaking = new Map<string, Entry>();
+  readonly #byTlsSocket = new WeakMap<Socket, Entry>();
+  #tls = false;
+  /** Every pending socket's `'close'` listener (one function for all; `this` is the socket). */
+  readonly #onClose: (this: Socket) => void;
   readonly #stats = { accepted: 0, authenticated: 0, evicted: 0, timedOut: 0, bodiesRefused: 0 };
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -88,26 +102,48 @@ export class PreAuthGuard {
 
   constructor(options: PreAuthOptions) {
     this.#options = { now: Date.now, ...options };
+    const closed = (socket: Socket): void => this.#forget(this.#pending.get(socket));
+    this.#onClose = function (this: Socket): void {
+      closed(this);
+    };
+  }
+
+  /**
+   * Count every connection `server` accepts (its `'connection'` event: the TCP socket, also under
+   * TLS). For a TLS server the guard also hears `'secureConnection'`, before node:http does, so
+   * that a request's TLS socket finds the entry of the TCP socket under it.
+   */
+  listenTo(server: Server): void {
+    server.on('connection', (socket: Socket) => this.accept(socket));
+    if (!(server instanceof TlsServer)) return;
+    this.#tls = true;
+    server.prependListener('secureConnection', (socket: TLSSocket) => this.#secured(socket));
   }
 
   stats(): PreAuthStats {
     return { pending: this.#pending.size, ...this.#stats };
   }
 
-  /** A connection was accepted (the server's `'connection'` event: the TCP socket, also under TLS). */
+  /** A connection was accepted (the server's `'connection'` event: the TCP socket, also under TLS; see {@link listenTo}). */
   accept(socket: Socket): void {
-    const tuple = tupleOf(socket);
-    if (this.#closed || tuple === undefined) {
+    const address = socket.remoteAddress;
+    if (this.#closed || address === undefined) {
       socket.destroy(); // closing, or already reset by the peer
       return;
     }
     this.#stats.accepted++;
-    this.#forget(this.#pending.get(tuple)); // a stale entry of a reused tuple (its close not yet seen)
-    const group = addressKey(socket.remoteAddress);
-    const entry: Entry = { socket, tuple, group, deadline: this.#options.now() + this.#options.timeoutMs, onClose: () => this.#forget(entry) };
-    this.#pending.set(tuple, entry);
+    if (++this.#adds === RENEW_AFTER_ADDS) {
+      this.#adds = 0;
+      this.#pending = new Map(this.#pending);
+      if (this.#tls) this.#handshaking = new Map(this.#handshaking);
+    }
+    const group = addressKey(address);
+    const tuple = this.#tls ? tupleOf(socket) : undefined;
+    const entry: Entry = { socket, group, tuple, deadline: this.#options.now() + this.#options.timeoutMs };
+    this.#pending.set(socket, entry);
     this.#groups.add(entry);
-    socket.on('close', entry.onClose); // 'close' comes once: no `once` wrapper needed
+    if (tuple !== undefined) this.#handshaking.set(tuple, entry);
+    socket.on('close', this.#onClose); // 'close' comes once: no `once` wrapper needed
     // The new entry is the newest of its address and overall: neither pick below is the new one
     // while an older connection exists to close.
     if (this.#groups.sizeOf(group) > this.#options.maxPerAddress) this.#evict(this.#groups.oldestOf(group)!);
@@ -117,18 +153,16 @@ export class PreAuthGuard {
 
   /** A request on `socket` (the TCP or TLS socket) passed authentication: it is no longer counted or timed. */
   authenticated(socket: Socket): void {
-    const tuple = tupleOf(socket);
-    const entry = tuple === undefined ? undefined : this.#pending.get(tuple);
+    const entry = this.#entryOf(socket);
     if (entry === undefined) return; // already authenticated, or not accepted through this guard
     this.#stats.authenticated++;
-    entry.socket.off('close', entry.onClose);
+    entry.socket.off('close', this.#onClose);
     this.#forget(entry);
   }
 
   /** True while `socket` has not authenticated. */
   isPending(socket: Socket): boolean {
-    const tuple = tupleOf(socket);
-    return tuple !== undefined && this.#pending.has(tuple);
+    return this.#entryOf(socket) !== undefined;
   }
 
   /**
@@ -170,10 +204,27 @@ export class PreAuthGuard {
     }
   }
 
+  /** The pending entry of `socket`: its own, or under TLS that of the TCP socket under it. */
+  #entryOf(socket: Socket): Entry | undefined {
+    const entry = this.#pending.get(socket) ?? this.#byTlsSocket.get(socket);
+    return entry !== undefined && this.#pending.get(entry.socket) === entry ? entry : undefined;
+  }
+
+  /** The TLS handshake of a pending connection completed: its TLS socket now finds the entry. */
+  #secured(socket: TLSSocket): void {
+    const tuple = tupleOf(socket);
+    const entry = this.#handshaking.get(tuple);
+    if (entry === undefined) return; // authenticated, closed, or reset before its address could be read
+    this.#handshaking.delete(tuple);
+    entry.tuple = undefined;
+    this.#byTlsSocket.set(socket, entry);
+  }
+
   #forget(entry: Entry | undefined): void {
-    if (entry === undefined || this.#pending.get(entry.tuple) !== entry) return;
-    this.#pending.delete(entry.tuple);
+    if (entry === undefined || this.#pending.get(entry.socket) !== entry) return;
+    this.#pending.delete(entry.socket);
     this.#groups.remove(entry);
+    if (entry.tuple !== undefined && this.#handshaking.get(entry.tuple) === entry) this.#handshaking.delete(entry.tuple);
   }
 
   /**
