@@ -64,12 +64,15 @@ export interface StatePage {
   gone?: string[];
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
-/** JSON → bytes. */
+/**
+ * JSON → bytes. `Buffer.from` rather than `TextEncoder`: it copies a small text into Node's shared
+ * pool, where `TextEncoder#encode` allocates an `ArrayBuffer` of its own for every message — one per
+ * call between nodes, each a backing store the garbage collector must track and free.
+ */
 export function encode(value: unknown): Uint8Array {
-  return encoder.encode(JSON.stringify(value));
+  return Buffer.from(JSON.stringify(value));
 }
 
 /** Bytes → JSON object, or `undefined` when it does not parse to an object. */
