@@ -5,6 +5,18 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { StdioServerTransport } from '../src/sources/mcp/stdio-transport.js';
 
+/** A transport to a node child running `script` (`node -e`): PATH only, 1 MiB messages, a 1 s kill grace. */
+function nodeServer(script: string): StdioServerTransport {
+  return new StdioServerTransport({
+    command: process.execPath,
+    args: ['-e', script],
+    cwd: process.cwd(),
+    env: { PATH: process.env.PATH },
+    maxMessageBytes: 1 << 20,
+    killGraceMs: 1000,
+  });
+}
+
 describe('StdioServerTransport: a burst of requests past the pipe’s buffer', () => {
   let transport: StdioServerTransport | undefined;
   afterEach(async () => {
@@ -20,14 +32,7 @@ describe('StdioServerTransport: a burst of requests past the pipe’s buffer', (
     process.on('warning', onWarning);
     try {
       // A server that reads everything and answers nothing: stdin drains as it reads.
-      transport = new StdioServerTransport({
-        command: process.execPath,
-        args: ['-e', 'let n = 0; process.stdin.on("data", (d) => { n += d.length; }); process.stdin.on("end", () => process.stderr.write(String(n)));'],
-        cwd: process.cwd(),
-        env: { PATH: process.env.PATH },
-        maxMessageBytes: 1 << 20,
-        killGraceMs: 1000,
-      });
+      transport = nodeServer('let n = 0; process.stdin.on("data", (d) => { n += d.length; }); process.stdin.on("end", () => process.stderr.write(String(n)));');
       await transport.start();
       const pad = 'p'.repeat(1024);
       const sends = Array.from({ length: 500 }, (_, i) =>
@@ -45,14 +50,7 @@ describe('StdioServerTransport: a burst of requests past the pipe’s buffer', (
 describe('StdioServerTransport: writes waiting on a server that dies', () => {
   it('2,000 requests waiting for a drain that never comes all settle once the server is killed (none waits forever)', async () => {
     // A server that never reads its stdin: the pipe fills and the writes wait for a drain.
-    const transport = new StdioServerTransport({
-      command: process.execPath,
-      args: ['-e', 'setInterval(() => {}, 1000);'],
-      cwd: process.cwd(),
-      env: { PATH: process.env.PATH },
-      maxMessageBytes: 1 << 20,
-      killGraceMs: 1000,
-    });
+    const transport = nodeServer('setInterval(() => {}, 1000);');
     const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
     await transport.start();
     const pad = 'p'.repeat(1024);
@@ -74,14 +72,7 @@ describe('StdioServerTransport: writes waiting on a server that dies', () => {
 
 describe('StdioServerTransport: a server that closes its stdin and lives on', () => {
   it('writes after the pipe broke fail with "not running" within about a second, none waits forever', async () => {
-    const transport = new StdioServerTransport({
-      command: process.execPath,
-      args: ['-e', 'require("node:fs").closeSync(0); setInterval(() => {}, 1000);'],
-      cwd: process.cwd(),
-      env: { PATH: process.env.PATH },
-      maxMessageBytes: 1 << 20,
-      killGraceMs: 1000,
-    });
+    const transport = nodeServer('require("node:fs").closeSync(0); setInterval(() => {}, 1000);');
     await transport.start();
     try {
       const outcomes: Promise<string>[] = [];
