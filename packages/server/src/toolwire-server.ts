@@ -268,8 +268,9 @@ export class ToolwireServer {
   /**
    * Shut down: close every host session with 1001 (their calls settle 69 `server shutting down`, and
    * the hosts kill the work), stop any other call in flight (130) and wait for the executor to be
-   * idle (at most `cancelGraceMs` + 500 ms) so MCP callers receive their results, then close every
-   * MCP session and the http server with its connections. Leaves no timer running. Idempotent.
+   * idle (at most `cancelGraceMs` + 500 ms) and for the MCP door to write those calls' answers (at
+   * most 500 ms more) so MCP callers receive their results, then close every MCP session and the http
+   * server with its connections. Leaves no timer running. Idempotent.
    */
   close(): Promise<void> {
     this.#closing ??= this.#shutdown();
@@ -287,7 +288,7 @@ export class ToolwireServer {
     const hostsClosed = this.hostEndpoint.close();
     this.executor.stop();
     await pTimeout(this.executor.whenIdle(), { milliseconds: this.#cancelGraceMs + STOP_MARGIN_MS, message: false });
-    await this.mcp.close();
+    await this.mcp.close(STOP_MARGIN_MS); // the settled calls' answers are written before their sessions close
     this.#status.close();
     await hostsClosed;
     this.preAuth.close();

@@ -42,6 +42,7 @@
  * module is imported; if that import fails, the request gets HTTP 500 and the next one tries again.
  */
 import { randomUUID } from 'node:crypto';
+import pTimeout from 'p-timeout';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { NodeMcpRequestHandler, NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
@@ -157,6 +158,10 @@ export class McpDoor {
   /** The protocol revisions a session transport accepts (known once the SDK is loaded). */
   #supported: readonly string[] = [];
   #closed = false;
+  /** Authenticated POSTs whose answer is not yet written (every session's and the 2026-07-28 handler's). */
+  readonly #answering = new Set<ServerResponse>();
+  /** Resolves the wait of {@link McpDoor.close} once {@link #answering} is empty. */
+  #answered: (() => void) | undefined;
   readonly #onToolsChanged = (): void => this.#broadcastToolsChanged();
 
   constructor(deps: McpDoorDeps) {
@@ -187,12 +192,23 @@ export class McpDoor {
     }
   }
 
-  /** Close every session (in-flight calls are aborted → 130) and stop listening for tool changes. Idempotent. */
-  async close(): Promise<void> {
+  /**
+   * Close every session (in-flight calls are aborted → 130) and stop listening for tool changes.
+   * New requests are answered 503 at once; with `answerWaitMs` (ms, default 0) the POSTs already
+   * being answered get up to that long to write their answers first — `ToolwireServer.close()` passes
+   * it once its calls have settled, so each caller receives its call's result (a call answered through
+   * the SDK transport, with a progress token or live output, is written a few turns after it settles).
+   * Idempotent.
+   */
+  async close(answerWaitMs = 0): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#sweep);
     this.#deps.tools.off('toolsChanged', this.#onToolsChanged);
+    if (answerWaitMs > 0 && this.#answering.size > 0) {
+      await pTimeout(new Promise<void>((resolve) => (this.#answered = resolve)), { milliseconds: answerWaitMs, message: false });
+      this.#answered = undefined;
+    }
     const sessions = [...this.#sessions.values()];
     this.#sessions.clear();
     await Promise.allSettled([...sessions.map((s) => s.server.close()), this.#modern?.handler.close()]);
@@ -243,6 +259,11 @@ export class McpDoor {
     const state: RequestState = { response: res, headers: req.headers };
     let body: unknown;
     if (req.method === 'POST') {
+      this.#answering.add(res);
+      res.once('close', () => {
+        this.#answering.delete(res);
+        if (this.#answering.size === 0) this.#answered?.();
+      });
       const raw = await readJsonBody(req, this.#options.maxRequestBodyBytes);
       if (!raw.ok) {
         replyError(res, raw.status, raw.code, raw.message);
