@@ -2,8 +2,11 @@
  * `toolwire status` as text: hosts, tools, calls in flight and recent failures, one line each,
  * fields separated by two spaces (easy to read, easy to `grep`). From a cluster node: first the
  * cluster's nodes, then every host of every node with `node <id>`, and each call with its host's node.
+ * Peers' text — a host's tool titles and descriptions, a caller's tool name (cut to 80 characters) —
+ * is shown with its control characters escaped (`terminal-text.ts`).
  */
 import type { StatusSnapshot } from '@toolwire/server';
+import { printable, shownName } from '../terminal-text.js';
 
 /** The snapshot as `GET /status/snapshot` answers it: plus who asked. */
 export type StatusAnswer = StatusSnapshot & { you?: { caller: string; grant: string[] } };
@@ -47,20 +50,22 @@ export function statusText(s: StatusAnswer): string {
     const notes = Object.entries(t.annotations ?? {})
       .filter(([, v]) => v === true)
       .map(([k]) => k.replace(/Hint$/, ''));
-    const title = t.title === undefined ? '' : `  "${t.title}"`;
+    const title = t.title === undefined ? '' : `  "${printable(t.title)}"`;
     const extra = notes.length > 0 ? `  [${notes.join(', ')}]` : '';
-    lines.push(`  ${t.name}${title}${extra}${t.description === undefined ? '' : `  ${t.description}`}`);
+    lines.push(`  ${t.name}${title}${extra}${t.description === undefined ? '' : `  ${printable(t.description)}`}`);
   }
   lines.push(`calls in flight (${s.callsInFlight})`);
   for (const c of s.calls) {
-    lines.push(`  ${c.id}  ${c.tool}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  running ${ago(at - c.startedAt)}  ${size(c.bytes)} out`);
+    lines.push(`  ${c.id}  ${shownName(c.tool)}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  running ${ago(at - c.startedAt)}  ${size(c.bytes)} out`);
   }
   if (s.callsInFlight > s.calls.length) lines.push(`  … and ${s.callsInFlight - s.calls.length} more`);
   const failures = s.recent.filter((c) => c.exitCode !== 0);
   lines.push(`recent failures (${failures.length} of the last ${s.recent.length} calls)`);
   for (const c of failures) {
     const kind = c.failure === undefined ? '' : ` (${c.failure})`;
-    lines.push(`  ${c.id}  ${c.tool}  exit ${c.exitCode}${kind}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  ended ${ago(at - c.endedAt)} ago`);
+    lines.push(
+      `  ${c.id}  ${shownName(c.tool)}  exit ${c.exitCode}${kind}  on ${c.host ?? '(local)'}${onNode(c.node)}  by ${c.agent}  ended ${ago(at - c.endedAt)} ago`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

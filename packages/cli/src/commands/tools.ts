@@ -11,6 +11,7 @@ import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, connectMcp } from '../call
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
+import { printable } from '../terminal-text.js';
 
 /** An MCP tool definition as `tools/list` gives it (only the fields this command reads are typed). */
 export interface Tool {
@@ -52,11 +53,14 @@ const HINT_WORDS = [
 /**
  * One line of the text listing: `name  description` (first line of the description only), with the
  * title and the hints that are true first when the tool has them: `name  Title [read-only]  description`.
+ * Control characters of the title and description (the host's text) are shown escaped (`terminal-text.ts`).
  */
 export function toolLine(tool: Pick<Tool, 'name' | 'description' | 'title' | 'annotations'>): string {
-  const description = (tool.description ?? '').split('\n')[0]!.trim();
+  const description = printable((tool.description ?? '').split('\n')[0]!.trim());
   const hints = HINT_WORDS.filter(([key]) => tool.annotations?.[key] === true).map(([, word]) => word);
-  const face = [typeof tool.title === 'string' ? tool.title.split('\n')[0]!.trim() : '', hints.length > 0 ? `[${hints.join(', ')}]` : ''].filter((s) => s).join(' ');
+  const face = [typeof tool.title === 'string' ? printable(tool.title.split('\n')[0]!.trim()) : '', hints.length > 0 ? `[${hints.join(', ')}]` : '']
+    .filter((s) => s)
+    .join(' ');
   return [tool.name, face, description].filter((s) => s).join('  ') + '\n';
 }
 

@@ -1,0 +1,20 @@
+/**
+ * Text from peers, made safe for one line of a terminal. A tool host's advertised `title` and
+ * `description` and a caller's tool name may hold any character (README "Security": everything a
+ * peer sends is hostile); printed raw, ESC or CSI (U+009B) starts a sequence that clears the
+ * screen, hides or recolours text, sets the window title or, in many terminals, writes the
+ * clipboard (OSC 52). Each C0/C1 control character and DEL is shown as its JSON escape (`\u001b`).
+ */
+
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g;
+
+/** `text` with every control character shown as `\uXXXX`. */
+export function printable(text: string): string {
+  return text.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** A name from a caller as one bounded, printable field: at most `max` characters (default 80) of it, then `…`. */
+export function shownName(name: string, max = 80): string {
+  return printable(name.length > max ? `${name.slice(0, max)}…` : name);
+}
