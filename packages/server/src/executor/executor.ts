@@ -229,7 +229,7 @@ export class Executor {
     const log = this.#options.logger;
     if (!isGranted(req.grant, name)) {
       const reason = `tool ${quote(name)} is not granted to agent ${quote(agent)}`;
-      log.info({ id, agent, tool: name }, 'call declined by the grant gate');
+      log.info({ id, agent, tool: shown(name) }, 'call declined by the grant gate');
       this.#refused('declined', name);
       return { outcome: 'declined', id, reason };
     }
@@ -241,7 +241,7 @@ export class Executor {
     // ms since the epoch, kept as numbers (one clock read each) until the result is built
     const startedMs = Date.now();
     let live: LiveCall | undefined;
-    const trace = startCallTrace(id, name, agent, req.traceparent, req.tracestate);
+    const trace = startCallTrace(id, shown(name), agent, req.traceparent, req.tracestate);
     let host: string | undefined;
     let wireId: string | undefined;
     let node: string | undefined;
@@ -252,12 +252,12 @@ export class Executor {
         const request = { id, name, input, agent, role: req.role };
         const verdict = await untilAborted(consultToolControl(this.#toolControl, request), signal);
         if (verdict && !verdict.pass) {
-          log.info({ id, agent, tool: name, reason: verdict.reason }, 'call refused by tool control');
+          log.info({ id, agent, tool: shown(name), reason: verdict.reason }, 'call refused by tool control');
           this.#refused('refused', name);
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
-      live = this.#board?.begin(id, agent, name, startedMs);
+      live = this.#board?.begin(id, agent, shown(name), startedMs);
       const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
       if (record) {
@@ -363,7 +363,7 @@ export class Executor {
       if (node !== undefined) fields.node = node;
       if (capture.failure !== undefined) fields.failure = capture.failure;
       if (traceId !== undefined) fields.trace = traceId;
-      lines.ended(tool, host, agent, fields);
+      lines.ended(shown(tool), host, agent, fields);
     }
     if (observer === undefined) return;
     const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
@@ -498,9 +498,21 @@ function isCapture(value: unknown): value is Capture {
   return typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array && Number.isInteger(c.exitCode);
 }
 
-/** A name for a reason line: JSON-quoted, at most 80 characters of it. */
+/** Characters of a caller's tool name kept where the server keeps or logs it; no exposed name is longer than 64. */
+const SHOWN_NAME_CHARS = 80;
+
+/**
+ * `name` as the server keeps it beside a call (status board, log lines, trace attribute): whole, or
+ * its first {@link SHOWN_NAME_CHARS} characters then `…` as a new string (a slice would keep the
+ * caller's whole string alive — up to the 4 MiB of an MCP body — in each board entry and cached logger).
+ */
+function shown(name: string): string {
+  return name.length > SHOWN_NAME_CHARS ? Array.from(name.slice(0, SHOWN_NAME_CHARS)).join('') + '…' : name;
+}
+
+/** A name for a reason line: JSON-quoted, at most {@link SHOWN_NAME_CHARS} characters of it. */
 function quote(name: string): string {
-  return JSON.stringify(name.length > 80 ? `${name.slice(0, 80)}…` : name);
+  return JSON.stringify(shown(name));
 }
 
 function message(error: unknown): string {
