@@ -153,9 +153,18 @@ export class RemoteCalls {
     this.#fail(p.id, 'deadline', `deadline of ${p.deadlineMs} ms exceeded (node ${p.node} did not answer in time)`);
   }
 
-  /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
+  /**
+   * Node `node` is lost (or left): its pending calls settle 69 with `reason`, and each is also
+   * cancelled there: a node only stalled (SIGSTOP, a long pause) reads the cancels when it runs
+   * again and stops the calls on its hosts, instead of running them to their deadline for a
+   * caller already answered 69. To a node truly gone they go nowhere.
+   */
   failNode(node: string, reason: string): void {
-    for (const [id, p] of this.#pending) if (p.node === node) this.#fail(id, 'unavailable', reason);
+    for (const [id, p] of this.#pending) {
+      if (p.node !== node) continue;
+      this.cancel(p);
+      this.#fail(id, 'unavailable', reason);
+    }
   }
 
   /** Settle every pending call 69 and stop listening. Idempotent. */
