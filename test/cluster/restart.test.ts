@@ -67,24 +67,18 @@ describe.skipIf(NATS_SERVER === undefined)('cluster over NATS: NATS restarted', 
     await waitFor(() => a.server.router.linkOf('alpha')?.node === 'b', 'node a to route alpha to node b');
   }, 60_000);
 
-  // Known defect (s15 cluster report): the lease bucket is not created again after NATS lost its
-  // JetStream store, so the new session waits the claim time (8 s) and both sessions stay bound.
-  it.fails(
-    'NATS restarted on its port with an empty JetStream store: a host identity moving to node b closes its session on node a (4000) within seconds',
-    async () => {
-      const nats = await startNats();
-      const { a, b, alpha, alphaToken } = await twoNodes(nats.url);
-      await nats.kill();
-      await startNats([], nats.port); // the same port, a new (empty) store: no lease bucket
-      await waitFor(() => b.server.router.linkOf('alpha')?.node === 'a' && lists(b, 'alpha__echo'), 'the cluster to heal', 10_000);
+  it('NATS restarted on its port with an empty JetStream store: the lease bucket is created again with the leases of the bound sessions, and a host identity moving to node b closes its session on node a (4000) within seconds', async () => {
+    const nats = await startNats();
+    const { a, b, alpha, alphaToken } = await twoNodes(nats.url);
+    await nats.kill();
+    await startNats([], nats.port); // the same port, a new (empty) store: no lease bucket
+    await waitFor(() => b.server.router.linkOf('alpha')?.node === 'a' && lists(b, 'alpha__echo'), 'the cluster to heal', 10_000);
 
-      const closed = once(alpha, 'close') as Promise<[number, Buffer]>;
-      const moved = await rawHost(b.url, alphaToken);
-      await rawAdvertise(moved, [{ name: 'echo', inputSchema: object }]);
-      const code = await Promise.race([closed.then(([c]) => c), new Promise((resolve) => setTimeout(resolve, 5_000, 'still open after 5 s'))]);
-      expect(code).toBe(4000);
-      await waitFor(() => a.server.router.linkOf('alpha')?.node === 'b', 'node a to route alpha to node b');
-    },
-    60_000,
-  );
+    const closed = once(alpha, 'close') as Promise<[number, Buffer]>;
+    const moved = await rawHost(b.url, alphaToken);
+    await rawAdvertise(moved, [{ name: 'echo', inputSchema: object }]);
+    const code = await Promise.race([closed.then(([c]) => c), new Promise((resolve) => setTimeout(resolve, 5_000, 'still open after 5 s'))]);
+    expect(code).toBe(4000);
+    await waitFor(() => a.server.router.linkOf('alpha')?.node === 'b', 'node a to route alpha to node b');
+  }, 60_000);
 });
