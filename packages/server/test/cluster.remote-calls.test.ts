@@ -76,6 +76,27 @@ describe('calls to a host on another node', () => {
   });
 });
 
+describe('a call with a deadline near or past the longest timer (2^31 − 1 ms)', () => {
+  it('waits as on one node (its backstop clamped to 2^31 − 1 ms): no timer re-armed every millisecond, no TimeoutOverflowWarning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error): void => void warnings.push(warning.name);
+    process.on('warning', onWarning);
+    try {
+      const calls = remoteCalls(4_000);
+      let settled = false;
+      const pending = [2_147_483_647, 10_000_000_000].map((ms) => calls.call('a', 'alpha', 'echo', call(`long-${ms}`, ms)).then((c) => ((settled = true), c)));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await new Promise((resolve) => setImmediate(resolve)); // a 'warning' is emitted on the next tick
+      expect(settled).toBe(false);
+      expect(warnings).not.toContain('TimeoutOverflowWarning');
+      calls.close();
+      for (const capture of await Promise.all(pending)) expect(capture.exitCode).toBe(69);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+});
+
 describe('a call whose input JSON cannot encode', () => {
   it('settles 65 at once with the reason, sends nothing and leaves nothing pending', async () => {
     const published: unknown[] = [];

@@ -57,6 +57,20 @@ export interface CallServiceDeps {
   logger: Logger;
 }
 
+/** Each field of a call from another node has its type (a string field absent or a string; `deadlineMs` absent or a number). */
+function wellFormed(request: CallRequest): boolean {
+  const text = (value: unknown): boolean => value === undefined || typeof value === 'string';
+  return (
+    typeof request.host === 'string' &&
+    typeof request.tool === 'string' &&
+    typeof request.id === 'string' &&
+    text(request.name) &&
+    text(request.workspace) &&
+    text(request.agent) &&
+    (request.deadlineMs === undefined || typeof request.deadlineMs === 'number')
+  );
+}
+
 /** The key of a running call: its caller node's answer subject and its id there. */
 const keyOf = (reply: string, id: number): string => `${reply} ${id}`;
 
@@ -114,7 +128,7 @@ export class CallService {
     const key = keyOf(reply, id);
     if (this.#running.has(key)) return;
     const request = decode<CallRequest>(data);
-    if (request === undefined || typeof request.host !== 'string' || typeof request.tool !== 'string' || typeof request.id !== 'string') {
+    if (request === undefined || !wellFormed(request)) {
       this.#deps.logger.warn({ reply }, 'cluster: unreadable call from another node');
       return this.#answer(reply, id, failureCapture('protocol', 'the call did not reach the host node intact'));
     }
@@ -124,10 +138,10 @@ export class CallService {
     }
     const call: RoutedCall = {
       id: request.id,
-      name: typeof request.name === 'string' ? request.name : request.tool,
+      name: request.name ?? request.tool,
       input: request.input,
-      workspace: String(request.workspace ?? ''),
-      agent: String(request.agent ?? ''),
+      workspace: request.workspace ?? '',
+      agent: request.agent ?? '',
       signal: this.#closing.signal,
     };
     if (typeof request.deadlineMs === 'number') call.deadlineMs = request.deadlineMs;

@@ -5,40 +5,23 @@
  * watches the bucket, so a session whose lease moved is closed even when that request was lost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { jetstream } from '@nats-io/jetstream';
-import { Kvm, KvWatchInclude, type KV } from '@nats-io/kv';
+import { KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
+import { type Lease, bucketGone, createBucket, createdOf, hostOf, keyOf, nameKey, writeBack } from './lease-bucket.js';
 import { decode, encode } from './wire.js';
 
-interface Lease {
-  node: string;
-  at: number;
-}
-
-/** Key of a host identity (base64url: any identity, only key-safe characters). */
-const keyOf = (host: string): string => `h.${Buffer.from(host).toString('base64url') || '_'}`;
-const hostOf = (key: string): string => Buffer.from(key.slice(2), 'base64url').toString();
 /**
  * How long a claim keeps trying, ms: a read or compare-and-set of the bucket goes unanswered while
  * it elects a leader (a NATS server lost: a few seconds). Under the default hello timeout (10 s),
  * which keeps running meanwhile.
  */
 const CLAIM_MS = 8_000;
-/**
- * How long one request to the bucket may take, ms (the client's default is 5 s): a request sent
- * while the bucket has no leader is never answered, so a short one lets a claim's next try reach
- * the new leader soon after it is elected, within {@link CLAIM_MS}.
- */
-const REQUEST_MS = 1_000;
 /** How long a host bound without its lease (the claim time ran out) goes on taking it, ms. */
 const LATER_MS = 120_000;
 /** First pause before a claim's next try, ms (doubled at each try up to {@link RETRY_MAX_MS}). */
 const RETRY_MS = 50;
 const RETRY_MAX_MS = 1_000;
-
-/** Key of an exposed tool name (naming `bare`). */
-const nameKey = (name: string): string => `n.${Buffer.from(name).toString('base64url')}`;
 
 export interface LeasesDeps {
   node: string;
@@ -77,9 +60,28 @@ export class Leases {
   #noJetStream: () => void = () => undefined;
   readonly #noJetStreamSeen = new Promise<void>((resolve) => (this.#noJetStream = resolve));
 
+  /** What checking and creating the bucket again needs ({@link #check}). */
+  readonly #nc: NatsConnection;
+  readonly #bucket: string;
+  readonly #replicas: number;
+  /** The bucket's stream creation time as last opened: another one is a bucket created anew. */
+  #created: string | undefined;
+  /** The check under way, if any (one at a time). */
+  #checking: Promise<void> | undefined;
+
   private constructor(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas: number) {
     this.#deps = deps;
+    this.#nc = nc;
+    this.#bucket = bucket;
+    this.#replicas = replicas;
     this.#opened = this.#open(nc, bucket, replicas);
+    // A NATS server may come back without its JetStream store (the bucket gone): look at each reconnect.
+    void (async () => {
+      for await (const status of nc.status()) {
+        if (this.#closing.signal.aborted) return;
+        if (status.type === 'reconnect') void this.#check();
+      }
+    })().catch(() => undefined);
   }
 
   /**
@@ -108,8 +110,9 @@ export class Leases {
     const { signal } = this.#closing;
     for (let attempt = 0; !signal.aborted; attempt++) {
       try {
-        const kv = await new Kvm(jetstream(nc, { timeout: REQUEST_MS })).create(bucket, { history: 1, replicas, allow_direct: false });
+        const kv = await createBucket(nc, bucket, replicas);
         if (signal.aborted) return;
+        this.#created = await createdOf(kv);
         await this.#watch(kv);
         this.#kv = kv;
         if (attempt > 0) logger.info({ bucket, tries: attempt + 1 }, 'cluster: host identity lease bucket open');
@@ -135,12 +138,13 @@ export class Leases {
    */
   async claim(host: string): Promise<void> {
     const { node, logger } = this.#deps;
-    const kv = this.#kv;
-    if (kv === undefined) return void logger.warn({ host }, 'cluster: the lease bucket is not open yet; the host binds on this node only');
+    const opened = this.#kv;
+    if (opened === undefined) return void logger.warn({ host }, 'cluster: the lease bucket is not open yet; the host binds on this node only');
     const key = keyOf(host);
     const value = encode({ node, at: Date.now() } satisfies Lease);
     let previous: string | undefined;
     const take = async (): Promise<void> => {
+      const kv = this.#kv ?? opened; // the bucket as created again, if it was
       const entry = await kv.get(key);
       const owner = entry !== null && entry.operation === 'PUT' ? decode<Lease>(entry.value)?.node : undefined;
       // This node's own write whose answer was lost (a try that timed out) keeps the owner read before it.
@@ -184,14 +188,14 @@ export class Leases {
    */
   async claimNames(host: string, names: string[]): Promise<Map<string, string>> {
     const taken = new Map<string, string>();
-    const kv = this.#kv;
-    if (kv === undefined) return taken;
+    if (this.#kv === undefined) return taken;
     const value = encode({ host, node: this.#deps.node });
     await Promise.all(
       names.map(async (name) => {
         const key = nameKey(name);
         try {
           await this.#retry(name, async () => {
+            const kv = this.#kv!;
             const entry = await kv.get(key);
             const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
             if (lease?.host === host && lease.node === this.#deps.node) return;
@@ -252,12 +256,56 @@ export class Leases {
       try {
         return await attempt();
       } catch (error) {
+        if (bucketGone(error)) await this.#check();
         const pause = Math.min(RETRY_MS * 2 ** (tries - 1), RETRY_MAX_MS);
         if (this.#closing.signal.aborted || Date.now() + pause >= end) throw error;
         this.#deps.logger.debug({ err: error, key: what, tries }, 'cluster: a lease read or compare-and-set failed; trying again');
         await sleep(pause, undefined, { signal: this.#closing.signal }).catch(() => undefined);
       }
     }
+  }
+
+  /**
+   * Whether the bucket is still the one opened: after NATS lost its JetStream store it is gone
+   * (create it again) or was created again by another node. Either way it is watched anew and this
+   * node writes back the leases of the sessions bound here (a key another node took meanwhile
+   * closes the session here, as a moved lease does), so a claim on another node finds the owner and
+   * asks it to close its session: one session per identity again. Never rejects.
+   */
+  #check(): Promise<void> {
+    this.#checking ??= (async () => {
+      const { logger } = this.#deps;
+      try {
+        const current = this.#kv;
+        if (current === undefined || this.#closing.signal.aborted) return;
+        let created: string | undefined;
+        try {
+          created = await createdOf(current);
+        } catch (error) {
+          if (!bucketGone(error)) return;
+        }
+        if (created !== undefined && created === this.#created) return;
+        const kv = await createBucket(this.#nc, this.#bucket, this.#replicas);
+        if (this.#closing.signal.aborted) return;
+        this.#created = await createdOf(kv);
+        this.#stopWatch?.();
+        await this.#watch(kv);
+        this.#kv = kv;
+        logger.warn(
+          { bucket: this.#bucket },
+          'cluster: the host identity lease bucket was created anew (NATS lost its JetStream store); writing back the leases of this node’s hosts',
+        );
+        await writeBack(kv, this.#mine, this.#deps);
+      } catch (error) {
+        logger.debug(
+          { err: error, bucket: this.#bucket },
+          'cluster: could not check the host identity lease bucket; trying again at the next failed claim or reconnect',
+        );
+      } finally {
+        this.#checking = undefined;
+      }
+    })();
+    return this.#checking;
   }
 
   close(): void {

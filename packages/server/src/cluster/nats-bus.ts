@@ -65,7 +65,13 @@ export async function connectBus(config: ClusterConfig, logger: Logger): Promise
       const sub = nc.subscribe(subject, {
         callback: (error, msg) => {
           if (error !== null) return void logger.warn({ err: error, subject }, 'cluster: subscription error');
-          handler(msg.data, msg.reply, msg.subject);
+          // A throw here would reach the NATS client's parser and end its reader for good (the node
+          // would hear nothing more): a message its handler cannot take is dropped and logged.
+          try {
+            handler(msg.data, msg.reply, msg.subject);
+          } catch (err) {
+            logger.warn({ err, subject }, 'cluster: a message from NATS could not be handled; dropped');
+          }
         },
       });
       return () => sub.unsubscribe();

@@ -172,7 +172,11 @@ export class Peers {
 
   #onHeartbeat(data: Uint8Array): void {
     const beat = decode<Heartbeat>(data);
-    if (beat === undefined || typeof beat.node !== 'string' || beat.node === this.#deps.node || typeof beat.version !== 'number') return;
+    if (beat === undefined || typeof beat.node !== 'string' || typeof beat.boot !== 'string' || typeof beat.version !== 'number') {
+      this.#deps.logger.warn({}, 'cluster: unreadable heartbeat dropped');
+      return;
+    }
+    if (beat.node === this.#deps.node) return;
     let peer = this.#peers.get(beat.node);
     if (peer !== undefined && peer.boot !== beat.boot) {
       this.#drop(beat.node, `node ${beat.node} restarted`);
@@ -180,7 +184,7 @@ export class Peers {
     }
     if (peer === undefined) {
       peer = {
-        boot: String(beat.boot),
+        boot: beat.boot,
         announced: beat.version,
         applied: -1,
         lastSeen: Date.now(),

@@ -8,6 +8,7 @@ import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
+import { MAX_TIMER_MS, normalizeDeadline } from '../session/admission.js';
 import { Deadlines } from '../session/deadlines.js';
 import { isStopped, unwatchCall, watchCall } from '../session/stop-watch.js';
 import type { Bus } from './bus.js';
@@ -34,7 +35,7 @@ class Pending {
     readonly node: string,
     /** The call's deadline, ms (its own or the server's default). */
     readonly deadlineMs: number,
-    /** How long this node waits for the answer: the deadline and the grace, ms (the backstop's length). */
+    /** How long this node waits for the answer: the deadline and the grace, at most 2^31 − 1 ms (the backstop's length). */
     readonly waitMs: number,
     readonly call: RoutedCall,
     readonly resolve: (capture: RoutedCapture) => void,
@@ -117,7 +118,10 @@ export class RemoteCalls {
       );
     }
     const id = this.#next++;
-    const deadline = call.deadlineMs ?? this.#deps.deadlineMs;
+    // As a host session reads it (≤ 2^31 − 1 ms), and the backstop no longer than a timer can wait:
+    // a longer one fired at once and re-armed every millisecond (TimeoutOverflowWarning) until the answer.
+    const deadline = normalizeDeadline(call.deadlineMs, this.#deps.deadlineMs);
+    const waitMs = Math.min(deadline + this.#deps.graceMs, MAX_TIMER_MS);
     let streamed: Pending['streamed'];
     if (stream) {
       const head = Math.floor(this.#deps.capBytes / 2);
@@ -125,7 +129,7 @@ export class RemoteCalls {
       streamed = { stdout: new HeadTailBuffer(head, tail), stderr: new HeadTailBuffer(head, tail), seq: 0 };
     }
     return new Promise<RoutedCapture>((resolve) => {
-      const pending = new Pending(this, id, node, deadline, deadline + this.#deps.graceMs, call, resolve, streamed, link);
+      const pending = new Pending(this, id, node, deadline, waitMs, call, resolve, streamed, link);
       this.#deadlines.add(pending, pending.waitMs);
       if (++this.#adds === RENEW_AFTER_ADDS) {
         this.#adds = 0;
@@ -149,9 +153,18 @@ export class RemoteCalls {
     this.#fail(p.id, 'deadline', `deadline of ${p.deadlineMs} ms exceeded (node ${p.node} did not answer in time)`);
   }
 
-  /** Node `node` is lost (or left): its pending calls settle 69 with `reason`. */
+  /**
+   * Node `node` is lost (or left): its pending calls settle 69 with `reason`, and each is also
+   * cancelled there: a node only stalled (SIGSTOP, a long pause) reads the cancels when it runs
+   * again and stops the calls on its hosts, instead of running them to their deadline for a
+   * caller already answered 69. To a node truly gone they go nowhere.
+   */
   failNode(node: string, reason: string): void {
-    for (const [id, p] of this.#pending) if (p.node === node) this.#fail(id, 'unavailable', reason);
+    for (const [id, p] of this.#pending) {
+      if (p.node !== node) continue;
+      this.cancel(p);
+      this.#fail(id, 'unavailable', reason);
+    }
   }
 
   /** Settle every pending call 69 and stop listening. Idempotent. */
