@@ -5,7 +5,7 @@
  * cover still goes through the schema. The MCP server's side is the SDK's in-memory transport.
  */
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { type CallToolResult, CallToolResultSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ToolCalls } from '../src/sources/mcp/tool-calls.js';
 
@@ -24,7 +24,7 @@ async function answer(result: unknown): Promise<{ done?: CallToolResult; failed?
   };
   await theirs.start();
   await ours.start();
-  const calls = new ToolCalls(ours);
+  const calls = new ToolCalls(ours, CallToolResultSchema);
   return new Promise((resolve) => {
     calls.call(
       'read_text_file',

@@ -11,10 +11,9 @@
  * layer's) sends `notifications/cancelled` and the call ends 130/124 at once, whether or not the
  * server answers. Progress notifications become the call's progress.
  */
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ListToolsResultSchema, type Tool, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { failureCapture } from '@toolwire/protocol';
 import { Backoff } from '../../connection/backoff.js';
 import { withoutCredentials } from '../../subprocess/tool-env.js';
@@ -26,6 +25,7 @@ import { McpCall, type McpConnection } from './call.js';
 import { StdioServerTransport } from './stdio-transport.js';
 import { ToolCalls } from './tool-calls.js';
 import { faceOf } from './tool-map.js';
+import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** A tool of an MCP server: its advertised face and its name on the server. */
 export interface McpTool extends SourceTool {
@@ -49,6 +49,7 @@ export interface McpSourceOptions {
 }
 
 interface Live extends McpConnection {
+  sdk: McpClientSdk;
   client: Client;
   transport: Transport;
   /** Calls in flight on this connection (once it is up): each settles with the reason when it dies. */
@@ -130,10 +131,25 @@ export class McpSource implements ToolSource {
   async #connect(): Promise<void> {
     if (this.#closed) return;
     const o = this.#o;
+    let sdk: McpClientSdk;
+    try {
+      sdk = await loadMcpClientSdk();
+    } catch (error) {
+      if (this.#closed) return;
+      const delay = this.#backoff.next();
+      const why = error instanceof Error ? error.message : String(error);
+      o.logger.error(
+        { server: o.name, err: why, restartInMs: delay },
+        `toolwire: MCP server ${o.name} did not start: the MCP SDK did not load: ${why}; retrying in ${delay} ms`,
+      );
+      this.#restart = setTimeout(() => void this.#connect(), delay);
+      return;
+    }
+    if (this.#closed) return;
     const c = o.config;
     const transport: Transport =
       c.url !== undefined
-        ? new StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers ?? {} } })
+        ? new sdk.StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers ?? {} } })
         : new StdioServerTransport({
             command: c.command!,
             args: c.args ?? [],
@@ -142,16 +158,16 @@ export class McpSource implements ToolSource {
             maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
             killGraceMs: o.cancelGraceMs,
           });
-    const client = new Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
-    const live: Live = { client, transport, calls: undefined, isDown: false, server: o.name, down: () => (live.isDown ? this.#downReason(live) : undefined) };
+    const client = new sdk.Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
+    const live: Live = { sdk, client, transport, calls: undefined, isDown: false, server: o.name, down: () => (live.isDown ? this.#downReason(live) : undefined) };
     client.onclose = () => this.#died(live);
     client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
     const timeout = c.startupTimeoutMs ?? McpDefaults.startupTimeoutMs;
     this.#live = live;
     try {
       await client.connect(transport, { timeout });
-      live.calls = new ToolCalls(transport); // after connect: it wraps the SDK client's onmessage
-      client.setNotificationHandler(ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
+      live.calls = new ToolCalls(transport, sdk.CallToolResultSchema); // after connect: it wraps the SDK client's onmessage
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
       await this.#list(live, timeout, true);
     } catch (error) {
       if (live.isDown || this.#closed) return;
@@ -175,7 +191,9 @@ export class McpSource implements ToolSource {
     let more = 0;
     try {
       do {
-        const page = await live.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, { timeout });
+        const page = await live.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, live.sdk.ListToolsResultSchema, {
+          timeout,
+        });
         for (const tool of page.tools) {
           if (listed.length < max) listed.push(tool);
           else more++;

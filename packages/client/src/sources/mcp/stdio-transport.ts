@@ -17,10 +17,10 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { killGroup } from '../../subprocess/process-group.js';
 import { forgetGroup, toolStarting } from '../../subprocess/reaper.js';
+import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** Bytes of the server's stderr kept (its tail) for the reason of a death. */
 const STDERR_TAIL_BYTES = 2048;
@@ -123,6 +123,8 @@ export class StdioServerTransport implements Transport {
   #partialBytes = 0;
   /** A line was too long: the server is being killed, nothing more of it is read. */
   #overflowed = false;
+  /** The SDK's message schema and line format, loaded by {@link start} (`sdk.ts`). */
+  #sdk: McpClientSdk | undefined;
 
   constructor(launch: StdioLaunch) {
     this.#launch = launch;
@@ -138,7 +140,17 @@ export class StdioServerTransport implements Transport {
     return this.#exit;
   }
 
-  start(): Promise<void> {
+  /**
+   * Load the SDK (`sdk.ts`), then spawn the server. Rejects when either fails, or when {@link close}
+   * came first (nothing is spawned then).
+   */
+  async start(): Promise<void> {
+    this.#sdk = await loadMcpClientSdk();
+    if (this.#closed) throw new Error('the MCP server transport was closed before it started');
+    return this.#spawn();
+  }
+
+  #spawn(): Promise<void> {
     const l = this.#launch;
     const id = `mcp-${randomBytes(9).toString('base64url')}`;
     const started = toolStarting(id); // the reaper learns of the server before it runs
@@ -225,7 +237,7 @@ export class StdioServerTransport implements Transport {
     let message: JSONRPCMessage;
     try {
       const value: unknown = JSON.parse(text);
-      message = isResultResponse(value) ? value : JSONRPCMessageSchema.parse(value);
+      message = isResultResponse(value) ? value : this.#sdk!.JSONRPCMessageSchema.parse(value);
     } catch (error) {
       this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
       return;
@@ -235,11 +247,12 @@ export class StdioServerTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
-    if (stdin === undefined || this.#exit !== undefined || this.#broken) return Promise.reject(new Error('the MCP server is not running'));
+    const sdk = this.#sdk;
+    if (stdin === undefined || sdk === undefined || this.#exit !== undefined || this.#broken) return Promise.reject(new Error('the MCP server is not running'));
     // Stdin broke before the exit is known (a dying server): the request is lost; it settles with the
     // server's end, after its calls ended 69 with the exit's reason (not as a failed request, 70).
     if (stdin.destroyed) return (this.#waiting ??= waiting()).promise;
-    const line = serializeMessage(message);
+    const line = sdk.serializeMessage(message);
     if (!this.#corked) {
       this.#corked = true;
       stdin.cork();

@@ -14,7 +14,8 @@
  * the SDK.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { CallToolResultSchema, type CallToolResult, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { CallToolResult, JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { McpClientSdk } from './sdk.js';
 
 /** One call's side of the exchange. At most one of `done`, `failed` and `gone` runs, once. */
 export interface ToolCallHandler {
@@ -64,15 +65,21 @@ function onlyTypeAndText(block: Record<string, unknown>): boolean {
 /** The `tools/call` requests in flight on one connection. Construct it right after the SDK client connected. */
 export class ToolCalls {
   readonly #transport: Transport;
+  readonly #resultSchema: McpClientSdk['CallToolResultSchema'];
   readonly #pending = new Map<string, ToolCallHandler>();
   #next = 0;
 
-  /** Takes this connection's answers to its calls off `transport` (whose `onmessage` the SDK client set when it connected). */
-  constructor(transport: Transport) {
+  /**
+   * Takes this connection's answers to its calls off `transport` (whose `onmessage` the SDK client
+   * set when it connected); a result other than text blocks is checked with `resultSchema` (the SDK's
+   * `CallToolResultSchema`, `sdk.ts`).
+   */
+  constructor(transport: Transport, resultSchema: McpClientSdk['CallToolResultSchema']) {
     this.#transport = transport;
-    const sdk = transport.onmessage;
+    this.#resultSchema = resultSchema;
+    const client = transport.onmessage;
     transport.onmessage = (message, extra) => {
-      if (!this.#take(message)) sdk?.(message, extra);
+      if (!this.#take(message)) client?.(message, extra);
     };
   }
 
@@ -128,7 +135,7 @@ export class ToolCalls {
         const text = textResult(m.result);
         if (text !== undefined) handler.done(text);
         else {
-          const parsed = CallToolResultSchema.safeParse(m.result);
+          const parsed = this.#resultSchema.safeParse(m.result);
           if (parsed.success) handler.done(parsed.data);
           else handler.failed(`its result is not a CallToolResult: ${parsed.error.message.slice(0, 500)}`);
         }
