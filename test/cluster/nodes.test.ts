@@ -6,7 +6,7 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import { CALLER_TOKEN, HOST2_TOKEN, cleanup, cliPath, defer, repoRoot, spawnTs, waitForText } from '../helpers.js';
+import { CALLER_TOKEN, HOST2_TOKEN, cleanup, cliPath, defer, repoRoot, spawnTs, waitFor, waitForText } from '../helpers.js';
 import { NATS_SERVER, startNats } from './nats.js';
 import { call, callOn, startNode, status, toolsOn } from './nodes.js';
 
@@ -152,11 +152,10 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: every no
     expect(metrics).toContain('toolwire_calls_total{tool="beta__exit3",host="beta",node="b",exit_code="3"} 1');
     expect(metrics).toMatch(/toolwire_call_duration_seconds_count\{tool="alpha__echo",host="alpha",node="a"\} 1/);
 
-    // b's call-end log lines name the node of the host that answered.
-    const ended = bLog
-      .split('\n')
-      .filter((l) => l.includes('"call ended"'))
-      .map((l) => JSON.parse(l) as { tool: string; host: string; node: string });
+    // b's call-end log lines name the node of the host that answered (a log line is held up to 10 ms before it is written).
+    const endedLines = (): string[] => bLog.split('\n').filter((l) => l.includes('"call ended"'));
+    await waitFor(() => endedLines().length >= 2, 'both call-end lines in node b’s log');
+    const ended = endedLines().map((l) => JSON.parse(l) as { tool: string; host: string; node: string });
     expect(ended.map((e) => [e.tool, e.host, e.node])).toEqual([
       ['alpha__echo', 'alpha', 'a'],
       ['beta__exit3', 'beta', 'b'],
