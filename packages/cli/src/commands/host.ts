@@ -25,7 +25,7 @@ import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
-import { ConfigError, parseListen } from './serve-config.js';
+import { ConfigError, parseListen } from './listen.js';
 import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 import { ignoreHangup, reloadOnHangup, runnableTools } from './host-reload.js';
 

@@ -30,19 +30,12 @@
 import { createReadStream } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
+import { ConfigError } from './listen.js';
 import { formatAjvErrors } from '@toolwire/protocol';
 import type { CallerCredential, HostCredential, ToolwireServerOptions } from '@toolwire/server';
 
 /** Largest config file read, bytes. */
 export const MAX_CONFIG_BYTES = 1024 * 1024;
-
-/** Default `--listen`. */
-export const DEFAULT_LISTEN = '127.0.0.1:7700';
-
-/** A config file or `--listen` value that cannot be used; the CLI exits 64 with its message. */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-}
 
 /** A parsed, checked config file. */
 export interface ServeConfig {
@@ -284,13 +277,4 @@ function resolveCluster(raw: RawCluster, env: NodeJS.ProcessEnv, path: string): 
   return cluster;
 }
 
-/**
- * Parse `HOST:PORT` (`[v6]:PORT` for IPv6), e.g. `127.0.0.1:7700`, `0.0.0.0:0`, `[::1]:7700`.
- * @throws ConfigError for any other form or a port outside 0–65535
- */
-export function parseListen(value: string): { host: string; port: number } {
-  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value);
-  const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${JSON.stringify(value)}`);
-  return { host: (match[1] ?? match[2])!, port };
-}
+export { ConfigError, DEFAULT_LISTEN, parseListen } from './listen.js';

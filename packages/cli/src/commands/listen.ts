@@ -1,0 +1,24 @@
+/**
+ * `--listen HOST:PORT` and the error a bad value or config gives, apart from the config file's
+ * schema (`serve-config.ts`): `toolwire host --metrics-listen` needs these, not ajv and the config
+ * schema compiled at import.
+ */
+
+/** Default `--listen`. */
+export const DEFAULT_LISTEN = '127.0.0.1:7700';
+
+/** A config file or `--listen` value that cannot be used; the CLI exits 64 with its message. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+/**
+ * Parse `HOST:PORT` (`[v6]:PORT` for IPv6), e.g. `127.0.0.1:7700`, `0.0.0.0:0`, `[::1]:7700`.
+ * @throws ConfigError for any other form or a port outside 0–65535
+ */
+export function parseListen(value: string): { host: string; port: number } {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value);
+  const port = match ? Number(match[3]) : NaN;
+  if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${JSON.stringify(value)}`);
+  return { host: (match[1] ?? match[2])!, port };
+}
