@@ -90,7 +90,7 @@ export class ToolwireServer {
   readonly #hostPolicy: HostPolicy;
   #closing: Promise<void> | undefined;
   readonly #clusterConfig: ClusterConfig | undefined;
-  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number; capBytes: number };
+  readonly #clusterDeps: { deadlineMs: number; cancelGraceMs: number; capBytes: number; maxPayload: number };
   #cluster: ClusterNode | undefined;
   /** This node as the status snapshot shows it (cluster only). */
   readonly #statusCluster: StatusCluster | undefined;
@@ -108,7 +108,12 @@ export class ToolwireServer {
     this.#cancelGraceMs = config.cancelGraceMs;
     this.#hostPolicy = new HostPolicy(config.allowedHosts);
     this.#clusterConfig = config.cluster;
-    this.#clusterDeps = { deadlineMs: config.endpoint.session.deadlineMs, cancelGraceMs: config.cancelGraceMs, capBytes: config.endpoint.session.output.capBytes };
+    this.#clusterDeps = {
+      deadlineMs: config.endpoint.session.deadlineMs,
+      cancelGraceMs: config.cancelGraceMs,
+      capBytes: config.endpoint.session.output.capBytes,
+      maxPayload: config.endpoint.session.maxPayload,
+    };
     this.#descriptors = config.descriptors;
     this.tokens = new TokenTable(config.hosts, config.callers);
     this.router = new Router(config.router);

@@ -24,7 +24,7 @@ const silentBus: Bus = {
   request: () => Promise.reject(new Error('not used')),
 };
 
-function remoteCalls(graceMs: number, bus: Bus = silentBus): RemoteCalls {
+function remoteCalls(graceMs: number, bus: Bus = silentBus, maxAnswerBytes = 1024 * 1024): RemoteCalls {
   return new RemoteCalls({
     bus,
     batcher: new Batcher(bus),
@@ -33,8 +33,26 @@ function remoteCalls(graceMs: number, bus: Bus = silentBus): RemoteCalls {
     deadlineMs: 60_000,
     graceMs,
     capBytes: 1024,
+    maxAnswerBytes,
     logger: quiet,
   });
+}
+
+/** A bus that hands over the handlers and the calls published, as `answerWith` needs them. */
+function answeringBus(): { bus: Bus; handlers: Map<string, BusHandler>; sent: { id: number; reply: string }[] } {
+  const handlers = new Map<string, BusHandler>();
+  const sent: { id: number; reply: string }[] = [];
+  const bus: Bus = {
+    ...silentBus,
+    subscribe: (subject, handler) => {
+      handlers.set(subject, handler);
+      return () => handlers.delete(subject);
+    },
+    publish: (_subject, data, reply) => {
+      unbatch(data, (id) => sent.push({ id, reply: reply! }));
+    },
+  };
+  return { bus, handlers, sent };
 }
 
 const call = (id: string, deadlineMs: number): RoutedCall => ({
@@ -117,18 +135,7 @@ describe('a call whose input JSON cannot encode', () => {
 
 describe("answers from the host's node", () => {
   it('reach the caller as bytes of their own, not views that keep the whole NATS read buffer alive', async () => {
-    const handlers = new Map<string, BusHandler>();
-    const sent: { id: number; reply: string }[] = [];
-    const bus: Bus = {
-      ...silentBus,
-      subscribe: (subject, handler) => {
-        handlers.set(subject, handler);
-        return () => handlers.delete(subject);
-      },
-      publish: (_subject, data, reply) => {
-        unbatch(data, (id) => sent.push({ id, reply: reply! }));
-      },
-    };
+    const { bus, handlers, sent } = answeringBus();
     const calls = remoteCalls(1_000, bus);
     const chunks: Uint8Array[] = [];
     const pending = calls.call('a', 'alpha', 'echo', { ...call('c1', 10_000), onOutput: (chunk) => void chunks.push(chunk.bytes) });
@@ -152,6 +159,36 @@ describe("answers from the host's node", () => {
     expect(Buffer.from(capture.stdout).toString()).toBe('live\ndone\n');
     expect(Buffer.from(chunks[0]!).toString()).toBe('live\n');
     for (const bytes of [capture.stdout, chunks[0]!]) expect(bytes.buffer).not.toBe(read.buffer);
+    calls.close();
+  });
+});
+
+describe('an answer larger than maxPayload (a node with the NATS credentials sending parts without end)', () => {
+  it('settles the call 76 with the reason once its parts pass the limit, and drops the rest', async () => {
+    const { bus, handlers, sent } = answeringBus();
+    const calls = remoteCalls(1_000, bus, 1_000);
+    const send = (data: Uint8Array): void => {
+      const item = Buffer.alloc(10 + data.length);
+      item.writeUIntBE(sent[0]!.id, 0, 6);
+      item.writeUInt32BE(data.length, 6);
+      item.set(data, 10);
+      handlers.get(sent[0]!.reply)!(item, undefined, sent[0]!.reply);
+    };
+    // Within the limit, in parts: assembled whole.
+    const fits = calls.call('a', 'alpha', 'echo', call('fits', 10_000));
+    await Promise.resolve();
+    for (const answer of encodeCapture({ stdout: Buffer.alloc(900, 0x61), stderr: new Uint8Array(0), exitCode: 0 }, 300)) send(answer);
+    expect((await fits).stdout.length).toBe(900);
+    sent.length = 0;
+    // Over it: 76 at the part that passes it.
+    const over = calls.call('a', 'alpha', 'echo', call('over', 10_000));
+    await Promise.resolve();
+    const parts = encodeCapture({ stdout: Buffer.alloc(5_000, 0x61), stderr: new Uint8Array(0), exitCode: 0 }, 300);
+    for (const answer of parts.slice(0, -1)) send(answer);
+    const capture = await over;
+    expect(capture.exitCode).toBe(76);
+    expect(Buffer.from(capture.stderr).toString()).toBe('toolwire: the answer of node a is larger than 1000 bytes (maxPayload)\n');
+    send(parts.at(-1)!); // the end of a settled call: dropped
     calls.close();
   });
 });

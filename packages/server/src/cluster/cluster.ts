@@ -35,6 +35,8 @@ export interface ClusterDeps {
   cancelGraceMs: number;
   /** Per-stream capture cap, bytes (head + tail). */
   capBytes: number;
+  /** Largest frame taken from a host (`maxPayload`), bytes: also the largest answer taken from another node. */
+  maxPayload: number;
 }
 
 /** This node's membership in a cluster. */
@@ -71,6 +73,7 @@ export class ClusterNode {
       deadlineMs: deps.deadlineMs,
       graceMs: deps.cancelGraceMs + config.requestTimeoutMs,
       capBytes: deps.capBytes,
+      maxAnswerBytes: deps.maxPayload,
       logger,
     });
     this.#service = new CallService({ bus, batcher, subjects: names, node: config.node, router, logger });

@@ -25,6 +25,8 @@ import { type CallControl, type CallRequest, encode } from './wire.js';
 class Pending {
   /** `part` answers received so far, per section (a capture larger than one NATS message). */
   parts: Record<Section, Uint8Array[]> | undefined = undefined;
+  /** Bytes of {@link parts}, all sections. */
+  partBytes = 0;
   /** When the backstop fires, `performance.now()` ms (set by {@link Deadlines.add}). */
   expiresAt = 0;
 
@@ -68,6 +70,11 @@ export interface RemoteCallsDeps {
   graceMs: number;
   /** Per-stream cap of a capture, bytes (head + tail): what a capture this node ends keeps of the streamed output. */
   capBytes: number;
+  /**
+   * Largest answer taken from another node, bytes (this node's `maxPayload`: no capture a host sends
+   * in its one `result` frame is larger); more `part`s settle the call 76 and the rest is dropped.
+   */
+  maxAnswerBytes: number;
   logger: Logger;
 }
 
@@ -184,8 +191,14 @@ export class RemoteCalls {
       this.#deps.logger.warn({ node: p.node, id: p.call.id }, 'cluster: unreadable answer from another node dropped');
       return;
     }
-    if (answer.t === 'part') (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(copy(answer.bytes));
-    else if (answer.t === 'output') this.#output(p, answer);
+    if (answer.t === 'part') {
+      p.partBytes += answer.bytes.length;
+      if (p.partBytes > this.#deps.maxAnswerBytes) {
+        this.#deps.logger.warn({ node: p.node, id: p.call.id, limit: this.#deps.maxAnswerBytes }, 'cluster: an answer from another node over maxPayload dropped');
+        return this.#fail(id, 'protocol', `the answer of node ${p.node} is larger than ${this.#deps.maxAnswerBytes} bytes (maxPayload)`);
+      }
+      (p.parts ??= { stdout: [], stderr: [], meta: [] })[answer.section].push(copy(answer.bytes));
+    } else if (answer.t === 'output') this.#output(p, answer);
     else {
       const meta = decodeMeta(whole(p.parts?.meta, answer.meta));
       if (meta === undefined) {
