@@ -57,16 +57,20 @@ export interface CallServiceDeps {
   logger: Logger;
 }
 
+/** Absent, or a string (an optional text field of a call from another node). */
+function optionalText(value: unknown): boolean {
+  return value === undefined || typeof value === 'string';
+}
+
 /** Each field of a call from another node has its type (a string field absent or a string; `deadlineMs` absent or a number). */
 function wellFormed(request: CallRequest): boolean {
-  const text = (value: unknown): boolean => value === undefined || typeof value === 'string';
   return (
     typeof request.host === 'string' &&
     typeof request.tool === 'string' &&
     typeof request.id === 'string' &&
-    text(request.name) &&
-    text(request.workspace) &&
-    text(request.agent) &&
+    optionalText(request.name) &&
+    optionalText(request.workspace) &&
+    optionalText(request.agent) &&
     (request.deadlineMs === undefined || typeof request.deadlineMs === 'number')
   );
 }
