@@ -34,6 +34,10 @@ describe.skipIf(NATS_SERVER === undefined)('cluster nodes as processes: a node o
     expect(stderr, stderr).toMatch(/node a was lost/);
     expect(Date.now() - stopped).toBeLessThan(3_000);
     await toolsOn(b, 0, 'a’s tools to leave node b', true);
+    // Meanwhile a call to one of them says why: the host is still connected, to a node that is lost.
+    const meanwhile = await call(b, 'beta__echo', { during: 'SIGSTOP' });
+    expect(meanwhile.code).toBe(69);
+    expect(meanwhile.stderr).toMatch(/host beta is unreachable: node a was lost \(no heartbeat for \d+ ms\)/);
 
     // The host's call ends once a runs again (stopped: 130), not at its deadline (120 s).
     const ended = waitForText(host.stderr!, /"tool":"forever","call":"[^"]+","exitCode":130/, 15_000);

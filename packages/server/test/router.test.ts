@@ -146,6 +146,32 @@ describe('Router.route', () => {
     expect(text(capture!.stderr)).toMatch(/toolwire: host alpha is not connected\n$/);
   });
 
+  it('a departed host’s tools answer 69 "not connected", or with the reason a cluster gave, until the host is back', async () => {
+    const { router, link } = await bound();
+    router.unbind(link);
+    let capture = await router.route(routedCall('alpha__read').call);
+    expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
+    expect(text(capture!.stderr)).toBe('toolwire: host alpha is not connected; its tools return when it reconnects\n');
+
+    const remote = new FakeLink('alpha');
+    router.bind(remote);
+    await router.advertise(remote, [tool('read')]);
+    router.unbind(remote, 'node a was lost (no heartbeat for 1000 ms)');
+    capture = await router.route(routedCall('alpha__read').call);
+    expect(capture).toMatchObject({ exitCode: 69, failure: 'unavailable' });
+    expect(text(capture!.stderr)).toBe(
+      'toolwire: host alpha is unreachable: node a was lost (no heartbeat for 1000 ms); its tools return when it is reachable again\n',
+    );
+
+    // Back, and gone again by a plain disconnect: the cluster's reason is not kept.
+    const back = new FakeLink('alpha');
+    router.bind(back);
+    await router.advertise(back, [tool('read')]);
+    expect(text((await router.route(routedCall('alpha__read').call))!.stdout)).toBe('ok');
+    router.unbind(back);
+    expect(text((await router.route(routedCall('alpha__read').call))!.stderr)).toMatch(/host alpha is not connected;/);
+  });
+
   it('never rejects: a throwing link becomes a capture with the reason on stderr', async () => {
     const { router, link } = await bound();
     link.answer = () => {

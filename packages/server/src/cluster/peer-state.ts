@@ -126,12 +126,13 @@ export class PeerState {
 
   /**
    * Every host of `peer` (a node no longer known) leaves this node's router; a session of another
-   * node skipped for one of them is read again. `peer.links` is left as it was.
+   * node skipped for one of them is read again. `peer.links` is left as it was. `why` (e.g. the node
+   * was lost) is the reason a call to their departed tools answers 69 with.
    */
-  release(peer: PeerHosts): void {
+  release(peer: PeerHosts, why?: string): void {
     for (const { link } of peer.links.values()) {
       link.replace();
-      this.#deps.router.unbind(link);
+      this.#deps.router.unbind(link, why);
     }
     for (const host of peer.links.keys()) this.uncovered(host);
   }

@@ -224,7 +224,7 @@ export class Peers {
     const peer = this.#peers.get(node);
     if (peer === undefined) return;
     this.#peers.delete(node);
-    this.#state.release(peer);
+    this.#state.release(peer, reason);
     this.#deps.calls.failNode(node, reason);
     this.#deps.logger.warn({ node, hosts: peer.links.size }, `cluster: ${reason}`);
   }

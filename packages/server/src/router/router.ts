@@ -76,6 +76,8 @@ export class Router extends EventEmitter implements ToolInjection {
    * at most `maxToolsPerHost` names per host identity.
    */
   readonly #departed = new Map<string, string>();
+  /** Why a departed host is unreachable when it is not that it disconnected (e.g. its cluster node was lost), by host. */
+  readonly #departedWhy = new Map<string, string>();
   readonly #logger: Logger;
   readonly #compiler: SchemaCompiler;
   readonly #options: RegistryOptions;
@@ -121,7 +123,15 @@ export class Router extends EventEmitter implements ToolInjection {
       if (tool === undefined) {
         const gone = this.#departed.get(call.name);
         if (gone === undefined) return Promise.resolve(undefined);
-        return Promise.resolve(failureCapture('unavailable', `host ${gone} is not connected; its tools return when it reconnects`));
+        const why = this.#departedWhy.get(gone);
+        return Promise.resolve(
+          failureCapture(
+            'unavailable',
+            why === undefined
+              ? `host ${gone} is not connected; its tools return when it reconnects`
+              : `host ${gone} is unreachable: ${why}; its tools return when it is reachable again`,
+          ),
+        );
       }
       if (isStopped(call)) return Promise.resolve(failureCapture('cancelled', 'cancelled by stop'));
       const link = this.#links.get(tool.host);
@@ -302,22 +312,27 @@ export class Router extends EventEmitter implements ToolInjection {
   /**
    * `link` has ended. Removes its host and tools only if `link` is still the bound session of its
    * identity (compared by object identity), so an old socket's late cleanup never removes a newer
-   * session. Emits `toolsChanged` once when tools were removed. For host sessions.
+   * session. Emits `toolsChanged` once when tools were removed. For host sessions; a cluster gives
+   * `why` when the host is still connected somewhere but cannot be reached (its node was lost): a call
+   * to its departed tools then answers 69 with that reason instead of "not connected".
    */
-  unbind(link: HostLink): void {
+  unbind(link: HostLink, why?: string): void {
     if (this.#links.get(link.host) !== link) return;
     this.#links.delete(link.host);
     this.#removeTools(link.host);
+    if (why !== undefined) this.#departedWhy.set(link.host, why);
     if (link.node === undefined) this.#localChanged(link.host);
   }
 
   /** Remove `host`'s tools (remembering their names as departed); one `toolsChanged` if any. */
   #removeTools(host: string): void {
+    this.#departedWhy.delete(host);
     for (const name of this.#registry.namesOf(host)) this.#departed.set(name, host);
     if (this.#registry.remove(host)) this.#emitChanged();
   }
 
   #forgetDeparted(host: string): void {
+    this.#departedWhy.delete(host);
     for (const [name, owner] of this.#departed) if (owner === host) this.#departed.delete(name);
   }
 
