@@ -8,7 +8,7 @@
 export { ToolwireServer, type ListenInfo, type CredentialsUpdate } from './toolwire-server.js';
 export { ServerDefaults, type ToolwireServerOptions, type ServerTls, type HostCredential, type CallerCredential, type Naming, type Logger } from './options.js';
 export type { InjectedTool, OutputChunk, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from './seam.js';
-export type { ExecuteRequest, ExecuteResult, CompletedResult, Fallback } from './executor/executor.js';
+export type { ExecuteRequest, ExecuteResult, CompletedResult, Fallback } from './executor/request.js';
 export type { Projection } from './executor/projection.js';
 export type { Envelope } from './executor/envelope.js';
 export type { ToolControl, ToolControlRequest, ToolControlDecision } from './executor/gates.js';

@@ -10,7 +10,7 @@ import { pino, type Logger as PinoLogger } from 'pino';
 import type { AuthLimiterOptions } from './auth/limiter.js';
 import type { EndpointOptions } from './endpoint/host-endpoint.js';
 import { normalizeAllowedHosts } from './endpoint/http-front.js';
-import type { ExecutorOptions, Fallback } from './executor/executor.js';
+import type { ExecutorOptions, Fallback } from './executor/request.js';
 import type { ToolControl } from './executor/gates.js';
 import type { McpDoorOptions } from './mcp/door.js';
 import { SessionCounters } from './observe/counters.js';

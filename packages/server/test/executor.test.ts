@@ -6,7 +6,8 @@ import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
 import { envelope } from '../src/executor/envelope.js';
-import { Executor, type ExecuteResult, type CompletedResult } from '../src/executor/executor.js';
+import { Executor } from '../src/executor/executor.js';
+import type { CompletedResult, ExecuteResult } from '../src/executor/request.js';
 import type { ToolControl } from '../src/executor/gates.js';
 import { project } from '../src/executor/projection.js';
 import { DiskRecord } from '../src/executor/record.js';

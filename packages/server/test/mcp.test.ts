@@ -6,7 +6,8 @@ import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/typ
 import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TokenTable } from '../src/auth/tokens.js';
-import { Executor, type ExecuteRequest, type ExecuteResult } from '../src/executor/executor.js';
+import { Executor } from '../src/executor/executor.js';
+import type { ExecuteRequest, ExecuteResult } from '../src/executor/request.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { OUTPUT_SCHEMA } from '../src/mcp/tool-result.js';
 import { resolveServerConfig } from '../src/options.js';

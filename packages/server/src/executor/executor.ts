@@ -14,120 +14,23 @@
  * lands before routing yields 130 without routing. A router or fallback that throws, or returns a
  * malformed capture, is converted here to capture 70.
  */
-import { type Capture, checkTracestate, failureCapture, parseTraceparent } from '@toolwire/protocol';
-import { nanoid } from 'nanoid';
+import { type Capture, failureCapture } from '@toolwire/protocol';
 import { CallLines, type CallLineFields } from '../observe/call-lines.js';
-import type { CallEnd, CallRefusal } from '../observe/metrics.js';
+import type { CallRefusal } from '../observe/metrics.js';
 import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
-import type { Logger } from '../options.js';
-import { type Compiled, checkInput, compileInputSchema } from '../registry/schema-cache.js';
-import type { InjectedTool, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
-import { type Envelope, envelope } from './envelope.js';
+import { envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
-import { type Projection, project } from './projection.js';
-import { DiskRecord, assertSegment } from './record.js';
+import { project } from './projection.js';
+import { DiskRecord } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
+import { type ExecuteRequest, type ExecuteResult, type ExecutorDeps, type ExecutorOptions, type Fallback, checkRequest, defaultCallId } from './request.js';
+import { message, quote, shown } from './reason-text.js';
+import { toolIndex, validateInput } from './validate.js';
 import type { CallBoard, LiveCall } from '../status/call-board.js';
 import { type ScopedCall, STOP_SCOPE } from '../session/stop-watch.js';
-
-/** Where calls go that no connected host answers (`route` resolved `undefined`), e.g. local tools. */
-export type Fallback = (call: RoutedCall) => Promise<RoutedCapture | undefined>;
-
-/** What the executor reads (the `ToolwireServerOptions` of the same names). Sizes in bytes. */
-export interface ExecutorOptions {
-  /** Disk record root; `undefined`: no record. */
-  recordDir: string | undefined;
-  projectionHeadBytes: number;
-  projectionTailBytes: number;
-  /** Bytes of each stream's live output appended to the record's `stdout.log` / `stderr.log`. */
-  maxRecordLogBytes: number;
-  logger: Logger;
-}
-
-/** What the executor needs. */
-export interface ExecutorDeps {
-  /** Tools (for validation) and the router. */
-  injection: ToolInjection;
-  options: ExecutorOptions;
-  /** Optional policy hook, consulted after the grant gate. */
-  toolControl?: ToolControl;
-  /** Optional local tools, tried when the router answers "not mine". */
-  fallback?: Fallback;
-  /** Optional: told of every call past the gates, its routing and its end (the status page). */
-  board?: CallBoard;
-  /**
-   * Told of every completed call, and of every call declined by the grant gate or refused by tool
-   * control before it ran (the server's metrics, issue 16). Must not throw.
-   */
-  observer?: { callEnded(end: CallEnd): void; callRefused(refusal: CallRefusal): void };
-  /** This server's cluster node id (DESIGN §10): the node of a call to a host on this node. Absent on a single node. */
-  node?: string;
-}
-
-/** One invocation. */
-export interface ExecuteRequest {
-  /**
-   * Call id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). Default: a fresh id, unique in
-   * this process and, through a random per-process prefix, across processes (e.g. `V1StGXR8_Z5j2bx`).
-   */
-  id?: string;
-  /** The tool name as the model spelled it. */
-  name: string;
-  /** The input, verbatim. */
-  input: unknown;
-  /** The calling agent's id, `[A-Za-z0-9._-]{1,128}` (a disk-record path segment). */
-  agent: string;
-  /** The agent's workspace root, passed to the host (`TOOLWIRE_WORKSPACE`). Default `""` (the host's root). */
-  workspace?: string;
-  /** The caller's role, passed to tool control. */
-  role?: string;
-  /** Tool names this caller may call; `"*"` = all. Default: no gate (all). */
-  grant?: readonly string[];
-  /** Deadline for this call, ms (positive integer). Default: the tool's or the server's (`deadlineMs`). */
-  deadlineMs?: number;
-  /** Aborting it stops this call (→ 130), e.g. an MCP `notifications/cancelled`. */
-  signal?: AbortSignal;
-  /** The call's live output as it arrives (see `RoutedCall.onOutput`: order, backpressure, throws). */
-  onOutput?: OutputListener;
-  /** The call's progress messages as they arrive (see `RoutedCall.onProgress`). */
-  onProgress?: ProgressListener;
-  /**
-   * W3C `traceparent` (version 00) the call joins: the parent of its `toolwire.call` span, sent to
-   * the host and given to the tool as `TRACEPARENT`, recorded in `output.json`. Default: the active
-   * OpenTelemetry context, if any.
-   */
-  traceparent?: string;
-  /** W3C `tracestate` going with `traceparent` (printable ASCII, at most 512 characters). */
-  tracestate?: string;
-  /**
-   * Why the input cannot reach the tool unchanged, found by the caller's transport (e.g. the MCP door
-   * finds a `__proto__` key): the call completes with 65 and this reason, recorded, nothing routed.
-   */
-  inputError?: string;
-}
-
-/** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
-export interface CompletedResult {
-  outcome: 'completed';
-  id: string;
-  /** Full, uncapped capture (as the router returned it, or synthetic). */
-  capture: Capture;
-  /** stdout/stderr bounded by the projection limits (see `projection.ts`). */
-  projection: Projection;
-  envelope: Envelope;
-  /** When the executor admitted the call (after the grant gate). */
-  startedAt: Date;
-  /** When the capture was in hand (before `output.json` was written). */
-  endedAt: Date;
-}
-
-/**
- * The result of {@link Executor.execute}. `declined` (grant gate) and `refused` (tool control) carry
- * no capture and write no disk record.
- */
-export type ExecuteResult = { outcome: 'declined'; id: string; reason: string } | { outcome: 'refused'; id: string; reason: string } | CompletedResult;
 
 /** Runs invocations through the gates, the router and the disk record. */
 export class Executor {
@@ -385,22 +288,9 @@ export class Executor {
     }
   }
 
-  /** Capture 65 (or 70 for an uncompilable advertised schema) when `input` fails the tool's inputSchema; `undefined` when valid or not advertised. */
+  /** Step 3: capture 65 (or 70) when `input` fails the tool's inputSchema (`validate.ts`). */
   #validate(name: string, input: unknown): Capture | undefined {
-    try {
-      const tool = toolIndex(this.#injection.tools()).get(name);
-      if (!tool) return undefined;
-      let compiled = compiledOf.get(tool);
-      if (compiled === undefined) {
-        compiled = compileInputSchema(tool.inputSchema);
-        compiledOf.set(tool, compiled);
-      }
-      if (!compiled.ok) return failureCapture('host_error', `inputSchema of ${quote(name)} cannot be compiled: ${compiled.reason}`);
-      const errors = checkInput(compiled.validate, input);
-      return errors === undefined ? undefined : failureCapture('invalid_input', `input does not match the inputSchema of ${quote(name)}: ${errors}`);
-    } catch (error) {
-      return failureCapture('host_error', `input validation failed: ${message(error)}`);
-    }
+    return validateInput(this.#injection.tools(), name, input);
   }
 
   /** After the router answered `routed` ("not mine" or malformed): fall back, then 127; a throw or malformed capture becomes 70. */
@@ -424,44 +314,6 @@ export class Executor {
   }
 }
 
-/** Random part of every default call id of this process (12 nanoid characters, 72 bits). */
-const ID_PREFIX = nanoid(12);
-let idCount = 0;
-
-/** The default call id: the per-process prefix and a counter (base 36); `[A-Za-z0-9_-]`, at most 23 characters. */
-function defaultCallId(): string {
-  return ID_PREFIX + (idCount++).toString(36);
-}
-
-/** The agent id that passed {@link checkRequest} last (an agent calls many times in a row). */
-let checkedAgent: string | undefined;
-
-/** Caller-misuse checks of {@link Executor.execute}. */
-function checkRequest(req: ExecuteRequest): void {
-  if (typeof req !== 'object' || req === null) throw new TypeError('execute: request must be an object');
-  if (typeof req.name !== 'string' || req.name.length === 0) throw new TypeError('execute: name must be a non-empty string');
-  if (req.agent !== checkedAgent) {
-    assertSegment(req.agent, 'execute: agent');
-    checkedAgent = req.agent;
-  }
-  if (req.id !== undefined) assertSegment(req.id, 'execute: call id');
-  if (req.workspace !== undefined && typeof req.workspace !== 'string') throw new TypeError('execute: workspace must be a string');
-  if (req.grant !== undefined && (!Array.isArray(req.grant) || !req.grant.every((g) => typeof g === 'string'))) {
-    throw new TypeError('execute: grant must be an array of tool names');
-  }
-  if (req.traceparent !== undefined && parseTraceparent(req.traceparent) === undefined) {
-    throw new TypeError(`execute: traceparent must be a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>), got ${JSON.stringify(req.traceparent)?.slice(0, 80)}`);
-  }
-  if (req.tracestate !== undefined && checkTracestate(req.tracestate) === undefined) {
-    throw new TypeError('execute: tracestate must be printable ASCII, at most 512 characters');
-  }
-  if (req.onOutput !== undefined && typeof req.onOutput !== 'function') throw new TypeError('execute: onOutput must be a function');
-  if (req.onProgress !== undefined && typeof req.onProgress !== 'function') throw new TypeError('execute: onProgress must be a function');
-  if (req.deadlineMs !== undefined && (!Number.isInteger(req.deadlineMs) || req.deadlineMs <= 0)) {
-    throw new RangeError(`execute: deadlineMs must be a positive integer (ms), got ${req.deadlineMs}`);
-  }
-}
-
 /** Resolve with `promise`'s value, or `undefined` as soon as `signal` aborts. `promise` must not reject. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
   if (signal.aborted) return Promise.resolve(undefined);
@@ -475,46 +327,7 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | 
   });
 }
 
-/**
- * Tools by name, built once per distinct `tools()` array: the router returns the same frozen array
- * until `toolsChanged`, so the per-call lookup is O(1) rather than a scan of every host's tools.
- */
-const indexes = new WeakMap<readonly InjectedTool[], Map<string, InjectedTool>>();
-function toolIndex(tools: readonly InjectedTool[]): Map<string, InjectedTool> {
-  let index = indexes.get(tools);
-  if (index === undefined) {
-    index = new Map();
-    for (const tool of tools) if (!index.has(tool.name)) index.set(tool.name, tool);
-    indexes.set(tools, index);
-  }
-  return index;
-}
-
-/** The compiled inputSchema of each advertised tool object (the router hands out the same frozen objects until a change). */
-const compiledOf = new WeakMap<InjectedTool, Compiled>();
-
 function isCapture(value: unknown): value is Capture {
   const c = value as Partial<Capture> | null;
   return typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array && Number.isInteger(c.exitCode);
-}
-
-/** Characters of a caller's tool name kept where the server keeps or logs it; no exposed name is longer than 64. */
-const SHOWN_NAME_CHARS = 80;
-
-/**
- * `name` as the server keeps it beside a call (status board, log lines, trace attribute): whole, or
- * its first {@link SHOWN_NAME_CHARS} characters then `…` as a new string (a slice would keep the
- * caller's whole string alive — up to the 4 MiB of an MCP body — in each board entry and cached logger).
- */
-function shown(name: string): string {
-  return name.length > SHOWN_NAME_CHARS ? Array.from(name.slice(0, SHOWN_NAME_CHARS)).join('') + '…' : name;
-}
-
-/** A name for a reason line: JSON-quoted, at most {@link SHOWN_NAME_CHARS} characters of it. */
-function quote(name: string): string {
-  return JSON.stringify(shown(name));
-}
-
-function message(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

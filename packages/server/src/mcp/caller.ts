@@ -6,7 +6,7 @@
  */
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import type { AuthInfo } from '@modelcontextprotocol/server';
-import type { ExecuteRequest } from '../executor/executor.js';
+import type { ExecuteRequest } from '../executor/request.js';
 import type { InjectedTool } from '../seam.js';
 import { traceContextOf } from './trace-context.js';
 

@@ -21,7 +21,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { toWire } from '@toolwire/protocol';
-import type { ExecuteResult } from '../executor/executor.js';
+import type { ExecuteResult } from '../executor/request.js';
 import type { InjectedTool } from '../seam.js';
 
 const stream = (which: string) => ({
