@@ -3,8 +3,9 @@
  * stderr, or `pino-pretty`'s readable lines — on a terminal by default, or as `--log-format
  * pretty|json` says.
  */
+import { createRequire } from 'node:module';
 import { pino } from 'pino';
-import PinoPretty from 'pino-pretty';
+import type PinoPrettyFactory from 'pino-pretty';
 
 /** The values `--log-format` takes. */
 export const LOG_FORMATS = ['pretty', 'json'] as const;
@@ -107,5 +108,7 @@ export class HeldDestination implements pino.DestinationStream {
 export function logDestination(format: LogFormat, stream: NodeJS.WritableStream): pino.DestinationStream {
   if (format === 'json') return stream === process.stderr ? new HeldDestination(2) : stream;
   const colorize = (stream as { isTTY?: boolean }).isTTY === true;
+  // Loaded only for pretty lines (a terminal, or `--log-format pretty`): JSON logging never loads it.
+  const PinoPretty = createRequire(import.meta.url)('pino-pretty') as typeof PinoPrettyFactory;
   return PinoPretty({ destination: stream, colorize, sync: true, ignore: 'pid,hostname', translateTime: 'SYS:HH:MM:ss.l' });
 }

@@ -4,13 +4,14 @@
  * process exits — by `process.exit()` in the same turn, or through the commands' SIGTERM handling.
  * Each test waits for `close`, not `exit`: at `exit` the last lines may still be unread in the pipe.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 import { HeldDestination } from '../src/log-format.js';
@@ -87,5 +88,18 @@ describe('HeldDestination (JSON logs on stderr)', () => {
     expect(code).toBe(0);
     const lines = jsonLines(stderr());
     expect(lines.at(-1)).toMatchObject({ level: 30, msg: 'toolwire: stopping', signal: 'SIGTERM' });
+  });
+});
+
+describe('pino-pretty is loaded on demand', () => {
+  /** Whether a fresh node process that made the `format` log destination loaded pino-pretty. */
+  async function prettyLoaded(format: 'json' | 'pretty'): Promise<boolean> {
+    const { stdout } = await promisify(execFile)(process.execPath, [...SOURCE_NODE_ARGS, join(here, 'fixtures', 'pretty-loaded.mjs'), format], { timeout: 30_000 });
+    return JSON.parse(stdout.trim()) as boolean;
+  }
+
+  it('JSON logs (the default off a terminal) do not load pino-pretty; pretty logs do', async () => {
+    expect(await prettyLoaded('json')).toBe(false);
+    expect(await prettyLoaded('pretty')).toBe(true);
   });
 });

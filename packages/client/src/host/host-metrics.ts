@@ -4,7 +4,20 @@
  * OpenMetrics text. Labels are bounded: `tool` is a tool this host registered (a name it does not
  * have counts as `(other)`), `exit_code` 0–255; call ids and trace ids only as exemplars.
  */
-import { Counter, Gauge, Histogram, type OpenMetricsContentType, Registry } from 'prom-client';
+import { createRequire } from 'node:module';
+import type { Counter, Histogram, OpenMetricsContentType, Registry } from 'prom-client';
+
+type PromClient = typeof import('prom-client');
+let promClient: PromClient | undefined;
+
+/**
+ * prom-client, loaded by the first {@link HostMetrics}: a host without metrics (the default) does
+ * not load it (~1.7 MiB of private memory at start; bench/README.md, session 16). Synchronous
+ * (`require`, prom-client is CommonJS), so the host's constructor stays synchronous.
+ */
+function loadPromClient(): PromClient {
+  return (promClient ??= createRequire(import.meta.url)('prom-client') as PromClient);
+}
 
 /** Upper bounds of the call duration histogram, seconds (as the server's). */
 const DURATION_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
@@ -40,6 +53,7 @@ export class HostMetrics {
   readonly #rejected: Counter;
 
   constructor(sources: HostMetricSources) {
+    const { Counter, Gauge, Histogram, Registry } = loadPromClient();
     this.registry = new Registry<OpenMetricsContentType>();
     this.registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
     const registers = [this.registry];
