@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { track, untrack } from './cleanup.js';
-import { type FaultControls, ProxyConnection, clean, nonNegative } from './connection.js';
+import { type FaultControls, ProxyConnection, clean, delayMs, nonNegative } from './connection.js';
 import type { Faults } from './pump.js';
 
 export { ProxyConnection, type FaultControls } from './connection.js';
@@ -104,8 +104,8 @@ export class FaultProxy implements FaultControls {
   }
 
   latency(ms: number, jitterMs = 0): this {
-    this.#faults.latencyMs = nonNegative('latency ms', ms);
-    this.#faults.jitterMs = nonNegative('latency jitterMs', jitterMs);
+    this.#faults.latencyMs = delayMs('latency ms', ms);
+    this.#faults.jitterMs = delayMs('latency jitterMs', jitterMs);
     return this.#all((c) => c.latency(ms, jitterMs));
   }
 
@@ -133,7 +133,7 @@ export class FaultProxy implements FaultControls {
   }
 
   slowClose(ms = 1000): this {
-    this.#faults.slowCloseMs = nonNegative('slowClose ms', ms);
+    this.#faults.slowCloseMs = delayMs('slowClose ms', ms);
     return this.#all((c) => c.slowClose(ms));
   }
 
