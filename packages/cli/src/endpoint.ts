@@ -4,7 +4,7 @@
  * credentials file `toolwire serve` writes.
  */
 import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
-import { readTokenFile } from './token-file.js';
+import { UNSENDABLE_TOKEN, readTokenFile } from './token-file.js';
 
 /** Which half of the credentials file applies: a tool host (`.server`, `.host.token`) or a caller (`.mcp`, `.caller.token`). */
 export type Role = 'host' | 'caller';
@@ -64,4 +64,13 @@ export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.Pro
   const flag = what === 'server' ? '--server' : files ? '--token or --token-file' : '--token';
   const variable = what === 'server' ? 'TOOLWIRE_SERVER' : files ? 'TOOLWIRE_TOKEN or TOOLWIRE_TOKEN_FILE' : 'TOOLWIRE_TOKEN';
   return `toolwire: no ${what}: give ${flag}, set ${variable}, or run "toolwire serve" here to write ${credentialsPath(env)}\n`;
+}
+
+/**
+ * The usage error for a token that cannot travel as `Authorization: Bearer <token>` (whitespace, a
+ * control character, a character past U+00FF), else undefined. Names where it came from, never the token.
+ */
+export function unsendableTokenMessage(token: string): string | undefined {
+  if (!UNSENDABLE_TOKEN.test(token)) return undefined;
+  return 'toolwire: the token must not hold whitespace or control characters (it travels as "Bearer <token>"); check --token, $TOOLWIRE_TOKEN or the credentials file\n';
 }
