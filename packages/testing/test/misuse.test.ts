@@ -4,7 +4,18 @@
  * timer can hold (2^31 - 1 ms; Node fires a longer timer after 1 ms).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { closeAll, openHandles, startHost, startProxy, startServer, waitForHost, waitForToolsChanged, waitUntil } from '@toolwire/testing';
+import {
+  closeAll,
+  expectCapture,
+  openHandles,
+  startHost,
+  startProxy,
+  startRogueHost,
+  startServer,
+  waitForHost,
+  waitForToolsChanged,
+  waitUntil,
+} from '@toolwire/testing';
 import { expectNothingLeft, remember } from './leaks.js';
 
 afterAll(async () => {
@@ -54,5 +65,38 @@ describe('kit misuse', () => {
       expect(() => controls.latency(2 ** 31 - 1)).not.toThrow();
       controls.heal();
     }
+  });
+
+  it('startRogueHost refuses a behaviour or script it cannot run with a TypeError before it connects', async () => {
+    await using server = remember(await startServer());
+    const before = openHandles();
+    const scripts = [
+      'toString',
+      42,
+      null,
+      {},
+      { onCall: 'echo' },
+      { onCall: () => {}, tools: 'rogue' },
+      { onCall: () => {}, name: 7 },
+      { onCall: () => {}, onCancel: 1 },
+    ];
+    for (const script of scripts) {
+      await expect(startRogueHost(server, script as never), String(JSON.stringify(script))).rejects.toThrow(TypeError);
+      expect(openHandles()).toEqual(before);
+    }
+  });
+
+  it('a capture check given an argument of the wrong type throws a TypeError, not an AssertionError that contradicts itself', () => {
+    const capture = { stdout: new Uint8Array(), stderr: Buffer.from('toolwire: host h lost\n'), exitCode: 69 };
+    const check = expectCapture(capture);
+    expect(() => check.toExit('69' as never)).toThrow(TypeError);
+    expect(() => check.toExit(69.5)).toThrow(TypeError);
+    for (const bad of [42, undefined, {}]) {
+      expect(() => check.withReason(bad as never)).toThrow(TypeError);
+      expect(() => check.withStdout(bad as never)).toThrow(TypeError);
+      expect(() => check.withStderr(bad as never)).toThrow(TypeError);
+      expect(() => check.withFailure(bad as never)).toThrow(TypeError);
+    }
+    expect(() => check.toExit(69).withReason(/lost/).withReason('host h')).not.toThrow();
   });
 });
