@@ -101,14 +101,27 @@ const behaviours: Record<RogueBehaviour, RogueScript['onCall']> = {
   echo: (c, r) => r.result(c.id, { stdout: JSON.stringify(c.input) }),
 };
 
-function waitIn<T>(list: T[], match: (item: T) => boolean, subscribe: (fn: () => void) => () => void, timeoutMs: number, what: string): Promise<T> {
+/**
+ * The first item of `list` that matches, as items arrive (`subscribe`); rejected after `timeoutMs`, or
+ * at once when the connection is closed (`gone()` says with which code), so no wait outlives it.
+ */
+function waitIn<T>(
+  list: T[],
+  match: (item: T) => boolean,
+  subscribe: (fn: () => void) => () => void,
+  timeoutMs: number,
+  what: string,
+  gone: () => number | undefined,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const check = (): boolean => {
       const i = list.findIndex(match);
-      if (i < 0) return false;
+      const code = i < 0 ? gone() : undefined;
+      if (i < 0 && code === undefined) return false;
       clearTimeout(timer);
       unsubscribe();
-      resolve(list[i]!);
+      if (i >= 0) resolve(list[i]!);
+      else reject(new Error(`rogue host: connection closed (${code}) while waiting for ${what}`));
       return true;
     };
     const timer = setTimeout(() => {
@@ -154,6 +167,8 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
   const ws = new WebSocket(options.via ?? server.url, { headers: { authorization: `Bearer ${token}` } });
   ws.on('error', () => {});
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
+  let closedCode: number | undefined;
+  const gone = (): number | undefined => closedCode;
   const calls: RogueCall[] = [];
   const cancels: { id: string; reason: string }[] = [];
   const taken = new Set<RogueCall>();
@@ -163,6 +178,11 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
     return () => listeners.delete(fn);
   };
   const frames: Record<string, unknown>[] = [];
+  // Every wait ends with the connection (a wait for a cancel may be 600 s long).
+  ws.once('close', (code: number) => {
+    closedCode = code;
+    for (const fn of [...listeners]) fn();
+  });
   ws.on('message', (data: Buffer, isBinary: boolean) => {
     if (isBinary) return;
     let frame: Record<string, unknown>;
@@ -180,7 +200,7 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
   });
   const frameOf = (type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> => {
     const from = frames.length;
-    return waitIn(frames, (f) => f.type === type && frames.indexOf(f) >= from, subscribe, timeoutMs, `${type} frame`);
+    return waitIn(frames, (f) => f.type === type && frames.indexOf(f) >= from, subscribe, timeoutMs, `${type} frame`, gone);
   };
   let closing: Promise<void> | undefined;
   const text = (frame: unknown): void => {
@@ -212,11 +232,11 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
     },
     next: frameOf,
     nextCall: (timeoutMs = 10_000) =>
-      waitIn(calls, (c) => !taken.has(c), subscribe, timeoutMs, 'call').then((c) => {
+      waitIn(calls, (c) => !taken.has(c), subscribe, timeoutMs, 'call', gone).then((c) => {
         taken.add(c);
         return c;
       }),
-    cancelOf: (id: string, timeoutMs = 10_000) => waitIn(cancels, (c) => c.id === id, subscribe, timeoutMs, `cancel of ${id}`),
+    cancelOf: (id: string, timeoutMs = 10_000) => waitIn(cancels, (c) => c.id === id, subscribe, timeoutMs, `cancel of ${id}`, gone),
     close() {
       closing ??= (async () => {
         if (ws.readyState !== WebSocket.CLOSED) {
