@@ -4,6 +4,7 @@
  * environment, run by a real `toolwire host` process, never shows the host's credentials — nor does
  * the server's disk record of the call. `--env passthrough` and `env_passthrough` limit what tools get.
  */
+import { spawn } from 'node:child_process';
 import { chmod, readFile, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -129,6 +130,38 @@ describe('toolwire host refuses a token file it must not use', () => {
     const r = await finish(spawnTs([cliPath, 'host', '--server', 'ws://127.0.0.1:9', '--manifest', manifestPath], hostEnv({ TOOLWIRE_TOKEN_FILE: missing })));
     expect(r.code).toBe(66);
     expect(r.stderr).toBe(`toolwire host: cannot read token file $TOOLWIRE_TOKEN_FILE ${missing}: no such file\n`);
+  });
+
+  it('a token file whose token holds a line break or control character: exit 66, one line, no crash and no part of it shown', async () => {
+    const { manifestPath, tokenFile } = await setup();
+    for (const text of ['first-part\nsecond-part\n', 'first-part\u0000second-part', 'first-part second-part\n']) {
+      await writeFile(tokenFile, text, { mode: 0o600 });
+      const r = await finish(spawnTs([cliPath, 'host', '--server', 'ws://127.0.0.1:9', '--manifest', manifestPath, '--token-file', tokenFile], hostEnv({})));
+      expect(r.code).toBe(66);
+      expect(r.stderr).toBe(
+        `toolwire host: token file --token-file ${tokenFile} holds whitespace or a control character inside its token (a token is one line of visible characters)\n`,
+      );
+      expect(r.stderr).not.toMatch(/first-part|second-part/);
+    }
+  });
+
+  it('a token file that is a FIFO is refused 66 at once, without waiting for a writer', async () => {
+    const { dir, manifestPath } = await setup();
+    const fifo = join(dir, 'fifo-token');
+    await finish(spawn('mkfifo', ['-m', '600', fifo], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const r = await finish(spawnTs([cliPath, 'host', '--server', 'ws://127.0.0.1:9', '--manifest', manifestPath, '--token-file', fifo], hostEnv({})));
+    expect(r.code).toBe(66);
+    expect(r.stderr).toBe(`toolwire host: token file --token-file ${fifo} is not a regular file\n`);
+  });
+
+  it('a --token that cannot travel in an HTTP header is a usage error (64) with one line, not a crash', async () => {
+    const { manifestPath } = await setup();
+    const r = await finish(
+      spawnTs([cliPath, 'host', '--server', 'ws://127.0.0.1:9', '--manifest', manifestPath, '--token', 'first-part\nsecond-part'], hostEnv({})),
+    );
+    expect(r.code).toBe(64);
+    expect(r.stderr.split('\n')[0]).toBe('toolwire host: the host token must not hold whitespace or control characters (it travels as "Bearer <token>")');
+    expect(r.stderr).not.toMatch(/first-part|second-part|at /);
   });
 
   it('a bad --env value is a usage error (64); a manifest tool with an unknown key is still refused (65)', async () => {

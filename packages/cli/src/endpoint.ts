@@ -3,8 +3,9 @@
  * `TOOLWIRE_TOKEN` (a host also `--token-file` / `TOOLWIRE_TOKEN_FILE`), then the local
  * credentials file `toolwire serve` writes.
  */
+import { existsSync } from 'node:fs';
 import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
-import { readTokenFile } from './token-file.js';
+import { UNSENDABLE_TOKEN, readTokenFile } from './token-file.js';
 
 /** Which half of the credentials file applies: a tool host (`.server`, `.host.token`) or a caller (`.mcp`, `.caller.token`). */
 export type Role = 'host' | 'caller';
@@ -58,10 +59,27 @@ export function withDefaultScheme(server: string, scheme: 'ws' | 'http'): string
   return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server) ? server : `${scheme}://${server}`;
 }
 
-/** The usage error for a missing server or token, naming every place looked at (a host's token also has the token-file ways). */
+/**
+ * The usage error for a missing server or token, naming every place looked at (a host's token also has the
+ * token-file ways), and the credentials file that is there but is not one (corrupt, or not written by serve).
+ */
 export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.ProcessEnv, role: Role = 'caller'): string {
   const files = what === 'token' && role === 'host';
   const flag = what === 'server' ? '--server' : files ? '--token or --token-file' : '--token';
   const variable = what === 'server' ? 'TOOLWIRE_SERVER' : files ? 'TOOLWIRE_TOKEN or TOOLWIRE_TOKEN_FILE' : 'TOOLWIRE_TOKEN';
-  return `toolwire: no ${what}: give ${flag}, set ${variable}, or run "toolwire serve" here to write ${credentialsPath(env)}\n`;
+  const path = credentialsPath(env);
+  // There but unusable (readLocalCredentials treats it as absent): say so, rather than "run serve to write it".
+  if (existsSync(path)) {
+    return `toolwire: no ${what}: give ${flag}, set ${variable}, or fix ${path}: it is not a credentials file (not JSON, or without server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
+  }
+  return `toolwire: no ${what}: give ${flag}, set ${variable}, or run "toolwire serve" here to write ${path}\n`;
+}
+
+/**
+ * The usage error for a token that cannot travel as `Authorization: Bearer <token>` (whitespace, a
+ * control character, a character past U+00FF), else undefined. Names where it came from, never the token.
+ */
+export function unsendableTokenMessage(token: string): string | undefined {
+  if (!UNSENDABLE_TOKEN.test(token)) return undefined;
+  return 'toolwire: the token must not hold whitespace or control characters (it travels as "Bearer <token>"); check --token, $TOOLWIRE_TOKEN or the credentials file\n';
 }

@@ -2,11 +2,16 @@
  * Read a host token from a file (`toolwire host --token-file FILE`, `$TOOLWIRE_TOKEN_FILE`), so the
  * token never has to be on a command line (`ps`) or in the environment.
  */
+import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { ExitCode } from '@toolwire/protocol';
 
 /** Longest token file read, bytes; a token is a short line. */
 export const MAX_TOKEN_FILE_BYTES = 64 * 1024;
+
+/** What a token cannot hold (it travels as `Authorization: Bearer <token>`): whitespace, control characters, characters past U+00FF. */
+// eslint-disable-next-line no-control-regex
+export const UNSENDABLE_TOKEN = /[\s\u0000-\u001f\u007f]|[^\u0000-\u00ff]/;
 
 const REASONS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
 
@@ -27,13 +32,15 @@ export class TokenFileError extends Error {
  * @param from how the file was named, for messages: `--token-file` or `$TOOLWIRE_TOKEN_FILE`
  * @throws TokenFileError 77 (`NO_PERM`) when group or others may read or write the file (mode & 0o077;
  *   the fix is `chmod 600 FILE`); 66 (`NO_INPUT`) when it is missing, unreadable, not a regular
- *   file, over {@link MAX_TOKEN_FILE_BYTES}, or empty.
+ *   file (a FIFO is not waited on), over {@link MAX_TOKEN_FILE_BYTES}, empty, or its token holds
+ *   whitespace or a control character ({@link UNSENDABLE_TOKEN}).
  */
 export async function readTokenFile(path: string, from: string): Promise<string> {
   const name = `${from} ${path}`;
   let text: string;
   try {
-    const file = await open(path, 'r');
+    // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer.
+    const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       const st = await file.stat();
       if (!st.isFile()) throw new TokenFileError(`token file ${name} is not a regular file`, ExitCode.NO_INPUT);
@@ -54,5 +61,11 @@ export async function readTokenFile(path: string, from: string): Promise<string>
   }
   const token = text.replace(/\r?\n$/, '');
   if (token.length === 0) throw new TokenFileError(`token file ${name} is empty`, ExitCode.NO_INPUT);
+  if (UNSENDABLE_TOKEN.test(token)) {
+    throw new TokenFileError(
+      `token file ${name} holds whitespace or a control character inside its token (a token is one line of visible characters)`,
+      ExitCode.NO_INPUT,
+    );
+  }
   return token;
 }

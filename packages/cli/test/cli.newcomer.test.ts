@@ -102,6 +102,25 @@ describe('toolwire tools with no tools', () => {
   });
 });
 
+describe('a credentials file that is there but is not one', () => {
+  it('tools, call and host say the file is not a credentials file, instead of telling to run "toolwire serve" to write it', async () => {
+    const path = join(home, 'credentials.json');
+    for (const text of ['garbage', '{"server": "ws://127.0.0.1:9"}']) {
+      await writeFile(path, text, { mode: 0o600 });
+      const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: it is not a credentials file (not JSON, or without server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
+      const t = io();
+      expect(await toolsCommand([], t)).toBe(64);
+      expect(t.err()).toBe(line);
+      const c = io();
+      expect(await callCommand(['local__echo', '{}'], c)).toBe(64);
+      expect(c.err()).toBe(line);
+      const h = io();
+      expect(await hostCommand(['--manifest', join(home, 'none.json'), '--token', HOST], h)).toBe(64);
+      expect(h.err()).toBe(line);
+    }
+  });
+});
+
 describe('--help lists the exit codes the commands use', () => {
   it('call: 64, 69, 70, 77, 130 and the capture codes; tools: 0, 64, 69, 70, 77; host: 0, 64, 65, 69', () => {
     for (const code of ['64', '69', '70', '77', '124', '127', '130']) expect(callUsage).toContain(code);

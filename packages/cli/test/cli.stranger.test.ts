@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { HttpStatusError } from '../src/caller/errors.js';
 import { mcpFailure } from '../src/caller/failure.js';
 import { callCommand } from '../src/commands/call.js';
+import { mcpCommand } from '../src/commands/mcp.js';
 import { statusCommand } from '../src/commands/status.js';
 import { toolsCommand } from '../src/commands/tools.js';
 import { MAX_MS } from '../src/ms.js';
@@ -84,6 +85,29 @@ describe('millisecond flags past the largest timer (2^31 − 1 ms)', () => {
     expect(await callCommand(['alpha__echo', '{}', '--server', mcpUrl, '--token', TOKEN, '--timeout', String(MAX_MS)], t)).toBe(0);
     expect(t.out()).toBe('hi\n');
     expect(t.err()).toBe('');
+  });
+});
+
+describe('a caller token that cannot travel in an HTTP header', () => {
+  it('call, tools, status and mcp: misuse (64) with one line naming the token, not "cannot reach server" or 70', async () => {
+    // A server that is up: the old answer blamed the network for what the token held.
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const line =
+      'toolwire: the token must not hold whitespace or control characters (it travels as "Bearer <token>"); check --token, $TOOLWIRE_TOKEN or the credentials file\n';
+    for (const bad of ['first-part\nsecond-part', 'first-part second-part', 'a\u0000b']) {
+      for (const [name, run] of [
+        ['call', (t: ReturnType<typeof io>) => callCommand(['alpha__echo', '{}', '--server', mcpUrl, '--token', bad], t)],
+        ['tools', (t: ReturnType<typeof io>) => toolsCommand(['--server', mcpUrl, '--token', bad], t)],
+        ['status', (t: ReturnType<typeof io>) => statusCommand(['--server', mcpUrl, '--token', bad], t)],
+        ['mcp', (t: ReturnType<typeof io>) => mcpCommand(['--server', mcpUrl], t)],
+      ] as const) {
+        const t = io({ TOOLWIRE_TOKEN: bad }, '');
+        expect(await run(t), `${name} ${JSON.stringify(bad)}`).toBe(64);
+        expect(t.err(), name).toBe(line);
+      }
+    }
   });
 });
 

@@ -22,6 +22,13 @@ describe('text printed to a terminal', () => {
     expect(line).toBe('esc__esc  T\\u001b[2Jx  plain \\u001b[31mRED\\u001b[0m \\u001b]52;c;cHduZWQ=\\u0007 \\u009b2J end\n');
   });
 
+  it('a bidirectional override or isolate and a line or paragraph separator are shown escaped, so a peer cannot reorder or break what the line shows', () => {
+    const spoof = 'safe\u202egnp.exe\u202c \u2066x\u2069 \u200e\u200f\u061c \u2028next\u2029end';
+    const line = toolLine({ name: 'bidi__t', description: spoof });
+    expect(line.slice(0, -1)).not.toMatch(/[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/);
+    expect(line).toBe('bidi__t  safe\\u202egnp.exe\\u202c \\u2066x\\u2069 \\u200e\\u200f\\u061c \\u2028next\\u2029end\n');
+  });
+
   it("toolwire status: a host's title and description and a caller's tool name are shown escaped; the name is cut", () => {
     const at = Date.now();
     const snapshot = {

@@ -83,6 +83,13 @@ describe('ToolHost against a fake server', () => {
     expect(() => new ToolHost({ server: 'http://x' })).toThrow(TypeError);
   });
 
+  it('throws a TypeError at once for a token that cannot travel in an HTTP header (whitespace, control characters)', () => {
+    for (const token of ['a\nb', 'a b', 'a\u0000b', 'a\tb', 'tok\r', 'a\u2028b']) {
+      expect(() => new ToolHost({ server: 'ws://127.0.0.1:1', token })).toThrow(/ToolHostOptions\.token must not hold whitespace or control characters/);
+    }
+    expect(() => new ToolHost({ server: 'ws://127.0.0.1:1', token: 'Ab-_~+/.=9' })).not.toThrow();
+  });
+
   it('answers an in-process tool call with its stdout and exit 0', async () => {
     const s = await server();
     const h = host({ server: s.url }).tool('echo', { inputSchema: object }, (input, ctx) => `${JSON.stringify(input)} ${ctx.agent} ${ctx.workspace} ${ctx.id}`);

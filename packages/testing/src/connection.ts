@@ -30,6 +30,15 @@ export function nonNegative(name: string, value: number): number {
   return value;
 }
 
+/** The longest timer Node honours, ms (2^31 - 1); a longer one fires after 1 ms. */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** `value` as a delay or bound in ms: a number in 0 … {@link MAX_TIMER_MS}. @throws RangeError otherwise */
+export function delayMs(name: string, value: number): number {
+  if (nonNegative(name, value) > MAX_TIMER_MS) throw new RangeError(`${name} must be at most ${MAX_TIMER_MS} ms, got ${value}`);
+  return value;
+}
+
 /** One proxied connection: the host side (`client`) and the server side (`upstream`). */
 export class ProxyConnection implements FaultControls {
   readonly id: number;
@@ -139,8 +148,8 @@ export class ProxyConnection implements FaultControls {
   }
 
   latency(ms: number, jitterMs = 0): this {
-    this.faults.latencyMs = nonNegative('latency ms', ms);
-    this.faults.jitterMs = nonNegative('latency jitterMs', jitterMs);
+    this.faults.latencyMs = delayMs('latency ms', ms);
+    this.faults.jitterMs = delayMs('latency jitterMs', jitterMs);
     return this.#changed();
   }
 
@@ -171,7 +180,7 @@ export class ProxyConnection implements FaultControls {
   }
 
   slowClose(ms = 1000): this {
-    this.faults.slowCloseMs = nonNegative('slowClose ms', ms);
+    this.faults.slowCloseMs = delayMs('slowClose ms', ms);
     return this;
   }
 

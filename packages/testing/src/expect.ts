@@ -20,7 +20,13 @@ function matches(value: string, pattern: RegExp | string): boolean {
   return typeof pattern === 'string' ? value.includes(pattern) : pattern.test(value);
 }
 
-/** Chained checks on one capture; each returns `this` and throws `AssertionError` on a mismatch. */
+/** `pattern`, checked: a misused check is the test's bug, not a failed assertion. @throws TypeError */
+function patternOf(check: string, value: RegExp | string): RegExp | string {
+  if (typeof value !== 'string' && !(value instanceof RegExp)) throw new TypeError(`${check}: pass a RegExp or a string, got ${typeof value}`);
+  return value;
+}
+
+/** Chained checks on one capture; each returns `this` and throws `AssertionError` on a mismatch (`TypeError` for an argument of the wrong type). */
 export class CaptureAssertion {
   /** The capture under test (a declined or refused result has none: the first check throws). */
   readonly capture: Capture | undefined;
@@ -52,6 +58,7 @@ export class CaptureAssertion {
 
   /** The exit code is `code` (e.g. 69 host unavailable, 76 protocol violation, 124 deadline, 75 overloaded). */
   toExit(code: number): this {
+    if (!Number.isInteger(code)) throw new TypeError(`toExit: pass an integer exit code, got ${typeof code === 'string' ? JSON.stringify(code) : String(code)}`);
     const c = this.#need(`to exit ${code}`);
     if (c.exitCode !== code) this.#fail(`to exit ${code}`, c.exitCode, code);
     return this;
@@ -59,14 +66,16 @@ export class CaptureAssertion {
 
   /** stderr's last line is `toolwire: <reason>` and the reason matches `pattern` (a RegExp, or a substring). */
   withReason(pattern: RegExp | string): this {
-    const c = this.#need(`to have a toolwire reason matching ${String(pattern)}`);
+    const p = patternOf('withReason', pattern);
+    const c = this.#need(`to have a toolwire reason matching ${String(p)}`);
     const line = /(?:^|\n)toolwire: ([^\n]*)\n?$/.exec(text(c.stderr));
-    if (line === null || !matches(line[1]!, pattern)) this.#fail(`to have a toolwire reason matching ${String(pattern)}`, line?.[1], String(pattern));
+    if (line === null || !matches(line[1]!, p)) this.#fail(`to have a toolwire reason matching ${String(p)}`, line?.[1], String(p));
     return this;
   }
 
   /** The capture's `failure` kind is `kind` (e.g. `unavailable`, `protocol`, `timeout`, `overloaded`). */
   withFailure(kind: string): this {
+    if (typeof kind !== 'string') throw new TypeError(`withFailure: pass a failure kind (a string), got ${typeof kind}`);
     const c = this.#need(`to have failure ${kind}`);
     if (c.failure !== kind) this.#fail(`to have failure ${kind}`, c.failure, kind);
     return this;
@@ -74,15 +83,17 @@ export class CaptureAssertion {
 
   /** stdout (as UTF-8) matches `pattern` (a RegExp, or a substring). */
   withStdout(pattern: RegExp | string): this {
-    const c = this.#need(`to have stdout matching ${String(pattern)}`);
-    if (!matches(text(c.stdout), pattern)) this.#fail(`to have stdout matching ${String(pattern)}`, text(c.stdout), String(pattern));
+    const p = patternOf('withStdout', pattern);
+    const c = this.#need(`to have stdout matching ${String(p)}`);
+    if (!matches(text(c.stdout), p)) this.#fail(`to have stdout matching ${String(p)}`, text(c.stdout), String(p));
     return this;
   }
 
   /** stderr (as UTF-8) matches `pattern` (a RegExp, or a substring). */
   withStderr(pattern: RegExp | string): this {
-    const c = this.#need(`to have stderr matching ${String(pattern)}`);
-    if (!matches(text(c.stderr), pattern)) this.#fail(`to have stderr matching ${String(pattern)}`, text(c.stderr), String(pattern));
+    const p = patternOf('withStderr', pattern);
+    const c = this.#need(`to have stderr matching ${String(p)}`);
+    if (!matches(text(c.stderr), p)) this.#fail(`to have stderr matching ${String(p)}`, text(c.stderr), String(p));
     return this;
   }
 }

@@ -10,7 +10,8 @@ import { killChild, track, trackChild, untrack } from './cleanup.js';
 import { Netns, type NetnsLink } from './netns-link.js';
 import { FaultProxy } from './proxy.js';
 import type { TestServer } from './server.js';
-import { type HostTools, registerTools } from './tools.js';
+import { delayMs } from './connection.js';
+import { type HostTools, checkTools, registerTools } from './tools.js';
 import { waitForHost, waitUntil } from './wait.js';
 
 /**
@@ -91,10 +92,13 @@ function childCommand(): { entry: string; args: string[] } {
  * `{url, token}` — (through its own fault proxy, `net`) and resolve once the server answered its
  * first advertise.
  * @throws TypeError when `tools` is a map and `process: true` (a child can load only a path), when `netns`
- *   comes without `process`, or on a bad tool; Error when the netns mode cannot run here (`netnsSupport()`)
+ *   comes without `process`, or on a bad tool (then nothing is left open); RangeError for a `timeoutMs`
+ *   that is negative, not a number or over 2^31 - 1; Error when the netns mode cannot run here (`netnsSupport()`)
  */
 export async function startHost(server: TestServer | HostTarget, tools: HostTools, options: StartHostOptions = {}): Promise<TestHost> {
   if (options.process && typeof tools !== 'string') throw new TypeError('startHost: with {process: true}, tools must be a manifest or module path');
+  checkTools(tools);
+  const timeoutMs = delayMs('startHost timeoutMs', options.timeoutMs ?? 20_000);
   const name = options.name ?? `host${++hostCount}`;
   if (options.netns && !options.process) throw new TypeError('startHost: {netns: true} needs {process: true} (a namespace holds a process)');
   const token = 'hostToken' in server ? await server.hostToken(name) : server.token;
@@ -114,7 +118,6 @@ export async function startHost(server: TestServer | HostTarget, tools: HostTool
     server: netns ? dialName(net.url, netns.serverName) : net.url,
     token,
   };
-  const timeoutMs = options.timeoutMs ?? 20_000;
   let advertised = 0;
   let child: ChildProcess | undefined;
   let inProcess: ToolHost | undefined;
@@ -138,7 +141,13 @@ export async function startHost(server: TestServer | HostTarget, tools: HostTool
     inProcess = new ToolHost({ logger: silent, ...hostOptions });
     inProcess.on('advertised', () => advertised++);
     inProcess.on('error', () => {}); // reported through the events a test waits on
-    await registerTools(inProcess, tools);
+    try {
+      await registerTools(inProcess, tools);
+    } catch (error) {
+      // A tool the host refuses (a bad name, an empty command): nothing of this host stays open.
+      await net.close();
+      throw error;
+    }
   }
 
   const exited = child ? new Promise<void>((resolve) => child.once('exit', () => resolve())) : Promise.resolve();

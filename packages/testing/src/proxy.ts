@@ -6,7 +6,7 @@
 import { once } from 'node:events';
 import { type AddressInfo, type Server, type Socket, connect, createServer } from 'node:net';
 import { track, untrack } from './cleanup.js';
-import { type FaultControls, ProxyConnection, clean, nonNegative } from './connection.js';
+import { type FaultControls, ProxyConnection, clean, delayMs, nonNegative } from './connection.js';
 import type { Faults } from './pump.js';
 
 export { ProxyConnection, type FaultControls } from './connection.js';
@@ -31,7 +31,8 @@ export class FaultProxy implements FaultControls {
   #refusing = false;
   #nextId = 1;
   #closing: Promise<void> | undefined;
-  readonly #waiters = new Set<(c: ProxyConnection) => void>();
+  /** Pending {@link nextConnection} calls: resolved by a connection, rejected by their bound or by close. */
+  readonly #waiters = new Set<{ resolve: (c: ProxyConnection) => void; reject: (e: Error) => void }>();
 
   private constructor(server: Server, url: string, port: number) {
     this.#server = server;
@@ -73,28 +74,33 @@ export class FaultProxy implements FaultControls {
       const i = this.connections.indexOf(connection);
       if (i >= 0) this.connections.splice(i, 1);
     });
-    for (const waiter of this.#waiters) waiter(connection);
+    for (const waiter of [...this.#waiters]) waiter.resolve(connection);
   }
 
   /**
    * Resolves with the next connection accepted (or the newest open one when `existing` and one is
-   * open); rejects after `timeoutMs` (default 10000).
+   * open); rejects after `timeoutMs` (default 10000), or at once when the proxy is (or gets) closed.
    */
   nextConnection(options: { timeoutMs?: number; existing?: boolean } = {}): Promise<ProxyConnection> {
     const newest = this.connections.at(-1);
     if (options.existing && newest !== undefined) return Promise.resolve(newest);
-    const timeoutMs = options.timeoutMs ?? 10_000;
+    if (this.#closing) return Promise.reject(new Error('FaultProxy: closed; no connection will come'));
+    const timeoutMs = delayMs('nextConnection timeoutMs', options.timeoutMs ?? 10_000);
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters.delete(onConnection);
-        reject(new Error(`FaultProxy: no connection within ${timeoutMs} ms`));
-      }, timeoutMs);
-      const onConnection = (connection: ProxyConnection): void => {
-        clearTimeout(timer);
-        this.#waiters.delete(onConnection);
-        resolve(connection);
+      const waiter = {
+        resolve: (connection: ProxyConnection): void => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          resolve(connection);
+        },
+        reject: (error: Error): void => {
+          clearTimeout(timer);
+          this.#waiters.delete(waiter);
+          reject(error);
+        },
       };
-      this.#waiters.add(onConnection);
+      const timer = setTimeout(() => waiter.reject(new Error(`FaultProxy: no connection within ${timeoutMs} ms`)), timeoutMs);
+      this.#waiters.add(waiter);
     });
   }
 
@@ -104,8 +110,8 @@ export class FaultProxy implements FaultControls {
   }
 
   latency(ms: number, jitterMs = 0): this {
-    this.#faults.latencyMs = nonNegative('latency ms', ms);
-    this.#faults.jitterMs = nonNegative('latency jitterMs', jitterMs);
+    this.#faults.latencyMs = delayMs('latency ms', ms);
+    this.#faults.jitterMs = delayMs('latency jitterMs', jitterMs);
     return this.#all((c) => c.latency(ms, jitterMs));
   }
 
@@ -133,7 +139,7 @@ export class FaultProxy implements FaultControls {
   }
 
   slowClose(ms = 1000): this {
-    this.#faults.slowCloseMs = nonNegative('slowClose ms', ms);
+    this.#faults.slowCloseMs = delayMs('slowClose ms', ms);
     return this.#all((c) => c.slowClose(ms));
   }
 
@@ -154,6 +160,7 @@ export class FaultProxy implements FaultControls {
   /** Stop listening and destroy every connection. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      for (const waiter of [...this.#waiters]) waiter.reject(new Error('FaultProxy: closed while waiting for a connection'));
       const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
       for (const connection of [...this.connections]) connection.reset();
       await Promise.all([closed, ...this.connections.map((c) => c.closed)]);

@@ -104,7 +104,8 @@ export class Pump {
         this.#timer = undefined;
         this.#run();
       },
-      Math.max(1, Math.ceil(ms)),
+      // At most the longest timer Node honours (a longer one fires after 1 ms): a tiny bandwidth waits, then checks again.
+      Math.min(2 ** 31 - 1, Math.max(1, Math.ceil(ms))),
     );
   }
 

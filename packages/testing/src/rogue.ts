@@ -101,14 +101,27 @@ const behaviours: Record<RogueBehaviour, RogueScript['onCall']> = {
   echo: (c, r) => r.result(c.id, { stdout: JSON.stringify(c.input) }),
 };
 
-function waitIn<T>(list: T[], match: (item: T) => boolean, subscribe: (fn: () => void) => () => void, timeoutMs: number, what: string): Promise<T> {
+/**
+ * The first item of `list` that matches, as items arrive (`subscribe`); rejected after `timeoutMs`, or
+ * at once when the connection is closed (`gone()` says with which code), so no wait outlives it.
+ */
+function waitIn<T>(
+  list: T[],
+  match: (item: T) => boolean,
+  subscribe: (fn: () => void) => () => void,
+  timeoutMs: number,
+  what: string,
+  gone: () => number | undefined,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const check = (): boolean => {
       const i = list.findIndex(match);
-      if (i < 0) return false;
+      const code = i < 0 ? gone() : undefined;
+      if (i < 0 && code === undefined) return false;
       clearTimeout(timer);
       unsubscribe();
-      resolve(list[i]!);
+      if (i >= 0) resolve(list[i]!);
+      else reject(new Error(`rogue host: connection closed (${code}) while waiting for ${what}`));
       return true;
     };
     const timer = setTimeout(() => {
@@ -126,20 +139,36 @@ export interface RogueTarget {
   token: string;
 }
 
+/** `script` as a script: a behaviour's, or the script itself once its shape is checked. @throws TypeError otherwise */
+function rogueScript(script: RogueBehaviour | RogueScript): RogueScript {
+  if (typeof script === 'string') {
+    if (!Object.hasOwn(behaviours, script)) throw new TypeError(`startRogueHost: unknown behaviour ${script}`);
+    return { onCall: behaviours[script] };
+  }
+  if (typeof script !== 'object' || script === null) throw new TypeError('startRogueHost: give a behaviour name or a script {onCall(call, rogue), …}');
+  if (typeof script.onCall !== 'function') throw new TypeError('startRogueHost: a script needs onCall(call, rogue)');
+  if (script.onCancel !== undefined && typeof script.onCancel !== 'function') throw new TypeError("startRogueHost: a script's onCancel must be a function");
+  if (script.name !== undefined && typeof script.name !== 'string') throw new TypeError("startRogueHost: a script's name must be a string");
+  if (script.tools !== undefined && !Array.isArray(script.tools)) throw new TypeError("startRogueHost: a script's tools must be an array");
+  return script;
+}
+
 /**
  * Connect a rogue host to `server` — a {@link TestServer}, or any server as `{url, token}` — (or
  * through `options.via`, a fault proxy's URL), hello,
  * advertise, then run `script` (a {@link RogueBehaviour} or a {@link RogueScript}) on every call.
- * @throws when the upgrade or hello fails
+ * @throws TypeError at once for an unknown behaviour or a script without `onCall` (or with a
+ *   `name`, `tools` or `onCancel` of the wrong type); Error when the upgrade or hello fails
  */
 export async function startRogueHost(server: TestServer | RogueTarget, script: RogueBehaviour | RogueScript, options: { via?: string } = {}): Promise<RogueHost> {
-  const s: RogueScript = typeof script === 'string' ? { onCall: behaviours[script] } : script;
-  if (s.onCall === undefined && typeof script === 'string') throw new TypeError(`startRogueHost: unknown behaviour ${script}`);
+  const s = rogueScript(script);
   const name = s.name ?? 'rogue';
   const token = 'hostToken' in server ? await server.hostToken(name) : server.token;
   const ws = new WebSocket(options.via ?? server.url, { headers: { authorization: `Bearer ${token}` } });
   ws.on('error', () => {});
   const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.once('close', (code, reason) => resolve({ code, reason: reason.toString('utf8') })));
+  let closedCode: number | undefined;
+  const gone = (): number | undefined => closedCode;
   const calls: RogueCall[] = [];
   const cancels: { id: string; reason: string }[] = [];
   const taken = new Set<RogueCall>();
@@ -149,6 +178,11 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
     return () => listeners.delete(fn);
   };
   const frames: Record<string, unknown>[] = [];
+  // Every wait ends with the connection (a wait for a cancel may be 600 s long).
+  ws.once('close', (code: number) => {
+    closedCode = code;
+    for (const fn of [...listeners]) fn();
+  });
   ws.on('message', (data: Buffer, isBinary: boolean) => {
     if (isBinary) return;
     let frame: Record<string, unknown>;
@@ -166,7 +200,7 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
   });
   const frameOf = (type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> => {
     const from = frames.length;
-    return waitIn(frames, (f) => f.type === type && frames.indexOf(f) >= from, subscribe, timeoutMs, `${type} frame`);
+    return waitIn(frames, (f) => f.type === type && frames.indexOf(f) >= from, subscribe, timeoutMs, `${type} frame`, gone);
   };
   let closing: Promise<void> | undefined;
   const text = (frame: unknown): void => {
@@ -198,11 +232,11 @@ export async function startRogueHost(server: TestServer | RogueTarget, script: R
     },
     next: frameOf,
     nextCall: (timeoutMs = 10_000) =>
-      waitIn(calls, (c) => !taken.has(c), subscribe, timeoutMs, 'call').then((c) => {
+      waitIn(calls, (c) => !taken.has(c), subscribe, timeoutMs, 'call', gone).then((c) => {
         taken.add(c);
         return c;
       }),
-    cancelOf: (id: string, timeoutMs = 10_000) => waitIn(cancels, (c) => c.id === id, subscribe, timeoutMs, `cancel of ${id}`),
+    cancelOf: (id: string, timeoutMs = 10_000) => waitIn(cancels, (c) => c.id === id, subscribe, timeoutMs, `cancel of ${id}`, gone),
     close() {
       closing ??= (async () => {
         if (ws.readyState !== WebSocket.CLOSED) {

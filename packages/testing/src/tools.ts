@@ -20,6 +20,27 @@ export type HostTools = ToolMap | string;
 
 const OBJECT = { type: 'object' } as const;
 
+/**
+ * Check the shape of `tools` before anything is opened for them: a path, or a map whose every entry is
+ * a handler, `{run}` or `{command: [...]}`. (What the host itself refuses — a bad name, an empty
+ * command — is found by {@link registerTools}.)
+ * @throws TypeError otherwise
+ */
+export function checkTools(tools: HostTools): void {
+  if (typeof tools === 'string') return;
+  if (typeof tools !== 'object' || tools === null || Array.isArray(tools)) {
+    throw new TypeError(
+      `startHost: tools must be a map of tools or a manifest/module path, got ${tools === null ? 'null' : Array.isArray(tools) ? 'an array' : typeof tools}`,
+    );
+  }
+  for (const [name, tool] of Object.entries(tools)) {
+    const ok =
+      typeof tool === 'function' ||
+      (typeof tool === 'object' && tool !== null && (('run' in tool && typeof tool.run === 'function') || ('command' in tool && Array.isArray(tool.command))));
+    if (!ok) throw new TypeError(`startHost: tool ${name} must be a handler, {run}, or {command}`);
+  }
+}
+
 /** Register `tools` on `host`. @throws TypeError on a tool that is neither a handler, `{run}` nor `{command}` */
 export async function registerTools(host: ToolHost, tools: HostTools): Promise<void> {
   if (typeof tools === 'string') {
@@ -33,6 +54,7 @@ export async function registerTools(host: ToolHost, tools: HostTools): Promise<v
     if (map === undefined || typeof map !== 'object') throw new TypeError(`startHost: ${path} exports no \`tools\` map`);
     return registerTools(host, map);
   }
+  checkTools(tools);
   for (const [name, tool] of Object.entries(tools)) {
     if (typeof tool === 'function') host.tool(name, { inputSchema: OBJECT }, tool);
     else if ('run' in tool && typeof tool.run === 'function') {

@@ -3,6 +3,7 @@
  * server's router and on a short poll (what has no event: a host's hello, a call in flight), and
  * rejects with what it waited for after `timeoutMs`. No sleeps.
  */
+import { delayMs } from './connection.js';
 import type { TestServer } from './server.js';
 
 /** Bound and poll interval of a wait, ms. */
@@ -13,13 +14,18 @@ export interface WaitOptions {
   everyMs?: number;
 }
 
+/** `options` with defaults filled. @throws RangeError for a bound that is negative, not a number, or over 2^31 - 1 ms */
+function bounds(options: WaitOptions): Required<WaitOptions> {
+  return { timeoutMs: delayMs('timeoutMs', options.timeoutMs ?? 10_000), everyMs: delayMs('everyMs', options.everyMs ?? 10) };
+}
+
 /**
  * Resolve with the first truthy value of `check` (sync or async), checked at once, every `everyMs`
  * and whenever `server`'s tools change; reject after `timeoutMs` naming `what`.
+ * @throws RangeError at once (not a rejection) for a `timeoutMs` or `everyMs` that is negative, not a number, or over 2^31 - 1
  */
 export function waitUntil<T>(check: () => T | Promise<T>, what: string, options: WaitOptions & { server?: TestServer } = {}): Promise<NonNullable<T>> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
-  const everyMs = options.everyMs ?? 10;
+  const { timeoutMs, everyMs } = bounds(options);
   const router = options.server?.router;
   return new Promise<NonNullable<T>>((resolve, reject) => {
     let done = false;
@@ -68,7 +74,7 @@ export function waitForTools(server: TestServer, names: readonly string[], optio
 
 /** Resolve at the server's next `toolsChanged` (a host advertised a different set, or one with tools left). */
 export function waitForToolsChanged(server: TestServer, options: WaitOptions = {}): Promise<void> {
-  const timeoutMs = options.timeoutMs ?? 10_000;
+  const { timeoutMs } = bounds(options);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       server.router.off('toolsChanged', changed);

@@ -79,7 +79,7 @@ Logs go to stderr: JSON lines (pino), or readable lines (pino-pretty) on a termi
 --log-format pretty. At info, one line per call end (call id, tool, exit code, ms).
 Tools never see TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE, or any variable holding the token.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
-66 missing or unreadable token file, 77 token file readable or writable by group or others,
+66 missing, unreadable or malformed token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
 not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401, or 429
@@ -261,7 +261,7 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     for (const [name, config] of servers) host.mcpServer(name, config);
   } catch (error) {
     // The library names its own option (`ToolHostOptions.server …`); the user gave a flag.
-    let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server');
+    let message = (error as Error).message.replace(/^ToolHostOptions\.server\b/, '--server').replace(/^ToolHostOptions\.token\b/, 'the host token');
     for (const [flag, option] of LIMIT_FLAGS) message = message.replace(`ToolHostOptions.${option}`, `--${flag}`);
     return usageError(message);
   }

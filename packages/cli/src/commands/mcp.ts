@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
-import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
+import { missingEndpointMessage, resolveEndpoint, unsendableTokenMessage } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
@@ -68,6 +68,11 @@ export async function mcpCommand(argv: string[], io: CliIO = processIO()): Promi
   if (endpoint.server === undefined || endpoint.token === undefined) {
     const missing = missingEndpointMessage(endpoint.server === undefined ? 'server' : 'token', io.env);
     await write(io.stderr, endpoint.server === undefined ? missing : missing.replace('give --token,', 'give --token-file,'));
+    return ExitCode.USAGE;
+  }
+  const unsendable = unsendableTokenMessage(endpoint.token);
+  if (unsendable !== undefined) {
+    await write(io.stderr, unsendable);
     return ExitCode.USAGE;
   }
   let url: URL;

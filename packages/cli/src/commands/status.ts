@@ -6,7 +6,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
-import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
+import { missingEndpointMessage, resolveEndpoint, unsendableTokenMessage } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
@@ -115,6 +115,11 @@ export async function statusCommand(argv: string[], io: CliIO = processIO()): Pr
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {
     await write(io.stderr, missingEndpointMessage(server === undefined ? 'server' : 'token', io.env));
+    return ExitCode.USAGE;
+  }
+  const unsendable = unsendableTokenMessage(token);
+  if (unsendable !== undefined) {
+    await write(io.stderr, unsendable);
     return ExitCode.USAGE;
   }
   let url: URL;

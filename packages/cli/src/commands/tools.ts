@@ -3,7 +3,7 @@
  */
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
-import { missingEndpointMessage, resolveEndpoint } from '../endpoint.js';
+import { missingEndpointMessage, resolveEndpoint, unsendableTokenMessage } from '../endpoint.js';
 import { type CliIO, processIO, write } from '../io.js';
 import { RpcError } from '../caller/errors.js';
 import { mcpFailure } from '../caller/failure.js';
@@ -101,6 +101,11 @@ export async function toolsCommand(argv: string[], io: CliIO = processIO()): Pro
   const { server, token } = await resolveEndpoint('caller', values, io.env);
   if (server === undefined || token === undefined) {
     await write(io.stderr, missingEndpointMessage(server === undefined ? 'server' : 'token', io.env));
+    return ExitCode.USAGE;
+  }
+  const unsendable = unsendableTokenMessage(token);
+  if (unsendable !== undefined) {
+    await write(io.stderr, unsendable);
     return ExitCode.USAGE;
   }
   let url: URL;

@@ -138,6 +138,10 @@ function resolveReconnect(value: ToolHostOptions['reconnect']): BackoffOptions |
   return { baseMs, maxMs };
 }
 
+/** What an `Authorization: Bearer <token>` header cannot carry: whitespace, control characters, characters past U+00FF. */
+// eslint-disable-next-line no-control-regex
+const UNSENDABLE_TOKEN = /[\s\u0000-\u001f\u007f]|[^\u0000-\u00ff]/;
+
 /** Fill defaults and check every option. */
 export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOptions {
   if (typeof options !== 'object' || options === null) throw new TypeError('ToolHost needs an options object');
@@ -152,6 +156,10 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
   }
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
     throw new TypeError('ToolHostOptions.token must be a non-empty string');
+  }
+  // Node refuses such a header value with a throw inside the dial; a server refuses whitespace in a token anyway.
+  if (options.token !== undefined && UNSENDABLE_TOKEN.test(options.token)) {
+    throw new TypeError('ToolHostOptions.token must not hold whitespace or control characters (it travels as "Bearer <token>")');
   }
   if (options.name !== undefined && typeof options.name !== 'string') throw new TypeError('ToolHostOptions.name must be a string');
   const maxPayload = integer('maxPayload', options.maxPayload, Defaults.maxPayload, 1);
