@@ -8,7 +8,8 @@
  * - `--config` — JSON config file (see `config.ts`); without it the **embedded default** runs on
  *   the state folder (`../state.ts`): every credential `toolwire token` made, plus one host `local`
  *   and one caller `cli` made on the first start (`crypto.randomBytes(24)`, base64url) and reused
- *   after; their tokens are printed on stdout and written to the local credentials file
+ *   after; their tokens are printed on stdout by the start that made them (later starts name the
+ *   file instead: a token is shown once) and written to the local credentials file
  *   (`<state folder>/credentials.json`, mode 0600). With a config the file is written only when the
  *   config says `"writeCredentials": true`;
  * - `--state-dir` — the state folder, default `$TOOLWIRE_HOME`, else `~/.toolwire` (created 0700).
@@ -185,7 +186,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   const stateDir = values['state-dir'] ?? (config === undefined ? toolwireHome(io.env) : undefined);
   let hosts: HostCredential[];
   let callers: CallerCredential[];
-  let embedded: { host: { name: string; token: string }; caller: { name: string; token: string } } | undefined;
+  let embedded: { host: { name: string; token: string }; caller: { name: string; token: string }; made: boolean } | undefined;
   try {
     if (config === undefined) {
       const made = await embeddedCredentials(stateDir!);
@@ -285,9 +286,12 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   ];
   if (server.node !== undefined) lines.push(`  cluster node           ${server.node}`);
   if (embedded !== undefined) {
+    // A token is shown once, on the start that made it (issue 10): later starts, whose stdout may be
+    // a journal or a log file, name where it is kept instead.
+    const shown = (token: string): string => (embedded.made ? token : 'in the credentials file below (shown on the start that made it)');
     lines.push(
-      `  host token for host "${embedded.host.name}": ${embedded.host.token}`,
-      `  caller token for caller "${embedded.caller.name}": ${embedded.caller.token}`,
+      `  host token for host "${embedded.host.name}": ${shown(embedded.host.token)}`,
+      `  caller token for caller "${embedded.caller.name}": ${shown(embedded.caller.token)}`,
       `  state folder           ${stateDir!} (add a machine: toolwire token add host NAME)`,
     );
   }
