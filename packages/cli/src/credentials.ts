@@ -5,7 +5,8 @@
  * Path: `$TOOLWIRE_HOME/credentials.json`, default `~/.toolwire/credentials.json`; mode 0600 (readable
  * only by the user), written to a temp file then renamed.
  */
-import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { mkdir, open, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
@@ -42,11 +43,28 @@ export async function writeLocalCredentials(creds: LocalCredentials, env: NodeJS
   return path;
 }
 
-/** Read the file; `undefined` when it does not exist or is not a credentials object. */
-export async function readLocalCredentials(env: NodeJS.ProcessEnv = process.env): Promise<LocalCredentials | undefined> {
+/** Longest credentials file read, bytes (it holds two URLs and two tokens). */
+export const MAX_CREDENTIALS_FILE_BYTES = 64 * 1024;
+
+/**
+ * Read the file; `undefined` when it does not exist, is not a regular file (a FIFO is not waited
+ * on), is over {@link MAX_CREDENTIALS_FILE_BYTES}, or is not a credentials object.
+ * @param options.private also `undefined` when group or others may read or write it (mode & 0o077),
+ *   as for a `--token-file`: what the commands that send its tokens ask (`endpoint.ts`); `serve`,
+ *   which rewrites it with mode 0600, reads it whatever its mode.
+ */
+export async function readLocalCredentials(env: NodeJS.ProcessEnv = process.env, options: { private?: boolean } = {}): Promise<LocalCredentials | undefined> {
   let text: string;
   try {
-    text = await readFile(credentialsPath(env), 'utf8');
+    const file = await open(credentialsPath(env), constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const st = await file.stat();
+      if (!st.isFile() || st.size > MAX_CREDENTIALS_FILE_BYTES) return undefined;
+      if (options.private === true && (st.mode & 0o077) !== 0) return undefined;
+      text = await file.readFile('utf8');
+    } finally {
+      await file.close();
+    }
   } catch {
     return undefined;
   }

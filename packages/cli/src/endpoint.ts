@@ -3,7 +3,7 @@
  * `TOOLWIRE_TOKEN` (a host also `--token-file` / `TOOLWIRE_TOKEN_FILE`), then the local
  * credentials file `toolwire serve` writes.
  */
-import { existsSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
 import { UNSENDABLE_TOKEN, readTokenFile } from './token-file.js';
 
@@ -41,7 +41,7 @@ export async function resolveEndpoint(role: Role, flags: EndpointFlags, env: Nod
   const envFile = nonEmpty(env.TOOLWIRE_TOKEN_FILE);
   if (token === undefined && role === 'host' && envFile !== undefined) token = await readTokenFile(envFile, '$TOOLWIRE_TOKEN_FILE');
   if (server === undefined || token === undefined) {
-    const creds: LocalCredentials | undefined = await readLocalCredentials(env);
+    const creds: LocalCredentials | undefined = await readLocalCredentials(env, { private: true });
     if (creds) {
       server ??= role === 'host' ? creds.server : creds.mcp;
       token ??= role === 'host' ? creds.host?.token : creds.caller?.token;
@@ -68,9 +68,13 @@ export function missingEndpointMessage(what: 'server' | 'token', env: NodeJS.Pro
   const flag = what === 'server' ? '--server' : files ? '--token or --token-file' : '--token';
   const variable = what === 'server' ? 'TOOLWIRE_SERVER' : files ? 'TOOLWIRE_TOKEN or TOOLWIRE_TOKEN_FILE' : 'TOOLWIRE_TOKEN';
   const path = credentialsPath(env);
-  // There but unusable (readLocalCredentials treats it as absent): say so, rather than "run serve to write it".
-  if (existsSync(path)) {
-    return `toolwire: no ${what}: give ${flag}, set ${variable}, or fix ${path}: it is not a credentials file (not JSON, or without server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
+  // There but unusable (readLocalCredentials treats it as absent): say why, rather than "run serve to write it".
+  const st = statSync(path, { throwIfNoEntry: false });
+  if (st !== undefined && st.isFile() && (st.mode & 0o077) !== 0) {
+    return `toolwire: no ${what}: give ${flag}, set ${variable}, or fix ${path}: group or others may read or write it (mode ${(st.mode & 0o777).toString(8).padStart(4, '0')}); run: chmod 600 ${path}\n`;
+  }
+  if (st !== undefined) {
+    return `toolwire: no ${what}: give ${flag}, set ${variable}, or fix ${path}: it is not a credentials file (not a regular file of at most 64 KiB holding JSON with server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
   }
   return `toolwire: no ${what}: give ${flag}, set ${variable}, or run "toolwire serve" here to write ${path}\n`;
 }

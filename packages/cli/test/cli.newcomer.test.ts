@@ -3,7 +3,8 @@
  * reach server"), `--server host:port` without a scheme, `toolwire tools` with no tools, and help
  * texts that list the exit codes actually used. Against a real ToolwireServer on 127.0.0.1.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ToolwireServer } from '@toolwire/server';
@@ -107,7 +108,7 @@ describe('a credentials file that is there but is not one', () => {
     const path = join(home, 'credentials.json');
     for (const text of ['garbage', '{"server": "ws://127.0.0.1:9"}']) {
       await writeFile(path, text, { mode: 0o600 });
-      const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: it is not a credentials file (not JSON, or without server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
+      const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: it is not a credentials file (not a regular file of at most 64 KiB holding JSON with server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
       const t = io();
       expect(await toolsCommand([], t)).toBe(64);
       expect(t.err()).toBe(line);
@@ -118,6 +119,42 @@ describe('a credentials file that is there but is not one', () => {
       expect(await hostCommand(['--manifest', join(home, 'none.json'), '--token', HOST], h)).toBe(64);
       expect(h.err()).toBe(line);
     }
+  });
+});
+
+describe('a credentials file that cannot be used safely', () => {
+  const valid = (port: number): string =>
+    JSON.stringify({
+      server: `ws://127.0.0.1:${port}`,
+      mcp: `http://127.0.0.1:${port}/mcp`,
+      host: { name: 'local', token: HOST },
+      caller: { name: 'cli', token: CALLER },
+    });
+
+  it('one that group or others may read is not used: tools and call exit 64 with the chmod to run, as for a --token-file', async () => {
+    const path = join(home, 'credentials.json');
+    await writeFile(path, valid(9), { mode: 0o644 });
+    await chmod(path, 0o644);
+    const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: group or others may read or write it (mode 0644); run: chmod 600 ${path}\n`;
+    const t = io();
+    expect(await toolsCommand([], t)).toBe(64);
+    expect(t.err()).toBe(line);
+    const c = io();
+    expect(await callCommand(['local__echo', '{}'], c)).toBe(64);
+    expect(c.err()).toBe(line);
+  });
+
+  it('a FIFO in its place is not waited on, and a file over 64 KiB is not read: both are named as not a credentials file', async () => {
+    const path = join(home, 'credentials.json');
+    execFileSync('mkfifo', ['-m', '600', path]);
+    const t = io();
+    expect(await toolsCommand([], t)).toBe(64);
+    expect(t.err()).toMatch(/it is not a credentials file/);
+    await rm(path);
+    await writeFile(path, valid(9).replace('"local"', `"local", "pad": "${'x'.repeat(70_000)}"`), { mode: 0o600 });
+    const big = io();
+    expect(await toolsCommand([], big)).toBe(64);
+    expect(big.err()).toMatch(/it is not a credentials file/);
   });
 });
 
