@@ -6,8 +6,9 @@
  * {@link KEEPALIVE_MS} (it keeps proxies from closing the stream).
  *
  * Bounds: `statusMaxViewers` streams at once (more → HTTP 503); a viewer that does not read is sent
- * nothing more until its socket drains (one snapshot waits in its buffer at most); a viewer whose
- * session ended (logout, expiry, token revoked) is closed at the next tick. The timer runs only while
+ * nothing more until its socket drains (one snapshot waits in its buffer at most), and is closed once
+ * it has not drained for {@link STALLED_MS} (it would hold a viewer slot for its whole session); a
+ * viewer whose session ended (logout, expiry, token revoked) is closed at the next tick. The timer runs only while
  * someone is watching, and `close()` ends every stream.
  */
 import type { ServerResponse } from 'node:http';
@@ -19,11 +20,15 @@ export const SOON_MS = 100;
 export const TICK_MS = 1_000;
 /** An unchanged snapshot is sent again after this long, ms. */
 export const KEEPALIVE_MS = 15_000;
+/** A viewer whose socket has not drained for this long is closed, ms (four keep-alive periods). */
+export const STALLED_MS = 4 * KEEPALIVE_MS;
 
 interface Viewer {
   res: ServerResponse;
   /** False while its socket has not drained. */
   ready: boolean;
+  /** When its socket last stopped taking writes (`Date.now()`); meaningful while not `ready`. */
+  stalledSince: number;
   /** A snapshot was skipped while it was not ready: it gets the current one at its drain. */
   missed: boolean;
   /** Still allowed to watch (its session is current). */
@@ -58,7 +63,7 @@ export class StatusFeed {
    */
   add(res: ServerResponse, hello: unknown, allowed: () => boolean, headers: Record<string, string>): boolean {
     if (this.#closed || this.#viewers.size >= this.#maxViewers) return false;
-    const viewer: Viewer = { res, ready: true, missed: false, allowed };
+    const viewer: Viewer = { res, ready: true, stalledSince: 0, missed: false, allowed };
     this.#viewers.add(viewer);
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     res.on('close', () => this.#drop(viewer));
@@ -91,9 +96,13 @@ export class StatusFeed {
   }
 
   #tick(urgent: boolean): void {
+    const now = Date.now();
     for (const viewer of [...this.#viewers]) {
       if (!viewer.allowed()) {
         viewer.res.end();
+        this.#drop(viewer);
+      } else if (!viewer.ready && now - viewer.stalledSince >= STALLED_MS) {
+        viewer.res.destroy(); // not reading: what it has not read is of no use any more
         this.#drop(viewer);
       }
     }
@@ -114,6 +123,7 @@ export class StatusFeed {
     viewer.missed = !viewer.ready;
     if (viewer.missed) return;
     viewer.ready = viewer.res.write(`event: snapshot\ndata: ${json}\n\n`);
+    if (!viewer.ready) viewer.stalledSince = Date.now();
   }
 
   #drop(viewer: Viewer): void {
