@@ -1,5 +1,5 @@
-/** A Streamable HTTP MCP server on 127.0.0.1:0 (stateless: a server per request), torn down with the test. */
-import { createServer } from 'node:http';
+/** A Streamable HTTP MCP server on 127.0.0.1 (stateless: a server per request), torn down with the test. */
+import { type Server as HttpServer, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -7,12 +7,28 @@ import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprot
 import { defer } from '../helpers.js';
 
 const ADD = { name: 'add', title: 'Add', inputSchema: { type: 'object' as const, properties: { a: { type: 'number' }, b: { type: 'number' } } } };
+/** Never answers (its request stays open until the client or the server goes away). */
+const SLOW = { name: 'slow', inputSchema: { type: 'object' as const } };
 
-export async function startHttpMcp(): Promise<string> {
-  const http = createServer((req, res) => {
+/** A running HTTP MCP server: its URL, and `stop()`, which closes it and drops every open connection at once. */
+export interface HttpMcp {
+  url: string;
+  /** Calls of `slow` it has received. */
+  slowCalls: () => number;
+  stop: () => Promise<void>;
+}
+
+/** Start the server on `port` (0: any free port). */
+export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
+  let slowCalls = 0;
+  const http: HttpServer = createServer((req, res) => {
     const server = new Server({ name: 'web', version: '1.0.0' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD] }));
-    server.setRequestHandler(CallToolRequestSchema, (request) => {
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD, SLOW] }));
+    server.setRequestHandler(CallToolRequestSchema, async (request) => {
+      if (request.params.name === 'slow') {
+        slowCalls++;
+        await new Promise(() => {});
+      }
       const { a, b } = request.params.arguments as { a: number; b: number };
       return { content: [{ type: 'text', text: String(a + b) }] };
     });
@@ -20,8 +36,20 @@ export async function startHttpMcp(): Promise<string> {
     res.on('close', () => void transport.close());
     void server.connect(transport).then(() => transport.handleRequest(req, res));
   });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  defer(() => new Promise<void>((resolve) => http.close(() => resolve())));
-  defer(() => http.closeAllConnections());
-  return `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
+  await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= new Promise<void>((resolve) => {
+      http.close(() => resolve());
+      http.closeAllConnections();
+    });
+    return stopped;
+  };
+  defer(stop);
+  return { url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`, slowCalls: () => slowCalls, stop };
+}
+
+/** Start the server on port 0; returns its URL. */
+export async function startHttpMcp(): Promise<string> {
+  return (await startHttpMcpServer()).url;
 }

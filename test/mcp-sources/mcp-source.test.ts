@@ -162,4 +162,32 @@ describe('a Streamable HTTP MCP server', () => {
     expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
     expect(alive(process.pid)).toBe(true);
   });
+
+  it('that goes away mid-call: the call ends 69 at once with the reason, its tools leave, and return when it is back on its port', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url } }, ['alpha__web_add', 'alpha__web_slow']);
+    const slow = run(started, 'alpha__web_slow', {}, { deadlineMs: 15_000 });
+    await waitFor(() => web.slowCalls() === 1, 'the call to reach the MCP server');
+    const t0 = Date.now();
+    await web.stop();
+    const ended = await slow;
+    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([69, expect.stringMatching(/^toolwire: MCP server web closed its connection/)]);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave');
+
+    const back = await startHttpMcpServer(Number(new URL(web.url).port));
+    await listed(started, ['alpha__web_add']);
+    const sum = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
+
+    // Gone between calls (no stream open to see it go): the next call finds it unreachable → 69, not 70.
+    await back.stop();
+    const next = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([next.capture.exitCode, text(next.capture.stderr)]).toEqual([
+      69,
+      expect.stringMatching(/^toolwire: MCP server web closed its connection \(fetch failed\)/),
+    ]);
+    await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave again');
+  });
 });
