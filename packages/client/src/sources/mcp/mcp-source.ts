@@ -22,6 +22,7 @@ import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
 import { McpDefaults, type McpServerConfig } from './config.js';
 import { McpCall, type McpConnection } from './call.js';
+import { type CallStreamEnd, watchingFetch } from './http-watch.js';
 import { StdioServerTransport } from './stdio-transport.js';
 import { ToolCalls } from './tool-calls.js';
 import { faceOf } from './tool-map.js';
@@ -55,6 +56,8 @@ interface Live extends McpConnection {
   /** Calls in flight on this connection (once it is up): each settles with the reason when it dies. */
   calls: ToolCalls | undefined;
   isDown: boolean;
+  /** Why a Streamable HTTP server's connection was taken down ({@link McpSource.#lost}), if it was. */
+  lostReason?: string;
 }
 
 /** One MCP server's tools. {@link start} once; {@link close} ends it. */
@@ -147,9 +150,13 @@ export class McpSource implements ToolSource {
     }
     if (this.#closed) return;
     const c = o.config;
+    let live: Live | undefined;
     const transport: Transport =
       c.url !== undefined
-        ? new sdk.StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers ?? {} } })
+        ? new sdk.StreamableHTTPClientTransport(new URL(c.url), {
+            requestInit: { headers: c.headers ?? {} },
+            fetch: watchingFetch((id, end) => this.#callStreamEnded(live!, id, end)),
+          })
         : new StdioServerTransport({
             command: c.command!,
             args: c.args ?? [],
@@ -159,23 +166,25 @@ export class McpSource implements ToolSource {
             killGraceMs: o.cancelGraceMs,
           });
     const client = new sdk.Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
-    const live: Live = { sdk, client, transport, calls: undefined, isDown: false, server: o.name, down: () => (live.isDown ? this.#downReason(live) : undefined) };
-    client.onclose = () => this.#died(live);
+    const up: Live = { sdk, client, transport, calls: undefined, isDown: false, server: o.name, down: () => (up.isDown ? this.#downReason(up) : undefined) };
+    live = up;
+    client.onclose = () => this.#died(up);
     client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
     const timeout = c.startupTimeoutMs ?? McpDefaults.startupTimeoutMs;
     this.#live = live;
     try {
       await client.connect(transport, { timeout });
-      live.calls = new ToolCalls(transport, sdk.CallToolResultSchema); // after connect: it wraps the SDK client's onmessage
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
-      await this.#list(live, timeout, true);
+      // after connect: it wraps the SDK client's onmessage
+      up.calls = new ToolCalls(transport, sdk.CallToolResultSchema, c.url === undefined ? undefined : (error) => this.#sendFailed(up, error));
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => void this.#list(up, timeout));
+      await this.#list(up, timeout, true);
     } catch (error) {
-      if (live.isDown || this.#closed) return;
+      if (up.isDown || this.#closed) return;
       o.logger.error(
         { server: o.name, err: error instanceof Error ? error.message : String(error) },
         `toolwire: MCP server ${o.name} did not start: ${error instanceof Error ? error.message : String(error)}`,
       );
-      await this.#stop(live);
+      await this.#stop(up);
       return;
     }
     this.#backoff.reset();
@@ -237,6 +246,34 @@ export class McpSource implements ToolSource {
     return tools;
   }
 
+  /**
+   * The response stream of call `id` on a Streamable HTTP server ended (`http-watch.ts`). Broken (the
+   * server went away, or the network): the connection is lost. Ended without the call's answer and not
+   * resumable: no answer can come, that call ends 69.
+   */
+  #callStreamEnded(live: Live, id: string, end: CallStreamEnd): void {
+    if (live.isDown) return;
+    const name = this.#o.name;
+    if (end.error !== undefined) this.#lost(live, `MCP server ${name} closed its connection during a call (${end.error.message})`);
+    else if (!end.resumable) live.calls?.unanswered(id, `MCP server ${name} ended the stream of a call without its answer`);
+  }
+
+  /** A request to a Streamable HTTP server could not be sent: unreachable (a network error) or its session is gone (HTTP 404) → lost. */
+  #sendFailed(live: Live, error: unknown): void {
+    if (live.isDown) return;
+    const name = this.#o.name;
+    if (error instanceof TypeError) this.#lost(live, `MCP server ${name} closed its connection (${error.message})`);
+    else if (error instanceof live.sdk.StreamableHTTPError && error.code === 404)
+      this.#lost(live, `MCP server ${name} closed its connection (its session ended: HTTP 404)`);
+  }
+
+  /** A Streamable HTTP server's connection is lost: as a death ({@link #died}, with `reason`); the old client is closed. */
+  #lost(live: Live, reason: string): void {
+    live.lostReason = reason;
+    this.#died(live);
+    live.client.close().catch(() => {});
+  }
+
   /** The connection closed (the server exited, or its HTTP session ended). */
   #died(live: Live): void {
     if (live.isDown) return;
@@ -269,7 +306,7 @@ export class McpSource implements ToolSource {
 
   #downReason(live: Live): string {
     const name = this.#o.name;
-    if (!(live.transport instanceof StdioServerTransport)) return `MCP server ${name} closed its connection`;
+    if (!(live.transport instanceof StdioServerTransport)) return live.lostReason ?? `MCP server ${name} closed its connection`;
     const exit = live.transport.exit;
     if (exit === undefined) return `MCP server ${name} closed its connection`;
     const how =
