@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, type Socket, connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,7 @@ const CALLER_TOKEN = 'caller-token-stdio-door-1';
 let dir: string;
 let tokenFile: string;
 let info: ListenInfo;
+let server: ToolwireServer;
 let host: ToolHost;
 /** What the `wait` tool saw: started, then stopped (aborted) or not. */
 let waits: { started: number; stopped: number };
@@ -36,7 +38,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'toolwire-mcp-stdio-'));
   tokenFile = join(dir, 'caller.token');
   await writeFile(tokenFile, `${CALLER_TOKEN}\n`, { mode: 0o600 });
-  const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] });
+  server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] });
   cleanups.push(() => server.close());
   info = await server.listen(0, '127.0.0.1');
   waits = { started: 0, stopped: 0 };
@@ -277,5 +279,62 @@ describe('toolwire mcp start-up failures', () => {
     const result = await runOnce(['--server', info.mcpUrl, '--token-file', open]);
     expect(result.code).toBe(77);
     expect(result.stderr).toMatch(/has mode 0644: group or others may read or write it; run: chmod 600/);
+  });
+});
+
+describe('toolwire mcp when the answer to a call can no longer come', () => {
+  /** A TCP proxy to the server's port: `cut()` drops every connection and stops listening (the server is lost); `back` counts bytes from the server. */
+  async function proxy(): Promise<{ url: string; cut: () => void; back: () => number }> {
+    const sockets = new Set<Socket>();
+    let back = 0;
+    const port = Number(new URL(info.mcpUrl).port);
+    const server = createNetServer((down) => {
+      const up = connect(port, '127.0.0.1');
+      for (const s of [down, up]) {
+        sockets.add(s);
+        s.on('error', () => {});
+        s.on('close', () => sockets.delete(s));
+      }
+      up.on('data', (chunk: Buffer) => (back += chunk.length));
+      down.pipe(up).pipe(down);
+      down.on('close', () => up.destroy());
+      up.on('close', () => down.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const cut = (): void => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    };
+    cleanups.push(cut);
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, cut, back: () => back };
+  }
+
+  it('a call whose answer stream breaks (the server is lost) is answered at once with an error naming the server', { timeout: 30_000 }, async () => {
+    const link = await proxy();
+    const { client } = await stdioClient(['--server', link.url, '--token-file', tokenFile]);
+    const before = link.back();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} }).then(
+      () => 'answered',
+      (error: Error) => error.message,
+    );
+    await poll(() => waits.started === 1, 10_000);
+    await poll(() => link.back() > before, 10_000, 'the headers of the answer stream'); // the door holds them up to 1 s
+    const cutAt = Date.now();
+    link.cut();
+    expect(await call).toMatch(/toolwire mcp: lost the server http:\/\/127\.0\.0\.1:\d+\/mcp during the request/);
+    expect(Date.now() - cutAt).toBeLessThan(5_000);
+  });
+
+  it('a call whose session the server closes (its caller token revoked) is answered with an error, not left waiting', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} }).then(
+      () => 'answered',
+      (error: Error) => error.message,
+    );
+    await poll(() => waits.started === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the door's answer hold: the answer stream is open
+    await server.updateCredentials([{ name: 'alpha', token: HOST_TOKEN }], []);
+    await poll(() => waits.stopped === 1, 10_000);
+    expect(await call).toMatch(/toolwire mcp: the server ended the answer stream of the request without its answer/);
   });
 });
