@@ -32,6 +32,7 @@ import { ErrorCode, type JSONRPCRequest, McpError, type Progress, ResultSchema, 
 import { argumentsAsSent } from '@toolwire/server';
 import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
+import { type AnswerStreamEnd, watchingAnswers } from './answer-watch.js';
 
 /** Longest wait for one forwarded request's answer, ms: the server's call deadline ends a call first. 24 h. */
 export const FORWARD_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -82,13 +83,23 @@ class Upstream {
 
   async #connect(): Promise<Client> {
     const { url, token, connectTimeoutMs } = this.#options;
+    // A request whose answer stream ends without its answer is answered here with an error at once.
+    const unanswered = ({ id, error }: AnswerStreamEnd): void => {
+      const why =
+        error === undefined
+          ? 'the server ended the answer stream of the request without its answer'
+          : `lost the server ${url.href} during the request (${error.message})`;
+      transport.onmessage?.({ jsonrpc: '2.0', id, error: { code: ErrorCode.ConnectionClosed, message: `toolwire mcp: ${why}` } });
+    };
     const transport = new StreamableHTTPClientTransport(url, {
       requestInit: { headers: { authorization: `Bearer ${token}` } },
-      fetch: (input, init) => fetch(input, this.#withText(init)),
+      fetch: watchingAnswers((input, init) => fetch(input, this.#withText(init)), unanswered),
     });
     const client = new Client({ name: 'toolwire-mcp', version: VERSION }, { capabilities: {} });
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#onListChanged());
-    client.onerror = () => {}; // a dropped notification stream is re-opened by the transport
+    // A dropped notification stream is re-opened by the transport; an error answered by `unanswered` for a
+    // request already answered is "a response for an unknown message ID".
+    client.onerror = () => {};
     try {
       await client.connect(transport, { timeout: connectTimeoutMs });
     } catch (error) {
