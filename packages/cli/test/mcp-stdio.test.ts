@@ -194,6 +194,43 @@ describe('toolwire mcp with a raw stdio client', () => {
   });
 });
 
+describe('toolwire mcp and a message past its bound', () => {
+  it('drops a stdin line over 10 MiB with a note on stderr and keeps serving (it does not exit 0 as if stdin had ended)', { timeout: 30_000 }, async () => {
+    const child = spawn(process.execPath, [...NODE_ARGS, cliMain, 'mcp', '--server', info.mcpUrl, '--token-file', tokenFile], {
+      env: env(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdin.on('error', () => {}); // EPIPE, should it exit
+    const lines: Record<string, unknown>[] = [];
+    let buffer = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        lines.push(JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>);
+        buffer = buffer.slice(nl + 1);
+      }
+    });
+    const send = (message: object): boolean => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({ id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await poll(() => lines.some((m) => m.id === 'init'), 15_000);
+    send({ method: 'notifications/initialized' });
+    send({ id: 1, method: 'tools/call', params: { name: 'alpha__wait', arguments: {} } });
+    await poll(() => waits.started === 1, 10_000);
+    send({ id: 2, method: 'tools/call', params: { name: 'alpha__echo', arguments: { big: 'x'.repeat(11 * 1024 * 1024) } } });
+    send({ id: 3, method: 'tools/call', params: { name: 'alpha__echo', arguments: { after: true } } });
+    await poll(() => lines.some((m) => m.id === 3), 15_000, 'the answer to the call after the long line');
+    expect(JSON.stringify(lines.find((m) => m.id === 3))).toContain('after');
+    expect(stderr).toMatch(/toolwire mcp: dropped a message of more than 10485760 bytes on stdin/);
+    expect([child.exitCode, waits.stopped]).toEqual([null, 0]); // still serving; the call in flight runs on
+    child.stdin.end();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  });
+});
+
 describe('toolwire mcp passes arguments as they were written', () => {
   it(
     'arguments JSON.parse would change (a repeated key, an integer past 2^53, 1e400) are refused 65 by the door naming the path; others reach the tool',
