@@ -21,7 +21,7 @@
  *   {@link StdioBridge.closed} resolves.
  */
 import { randomUUID } from 'node:crypto';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough, type Readable, type Writable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -40,8 +40,8 @@ export const FORWARD_TIMEOUT_MS = 24 * 60 * 60 * 1000;
 const CLOSE_TIMEOUT_MS = 2_000;
 /** `_meta` key asking the door for live output notifications, which this bridge does not forward. */
 const STREAM_META = 'toolwire/stream';
-/** A stdin line longer than this is not looked at here (the stdio transport refuses past 10 MiB). */
-const MAX_LINE_CHARS = 10 * 1024 * 1024;
+/** Longest stdin line (one message), bytes (as characters while it is read); a longer one is dropped with a note on stderr. */
+const MAX_LINE_BYTES = 10 * 1024 * 1024;
 /** Arguments texts kept for requests not yet forwarded, at most (older ones are forgotten). */
 const MAX_AS_SENT = 1024;
 
@@ -191,12 +191,18 @@ export class StdioBridge {
   readonly #asSent = new Map<string | number, string>();
   /** The stdin text after its last newline. */
   #partial = '';
+  /** The rest of the current stdin line is dropped (it is past {@link MAX_LINE_BYTES}). */
+  #dropping = false;
+  /** What the SDK's stdio transport reads: the lines of stdin within {@link MAX_LINE_BYTES} (its own bound closes the transport). */
+  readonly #feed = new PassThrough();
+  readonly #log: (line: string) => void;
   readonly #decoder = new StringDecoder('utf8');
   readonly #closed: Promise<void>;
   #closing = false;
 
   private constructor(options: BridgeOptions, upstream: Upstream, instructions: string | undefined) {
     this.#upstream = upstream;
+    this.#log = options.log;
     this.#server = new Server({ name: 'toolwire', version: VERSION }, { capabilities: { tools: { listChanged: true } }, ...(instructions && { instructions }) });
     this.#server.fallbackRequestHandler = (request, extra) => this.#forward(request, extra);
     let ended!: () => void;
@@ -219,8 +225,8 @@ export class StdioBridge {
     });
     const client = await upstream.client();
     bridge = new StdioBridge(options, upstream, client.getInstructions());
-    const transport = new StdioServerTransport(options.stdin, options.stdout);
-    // Read each line before the transport parses it (listeners run in order): see the arguments as sent.
+    const transport = new StdioServerTransport(bridge.#feed, options.stdout, { maxBufferSize: 2 * MAX_LINE_BYTES + 2 });
+    // Each line is read here before the transport parses it: the arguments as sent, and the bound.
     options.stdin.on('data', (chunk: Buffer | string) => bridge.#read(chunk));
     await bridge.#server.connect(transport);
     // See every cancellation before the SDK does: its own handler ignores a falsy request id.
@@ -254,23 +260,46 @@ export class StdioBridge {
     this.#inFlight.get(id)?.abort(new Error(reason));
   }
 
-  /** Note the arguments text of each `tools/call` on a complete stdin line that `JSON.parse` would change. */
+  /**
+   * Pass each complete stdin line within {@link MAX_LINE_BYTES} on to the transport, noting the
+   * arguments text of each `tools/call` that `JSON.parse` would change; drop a longer line (its
+   * request gets no answer: its id is not read) with a note on stderr.
+   */
   #read(chunk: Buffer | string): void {
     const text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
     let start = 0;
     for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
       const line = this.#partial + text.slice(start, nl);
-      if (line.length <= MAX_LINE_CHARS && (line.includes('tools/call') || line.includes('\\'))) {
+      this.#partial = '';
+      start = nl + 1;
+      if (this.#dropping) {
+        this.#dropping = false;
+        continue;
+      }
+      if (line.length > MAX_LINE_BYTES || Buffer.byteLength(line) > MAX_LINE_BYTES) {
+        this.#dropped();
+        continue;
+      }
+      if (line.includes('tools/call') || line.includes('\\')) {
         for (const [id, args] of argumentsAsSent(line.replace(/\r$/, '')) ?? []) {
           if (this.#asSent.size >= MAX_AS_SENT) this.#asSent.delete(this.#asSent.keys().next().value!);
           this.#asSent.set(id, args);
         }
       }
-      this.#partial = '';
-      start = nl + 1;
+      this.#feed.write(`${line}\n`);
     }
-    // A line past the bound is not kept whole (it is passed over at its newline).
-    this.#partial = this.#partial.length > MAX_LINE_CHARS ? this.#partial : this.#partial + text.slice(start);
+    if (this.#dropping) return;
+    const rest = text.slice(start);
+    if (this.#partial.length + rest.length <= MAX_LINE_BYTES) this.#partial += rest;
+    else {
+      this.#partial = '';
+      this.#dropping = true; // until its newline
+      this.#dropped();
+    }
+  }
+
+  #dropped(): void {
+    this.#log(`toolwire mcp: dropped a message of more than ${MAX_LINE_BYTES} bytes on stdin (the bound of one message); its request gets no answer`);
   }
 
   #listChanged(): void {
