@@ -105,6 +105,20 @@ describe('the tools of a stdio MCP server', () => {
     for (const c of captures) expect(text(c.stderr)).toContain('MCP server fake exited with code 1');
   });
 
+  it('a server that closes its stdout and lives on: the call ends 69 at once, the server is killed and restarted', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_mute']);
+    const first = Number(/start (\d+)/.exec(readFileSync(logFile, 'utf8'))![1]);
+    const t0 = Date.now();
+    const mute = await run(started, 'alpha__fake_mute', {}, { deadlineMs: 15_000 });
+    expect([mute.capture.exitCode, text(mute.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server fake closed its stdout')]);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    await waitFor(() => !alive(first), 'the muted server to be killed');
+    await listed(started, ['alpha__fake_echo']);
+    expect(text((await run(started, 'alpha__fake_echo', { text: 'back' })).capture.stdout)).toContain('back');
+  });
+
   it('tools/list_changed re-advertises; progress reaches the caller; a name clash is refused with a logged reason', async () => {
     const { started, log } = await hostWith({ fake: fake() }, ['alpha__fake_grow'], (host) =>
       host.tool('fake_echo', { inputSchema: { type: 'object' } }, () => 'mine'),
@@ -131,7 +145,7 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 10); // the host's 256 minus local and noisy's 10
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 11); // the host's 256 minus local and noisy's 11
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');
