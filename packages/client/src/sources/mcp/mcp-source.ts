@@ -310,7 +310,13 @@ export class McpSource implements ToolSource {
     const exit = live.transport.exit;
     if (exit === undefined) return `MCP server ${name} closed its connection`;
     const how =
-      exit.error !== undefined ? `could not start: ${exit.error.message}` : exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+      exit.error !== undefined
+        ? `could not start: ${exit.error.message}`
+        : exit.stdoutClosed === true
+          ? 'closed its stdout and was stopped'
+          : exit.signal !== null
+            ? `was killed by ${exit.signal}`
+            : `exited with code ${exit.code}`;
     const tail = exit.stderr.trim().split('\n').pop();
     return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
   }

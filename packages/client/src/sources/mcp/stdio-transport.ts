@@ -83,6 +83,8 @@ export interface StdioExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   error?: Error;
+  /** It closed its stdout and lived on, so the host stopped it (see {@link StdioServerTransport}). */
+  stdoutClosed?: boolean;
   /** The last bytes it wrote to stderr (UTF-8, at most 2 KiB). */
   stderr: string;
 }
@@ -118,6 +120,9 @@ export class StdioServerTransport implements Transport {
   /** Stdin broke and the server did not exit within {@link BROKEN_PIPE_MS}: writes fail at once. */
   #broken = false;
   #brokenTimer: NodeJS.Timeout | undefined;
+  /** Its stdout ended while it runs: stopped if it has not exited {@link BROKEN_PIPE_MS} later. */
+  #stdoutTimer: NodeJS.Timeout | undefined;
+  #stdoutClosed = false;
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -186,6 +191,18 @@ export class StdioServerTransport implements Transport {
           this.#wake(new Error('the MCP server is not running'));
         }, BROKEN_PIPE_MS);
         this.#brokenTimer.unref();
+      });
+      child.stdout.once('end', () => {
+        if (this.#closed) return;
+        // The server is exiting (its exit follows), or it closed its stdout and lives on, unable to
+        // answer anything: bound the wait, then stop it (its calls then end 69 with this reason).
+        this.#stdoutTimer = setTimeout(() => {
+          this.#stdoutClosed = true;
+          this.#kill('SIGTERM');
+          this.#killTimer = setTimeout(() => this.#kill('SIGKILL'), l.killGraceMs);
+          this.#killTimer.unref();
+        }, BROKEN_PIPE_MS);
+        this.#stdoutTimer.unref();
       });
       child.on('exit', (code, signal) => {
         // What it wrote last may still be in the pipe: read stdout to its end (bounded: a grandchild may hold it).
@@ -291,9 +308,10 @@ export class StdioServerTransport implements Transport {
   #ended(exit: StdioExit): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#exit = exit;
+    this.#exit = this.#stdoutClosed ? { ...exit, stdoutClosed: true } : exit;
     clearTimeout(this.#killTimer);
     clearTimeout(this.#brokenTimer);
+    clearTimeout(this.#stdoutTimer);
     killGroup(this.#pid, 'SIGKILL'); // what is left of its group (grandchildren)
     forgetGroup(this.#pid);
     for (const s of [this.#child?.stdin, this.#child?.stdout, this.#child?.stderr]) s?.destroy();
