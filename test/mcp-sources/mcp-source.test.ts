@@ -119,6 +119,21 @@ describe('the tools of a stdio MCP server', () => {
     expect(text((await run(started, 'alpha__fake_echo', { text: 'back' })).capture.stdout)).toContain('back');
   });
 
+  it('a storm of tools/list_changed is coalesced: one tools/list at a time and one more after it, not one per notification', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_storm']);
+    const lists = (): number =>
+      readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter((line) => line === 'list').length;
+    const before = lists();
+    expect((await run(started, 'alpha__fake_storm')).capture.exitCode).toBe(0);
+    await run(started, 'alpha__fake_grow'); // its notification comes after the storm's, on the same pipe
+    await listed(started, ['alpha__fake_grown']);
+    expect(lists() - before).toBeLessThanOrEqual(4);
+  });
+
   it('tools/list_changed re-advertises; progress reaches the caller; a name clash is refused with a logged reason', async () => {
     const { started, log } = await hostWith({ fake: fake() }, ['alpha__fake_grow'], (host) =>
       host.tool('fake_echo', { inputSchema: { type: 'object' } }, () => 'mine'),
@@ -145,7 +160,7 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 11); // the host's 256 minus local and noisy's 11
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 12); // the host's 256 minus local and noisy's 12
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');
