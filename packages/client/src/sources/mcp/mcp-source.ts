@@ -58,6 +58,9 @@ interface Live extends McpConnection {
   isDown: boolean;
   /** Why a Streamable HTTP server's connection was taken down ({@link McpSource.#lost}), if it was. */
   lostReason?: string;
+  /** A listing after `tools/list_changed` runs; `relist`: another change came meanwhile, list once more after it. */
+  listing?: boolean;
+  relist?: boolean;
 }
 
 /** One MCP server's tools. {@link start} once; {@link close} ends it. */
@@ -176,7 +179,7 @@ export class McpSource implements ToolSource {
       await client.connect(transport, { timeout });
       // after connect: it wraps the SDK client's onmessage
       up.calls = new ToolCalls(transport, sdk.CallToolResultSchema, c.url === undefined ? undefined : (error) => this.#sendFailed(up, error));
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => void this.#list(up, timeout));
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => this.#listChanged(up, timeout));
       await this.#list(up, timeout, true);
     } catch (error) {
       if (up.isDown || this.#closed) return;
@@ -189,6 +192,28 @@ export class McpSource implements ToolSource {
     }
     this.#backoff.reset();
     o.logger.info({ server: o.name, tools: this.#tools.length }, `toolwire: MCP server ${o.name} is up`);
+  }
+
+  /**
+   * `tools/list_changed`: list again, one listing at a time; changes announced during a listing make
+   * one more after it (a server announcing each of its tools is listed twice, not once per tool).
+   */
+  #listChanged(live: Live, timeout: number): void {
+    if (live.listing === true) {
+      live.relist = true;
+      return;
+    }
+    live.listing = true;
+    void (async () => {
+      try {
+        do {
+          live.relist = false;
+          await this.#list(live, timeout); // logs a failed listing, never rejects after the first
+        } while (live.relist && !live.isDown);
+      } finally {
+        live.listing = false;
+      }
+    })();
   }
 
   /** List every page of tools (at most `maxTools`) and serve them. */
