@@ -204,7 +204,7 @@ export class McpSource implements ToolSource {
       return;
     }
     live.listing = true;
-    void (async () => {
+    (async () => {
       try {
         do {
           live.relist = false;
@@ -213,7 +213,9 @@ export class McpSource implements ToolSource {
       } finally {
         live.listing = false;
       }
-    })();
+    })().catch((error: unknown) =>
+      this.#o.logger.warn({ server: this.#o.name, err: String(error) }, `toolwire: MCP server ${this.#o.name}: listing its tools failed`),
+    );
   }
 
   /** List every page of tools (at most `maxTools`) and serve them. */
