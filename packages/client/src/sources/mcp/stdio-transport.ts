@@ -197,6 +197,7 @@ export class StdioServerTransport implements Transport {
         // The server is exiting (its exit follows), or it closed its stdout and lives on, unable to
         // answer anything: bound the wait, then stop it (its calls then end 69 with this reason).
         this.#stdoutTimer = setTimeout(() => {
+          if (this.#killTimer !== undefined) return; // being stopped already (close)
           this.#stdoutClosed = true;
           this.#kill('SIGTERM');
           this.#killTimer = setTimeout(() => this.#kill('SIGKILL'), l.killGraceMs);
