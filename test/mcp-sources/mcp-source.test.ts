@@ -45,6 +45,21 @@ describe('the tools of a stdio MCP server', () => {
     expect(progress.content).toEqual([{ type: 'text', text: 'Exit code: 0\ndone' }]);
   });
 
+  it('with an outputSchema, failing (isError, or ended by toolwire: 124): the SDK client gets the failure, not a structuredContent its schema refuses', async () => {
+    const { started } = await hostWith({ fake: fake() }, ['alpha__fake_structured']);
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(started.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${CALLER_TOKEN}` } } }));
+    defer(() => client.close());
+    await client.listTools(); // the client learns the tool's outputSchema and checks results against it
+    const failed = await client.callTool({ name: 'alpha__fake_structured', arguments: { fail: true } });
+    expect([failed.isError, failed.content]).toEqual([true, [{ type: 'text', text: 'no sum today' }]]);
+    expect(failed._meta?.['toolwire/capture']).toMatchObject({ exitCode: 1, stderr: 'no sum today' });
+    const late = await client.callTool({ name: 'alpha__fake_structured', arguments: { wait: true }, _meta: { 'toolwire/deadlineMs': 300 } });
+    expect(late.isError).toBe(true);
+    expect(JSON.stringify(late.content)).toContain('Exit code: 124');
+    expect(late._meta?.['toolwire/capture']).toMatchObject({ exitCode: 124 });
+  });
+
   it('turn a call into a capture: text blocks on stdout, isError → 1 with the text on stderr, a line per non-text block', async () => {
     const { started } = await hostWith({ fake: fake() }, ['alpha__fake_echo']);
     const echo = await run(started, 'alpha__fake_echo', { text: 'hello' });
