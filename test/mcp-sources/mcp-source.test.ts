@@ -52,7 +52,8 @@ describe('the tools of a stdio MCP server', () => {
     defer(() => client.close());
     await client.listTools(); // the client learns the tool's outputSchema and checks results against it
     const failed = await client.callTool({ name: 'alpha__fake_structured', arguments: { fail: true } });
-    expect([failed.isError, failed.content]).toEqual([true, [{ type: 'text', text: 'no sum today' }]]);
+    expect([failed.isError, failed.content]).toEqual([true, [{ type: 'text', text: 'Exit code: 1\n--- stderr ---\nno sum today' }]]);
+    expect(failed.structuredContent).toBeUndefined();
     expect(failed._meta?.['toolwire/capture']).toMatchObject({ exitCode: 1, stderr: 'no sum today' });
     const late = await client.callTool({ name: 'alpha__fake_structured', arguments: { wait: true }, _meta: { 'toolwire/deadlineMs': 300 } });
     expect(late.isError).toBe(true);

@@ -362,7 +362,7 @@ export class McpDoor {
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        const plain = new PlainCalls(id, { executor, validate: (request, result) => sdk.validateToolResult(server, request, result) });
+        const plain = new PlainCalls(id, { executor, tools, validate: (request, result) => sdk.validateToolResult(server, request, result) });
         session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain };
         this.#sessions.set(id, session);
         opened(); // counted as a session now, no longer as one being opened
