@@ -217,7 +217,7 @@ describe('a Streamable HTTP MCP server', () => {
     const t0 = Date.now();
     await web.stop();
     const ended = await slow;
-    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([69, expect.stringMatching(/^toolwire: MCP server web closed its connection/)]);
+    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([69, expect.stringMatching(/^toolwire: MCP server web closed its connection during a call/)]);
     expect(Date.now() - t0).toBeLessThan(3_000);
     await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave');
 
