@@ -9,6 +9,8 @@ import { defer } from '../helpers.js';
 const ADD = { name: 'add', title: 'Add', inputSchema: { type: 'object' as const, properties: { a: { type: 'number' }, b: { type: 'number' } } } };
 /** Never answers (its request stays open until the client or the server goes away). */
 const SLOW = { name: 'slow', inputSchema: { type: 'object' as const } };
+/** Its call's answer stream is opened and ended without the answer (the server lives on). */
+const DROP = { name: 'drop', inputSchema: { type: 'object' as const } };
 
 /** A running HTTP MCP server: its URL, and `stop()`, which closes it and drops every open connection at once. */
 export interface HttpMcp {
@@ -21,9 +23,21 @@ export interface HttpMcp {
 /** Start the server on `port` (0: any free port). */
 export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
   let slowCalls = 0;
-  const http: HttpServer = createServer((req, res) => {
+  const http: HttpServer = createServer(async (req, res) => {
+    let body: unknown;
+    if (req.method === 'POST') {
+      const chunks: Buffer[] = [];
+      for await (const chunk of req) chunks.push(chunk as Buffer);
+      body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      const call = body as { method?: string; params?: { name?: string } };
+      if (call.method === 'tools/call' && call.params?.name === 'drop') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end();
+        return;
+      }
+    }
     const server = new Server({ name: 'web', version: '1.0.0' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD, SLOW] }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD, SLOW, DROP] }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       if (request.params.name === 'slow') {
         slowCalls++;
@@ -34,7 +48,8 @@ export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
     });
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on('close', () => void transport.close());
-    void server.connect(transport).then(() => transport.handleRequest(req, res));
+    await server.connect(transport);
+    await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
   let stopped: Promise<void> | undefined;

@@ -208,6 +208,16 @@ describe('a Streamable HTTP MCP server', () => {
     expect(alive(process.pid)).toBe(true);
   });
 
+  it('that ends the answer stream of a call without the answer: that call ends 69 at once, the server keeps serving', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url } }, ['alpha__web_drop']);
+    const dropped = await run(started, 'alpha__web_drop', {}, { deadlineMs: 15_000 });
+    expect([dropped.capture.exitCode, text(dropped.capture.stderr)]).toEqual([69, 'toolwire: MCP server web ended the stream of a call without its answer\n']);
+    const sum = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
+  });
+
   it('that goes away mid-call: the call ends 69 at once with the reason, its tools leave, and return when it is back on its port', async () => {
     const { startHttpMcpServer } = await import('./http-server.js');
     const web = await startHttpMcpServer();
@@ -217,7 +227,10 @@ describe('a Streamable HTTP MCP server', () => {
     const t0 = Date.now();
     await web.stop();
     const ended = await slow;
-    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([69, expect.stringMatching(/^toolwire: MCP server web closed its connection during a call/)]);
+    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([
+      69,
+      expect.stringMatching(/^toolwire: MCP server web closed its connection during a call/),
+    ]);
     expect(Date.now() - t0).toBeLessThan(3_000);
     await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave');
 
