@@ -135,6 +135,20 @@ describe('the tools of a stdio MCP server', () => {
     expect(text((await run(started, 'alpha__fake_echo', { text: 'back' })).capture.stdout)).toContain('back');
   });
 
+  it('a server that closes its stdin and lives on: the calls sent to it end 69, it is stopped and restarted (not 70 for every call, forever)', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_deaf']);
+    const first = Number(/start (\d+)/.exec(readFileSync(logFile, 'utf8'))![1]);
+    const deaf = run(started, 'alpha__fake_deaf', {}, { deadlineMs: 15_000 });
+    await waitFor(() => readFileSync(logFile, 'utf8').includes('call deaf'), 'the deaf call');
+    const after = await run(started, 'alpha__fake_echo', { text: 'lost' }, { deadlineMs: 15_000 });
+    expect([after.capture.exitCode, text(after.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server fake closed its stdin and was stopped')]);
+    expect((await deaf).capture.exitCode).toBe(69);
+    await waitFor(() => !alive(first), 'the deaf server to be stopped');
+    await waitFor(async () => (await run(started, 'alpha__fake_echo', { text: 'back' })).capture.exitCode === 0, 'the restarted server', 10_000, 100);
+  });
+
   it('a storm of tools/list_changed is coalesced: one tools/list at a time and one more after it, not one per notification', async () => {
     const dir = await tempDir();
     const logFile = `${dir}/fake.log`;
@@ -176,7 +190,7 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 12); // the host's 256 minus local and noisy's 12
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 13); // the host's 256 minus local and noisy's 13
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');
