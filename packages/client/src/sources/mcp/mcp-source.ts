@@ -169,7 +169,15 @@ export class McpSource implements ToolSource {
             killGraceMs: o.cancelGraceMs,
           });
     const client = new sdk.Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
-    const up: Live = { sdk, client, transport, calls: undefined, isDown: false, server: o.name, down: () => (up.isDown ? this.#downReason(up) : undefined) };
+    const up: Live = {
+      sdk,
+      client,
+      transport,
+      calls: undefined,
+      isDown: false,
+      server: o.name,
+      down: () => (up.isDown || this.#cut(up) ? this.#downReason(up) : undefined),
+    };
     live = up;
     client.onclose = () => this.#died(up);
     client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
@@ -331,20 +339,25 @@ export class McpSource implements ToolSource {
     this.#died(live);
   }
 
+  /** Whether the host is stopping a stdio server that closed its stdin or stdout (its calls then end 69, not 70). */
+  #cut(live: Live): boolean {
+    return live.transport instanceof StdioServerTransport && live.transport.cut !== undefined;
+  }
+
   #downReason(live: Live): string {
     const name = this.#o.name;
     if (!(live.transport instanceof StdioServerTransport)) return live.lostReason ?? `MCP server ${name} closed its connection`;
-    const exit = live.transport.exit;
-    if (exit === undefined) return `MCP server ${name} closed its connection`;
+    const { exit, cut } = live.transport;
+    if (exit === undefined && cut === undefined) return `MCP server ${name} closed its connection`;
     const how =
-      exit.error !== undefined
-        ? `could not start: ${exit.error.message}`
-        : exit.stdoutClosed === true
-          ? 'closed its stdout and was stopped'
-          : exit.signal !== null
-            ? `was killed by ${exit.signal}`
-            : `exited with code ${exit.code}`;
-    const tail = exit.stderr.trim().split('\n').pop();
+      cut !== undefined
+        ? `closed its ${cut} and was stopped`
+        : exit!.error !== undefined
+          ? `could not start: ${exit!.error.message}`
+          : exit!.signal !== null
+            ? `was killed by ${exit!.signal}`
+            : `exited with code ${exit!.code}`;
+    const tail = (exit?.stderr ?? live.transport.stderr).trim().split('\n').pop();
     return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
   }
 }
