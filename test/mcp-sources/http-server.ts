@@ -11,6 +11,8 @@ const ADD = { name: 'add', title: 'Add', inputSchema: { type: 'object' as const,
 const SLOW = { name: 'slow', inputSchema: { type: 'object' as const } };
 /** Its call's answer stream is opened and ended without the answer (the server lives on). */
 const DROP = { name: 'drop', inputSchema: { type: 'object' as const } };
+/** Answers 8 MiB of text in one message. */
+const HUGE = { name: 'huge', inputSchema: { type: 'object' as const } };
 
 /** A running HTTP MCP server: its URL, and `stop()`, which closes it and drops every open connection at once. */
 export interface HttpMcp {
@@ -37,12 +39,13 @@ export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
       }
     }
     const server = new Server({ name: 'web', version: '1.0.0' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD, SLOW, DROP] }));
+    server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [ADD, SLOW, DROP, HUGE] }));
     server.setRequestHandler(CallToolRequestSchema, async (request) => {
       if (request.params.name === 'slow') {
         slowCalls++;
         await new Promise(() => {});
       }
+      if (request.params.name === 'huge') return { content: [{ type: 'text', text: 'x'.repeat(8 * 1024 * 1024) }] };
       const { a, b } = request.params.arguments as { a: number; b: number };
       return { content: [{ type: 'text', text: String(a + b) }] };
     });

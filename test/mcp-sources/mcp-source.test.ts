@@ -222,6 +222,15 @@ describe('a Streamable HTTP MCP server', () => {
     expect(alive(process.pid)).toBe(true);
   });
 
+  it('that sends a message longer than max_message_bytes: the call ends 69 with the reason, the connection is dropped and opened again', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url, maxMessageBytes: 1024 * 1024 } }, ['alpha__web_huge']);
+    const huge = await run(started, 'alpha__web_huge', {}, { deadlineMs: 15_000 });
+    expect([huge.capture.exitCode, text(huge.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server web sent a message longer than 1048576 bytes')]);
+    await waitFor(async () => (await run(started, 'alpha__web_add', { a: 2, b: 3 })).capture.exitCode === 0, 'the connection opened again', 10_000, 100);
+  });
+
   it('that ends the answer stream of a call without the answer: that call ends 69 at once, the server keeps serving', async () => {
     const { startHttpMcpServer } = await import('./http-server.js');
     const web = await startHttpMcpServer();
