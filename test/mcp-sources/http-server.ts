@@ -1,5 +1,5 @@
 /** A Streamable HTTP MCP server on 127.0.0.1 (stateless: a server per request), torn down with the test. */
-import { type Server as HttpServer, createServer } from 'node:http';
+import { type Server as HttpServer, type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
@@ -25,7 +25,7 @@ export interface HttpMcp {
 /** Start the server on `port` (0: any free port). */
 export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
   let slowCalls = 0;
-  const http: HttpServer = createServer(async (req, res) => {
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     let body: unknown;
     if (req.method === 'POST') {
       const chunks: Buffer[] = [];
@@ -53,6 +53,9 @@ export async function startHttpMcpServer(port = 0): Promise<HttpMcp> {
     res.on('close', () => void transport.close());
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
+  };
+  const http: HttpServer = createServer((req, res) => {
+    serve(req, res).catch(() => res.destroy()); // a request cut off mid-body (the test stops the server)
   });
   await new Promise<void>((resolve) => http.listen(port, '127.0.0.1', resolve));
   let stopped: Promise<void> | undefined;
