@@ -6,7 +6,8 @@
  * without the answer, the SDK only reports an error with no request id, and the call would wait for
  * its deadline. Here the end of each such stream is reported with the call's id, whether it broke,
  * and whether the server made it resumable (an SSE `id:` field: the SDK then reconnects and the
- * server may replay the answer).
+ * server may replay the answer). Every response body is bounded too: a message (an SSE event, or a
+ * JSON body) longer than `max_message_bytes` breaks it off, as a longer line from a stdio server does.
  */
 
 /** How the response stream of one `tools/call` ended. */
@@ -28,28 +29,64 @@ function callIdOf(init: RequestInit | undefined): string | undefined {
   return CALL_BODY.exec(init.body.slice(0, 80))?.[1];
 }
 
-/** `body` as a stream of the same bytes that reports its end to `ended`, once. */
-function watched(body: ReadableStream<Uint8Array>, ended: (end: CallStreamEnd) => void): ReadableStream<Uint8Array> {
+/** What {@link watched} watches for: the end of a call's answer stream, a message past the bound. */
+interface Watch {
+  /** Bytes of one message at most: an SSE event, or a whole JSON body. */
+  maxMessageBytes: number;
+  sse: boolean;
+  /** Reported once when the stream ends or breaks (a call's answer stream only). */
+  ended?: (end: CallStreamEnd) => void;
+  /** A message past {@link maxMessageBytes}: the stream is then broken off. */
+  tooLong: () => void;
+}
+
+/** Where the last SSE event boundary (a blank line) in `bytes` ends, or -1; `lastByte`: the byte before `bytes`. */
+function boundaryEnd(bytes: Buffer, lastByte: number): number {
+  const lf = bytes.lastIndexOf('\n\n');
+  const crlf = bytes.lastIndexOf('\r\n\r\n');
+  const cr = bytes.lastIndexOf('\r\r');
+  const end = Math.max(lf < 0 ? -1 : lf + 2, crlf < 0 ? -1 : crlf + 4, cr < 0 ? -1 : cr + 2);
+  if (end >= 0) return end;
+  return (lastByte === 0x0a && bytes[0] === 0x0a) || (lastByte === 0x0d && bytes[0] === 0x0d) ? 1 : -1;
+}
+
+/** `body` as a stream of the same bytes, watched (see {@link Watch}). */
+function watched(body: ReadableStream<Uint8Array>, watch: Watch): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   const decoder = new TextDecoder();
   let tail = '';
   let resumable = false;
+  let pending = 0; // bytes of the message being received
+  let lastByte = -1;
+  let over = false;
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       let chunk: Awaited<ReturnType<typeof reader.read>>;
       try {
         chunk = await reader.read();
       } catch (error) {
-        ended({ error: error instanceof Error ? error : new Error(String(error)), resumable });
+        if (!over) watch.ended?.({ error: error instanceof Error ? error : new Error(String(error)), resumable });
         controller.error(error);
         return;
       }
       if (chunk.done) {
-        ended({ error: undefined, resumable });
+        watch.ended?.({ error: undefined, resumable });
         controller.close();
         return;
       }
-      if (!resumable) {
+      const bytes = Buffer.from(chunk.value.buffer, chunk.value.byteOffset, chunk.value.byteLength);
+      const end = watch.sse ? boundaryEnd(bytes, lastByte) : -1;
+      pending = end >= 0 ? bytes.length - end : pending + bytes.length;
+      lastByte = bytes.length > 0 ? bytes[bytes.length - 1]! : lastByte;
+      if (pending > watch.maxMessageBytes) {
+        over = true;
+        const error = new Error(`a message longer than ${watch.maxMessageBytes} bytes`);
+        watch.tooLong();
+        controller.error(error);
+        void reader.cancel(error).catch(() => {});
+        return;
+      }
+      if (watch.ended !== undefined && !resumable) {
         const text = tail + decoder.decode(chunk.value, { stream: true });
         resumable = EVENT_ID.test(text);
         tail = text.slice(-3);
@@ -62,17 +99,32 @@ function watched(body: ReadableStream<Uint8Array>, ended: (end: CallStreamEnd) =
   });
 }
 
+/** What {@link watchingFetch} reports. */
+export interface FetchWatch {
+  /** Bytes of one message from the server at most (`max_message_bytes`). */
+  maxMessageBytes: number;
+  /** How the SSE answer stream of `tools/call` `id` ended (at most once per request; an answer it carried reaches the transport first or in the same turn). */
+  callEnded: (id: string, end: CallStreamEnd) => void;
+  /** A response carried a message longer than `maxMessageBytes` (the response is broken off). */
+  tooLong: () => void;
+}
+
 /**
- * A `fetch` that reports, for each POST of a `tools/call` whose answer comes as an SSE stream, how
- * that stream ended (`onEnd(id, end)`, at most once per request; the answer, when the stream carried
- * it, reaches the transport first or in the same turn).
+ * A `fetch` that watches every response body: a message past `maxMessageBytes` breaks it off
+ * (`tooLong`), and the end of the SSE answer stream of each `tools/call` is reported (`callEnded`).
  */
-export function watchingFetch(onEnd: (id: string, end: CallStreamEnd) => void, base: typeof fetch = fetch): typeof fetch {
+export function watchingFetch(watch: FetchWatch, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const response = await base(input, init);
-    const id = callIdOf(init);
-    if (id === undefined || response.body === null || !(response.headers.get('content-type') ?? '').includes('text/event-stream')) return response;
-    const body = watched(response.body, (end) => onEnd(id, end));
+    if (response.body === null) return response;
+    const sse = (response.headers.get('content-type') ?? '').includes('text/event-stream');
+    const id = sse ? callIdOf(init) : undefined;
+    const body = watched(response.body, {
+      maxMessageBytes: watch.maxMessageBytes,
+      sse,
+      ...(id !== undefined && { ended: (end: CallStreamEnd) => watch.callEnded(id, end) }),
+      tooLong: watch.tooLong,
+    });
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }

@@ -158,7 +158,14 @@ export class McpSource implements ToolSource {
       c.url !== undefined
         ? new sdk.StreamableHTTPClientTransport(new URL(c.url), {
             requestInit: { headers: c.headers ?? {} },
-            fetch: watchingFetch((id, end) => this.#callStreamEnded(live!, id, end)),
+            fetch: watchingFetch({
+              maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
+              callEnded: (id, end) => this.#callStreamEnded(live!, id, end),
+              tooLong: () => {
+                if (live !== undefined && !live.isDown)
+                  this.#lost(live, `MCP server ${o.name} sent a message longer than ${c.maxMessageBytes ?? McpDefaults.maxMessageBytes} bytes`);
+              },
+            }),
           })
         : new StdioServerTransport({
             command: c.command!,
