@@ -128,3 +128,40 @@ export function watchingFetch(watch: FetchWatch, base: typeof fetch = fetch): ty
     return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
   };
 }
+
+/** What a Streamable HTTP server's connection does with what its fetch sees ({@link connectionFetch}). */
+export interface ConnectionWatch {
+  /** The server's name (for reasons). */
+  name: string;
+  maxMessageBytes: number;
+  /** The connection is lost (a death): `reason`. */
+  lose: (reason: string) => void;
+  /** Call `id` can get no answer: it ends 69 with `reason` (unless it was answered). */
+  unanswered: (id: string, reason: string) => void;
+}
+
+/**
+ * The fetch of a Streamable HTTP server's transport: a call's answer stream that breaks, or a message
+ * past the bound, loses the connection; one that ends without the answer (not resumable) ends that call.
+ */
+export function connectionFetch(watch: ConnectionWatch): typeof fetch {
+  const { name } = watch;
+  return watchingFetch({
+    maxMessageBytes: watch.maxMessageBytes,
+    callEnded: (id, end) => {
+      if (end.error !== undefined) watch.lose(`MCP server ${name} closed its connection during a call (${end.error.message})`);
+      else if (!end.resumable) watch.unanswered(id, `MCP server ${name} ended the stream of a call without its answer`);
+    },
+    tooLong: () => watch.lose(`MCP server ${name} sent a message longer than ${watch.maxMessageBytes} bytes`),
+  });
+}
+
+/**
+ * Why a request to a Streamable HTTP server that could not be sent loses the connection: unreachable
+ * (a network error: a `TypeError` from fetch) or its session is gone (HTTP 404); else `undefined`.
+ */
+export function sendLoss(name: string, error: unknown, httpError: new (...args: never[]) => Error & { code?: number }): string | undefined {
+  if (error instanceof TypeError) return `MCP server ${name} closed its connection (${error.message})`;
+  if (error instanceof httpError && error.code === 404) return `MCP server ${name} closed its connection (its session ended: HTTP 404)`;
+  return undefined;
+}

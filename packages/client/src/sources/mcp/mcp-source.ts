@@ -22,10 +22,10 @@ import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
 import { McpDefaults, type McpServerConfig } from './config.js';
 import { McpCall, type McpConnection } from './call.js';
-import { type CallStreamEnd, watchingFetch } from './http-watch.js';
+import { connectionFetch, sendLoss } from './http-watch.js';
 import { StdioServerTransport } from './stdio-transport.js';
 import { ToolCalls } from './tool-calls.js';
-import { faceOf } from './tool-map.js';
+import { selectTools } from './tool-map.js';
 import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** A tool of an MCP server: its advertised face and its name on the server. */
@@ -158,13 +158,13 @@ export class McpSource implements ToolSource {
       c.url !== undefined
         ? new sdk.StreamableHTTPClientTransport(new URL(c.url), {
             requestInit: { headers: c.headers ?? {} },
-            fetch: watchingFetch({
+            fetch: connectionFetch({
+              name: o.name,
               maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
-              callEnded: (id, end) => this.#callStreamEnded(live!, id, end),
-              tooLong: () => {
-                if (live !== undefined && !live.isDown)
-                  this.#lost(live, `MCP server ${o.name} sent a message longer than ${c.maxMessageBytes ?? McpDefaults.maxMessageBytes} bytes`);
+              lose: (reason) => {
+                if (live !== undefined && !live.isDown) this.#lost(live, reason);
               },
+              unanswered: (id, reason) => live?.calls?.unanswered(id, reason),
             }),
           })
         : new StdioServerTransport({
@@ -193,7 +193,16 @@ export class McpSource implements ToolSource {
     try {
       await client.connect(transport, { timeout });
       // after connect: it wraps the SDK client's onmessage
-      up.calls = new ToolCalls(transport, sdk.CallToolResultSchema, c.url === undefined ? undefined : (error) => this.#sendFailed(up, error));
+      up.calls = new ToolCalls(
+        transport,
+        sdk.CallToolResultSchema,
+        c.url === undefined
+          ? undefined
+          : (error) => {
+              const reason = sendLoss(o.name, error, sdk.StreamableHTTPError);
+              if (reason !== undefined && !up.isDown) this.#lost(up, reason);
+            },
+      );
       client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => this.#listChanged(up, timeout));
       await this.#list(up, timeout, true);
     } catch (error) {
@@ -260,53 +269,9 @@ export class McpSource implements ToolSource {
     if (live.isDown || this.#live !== live) return;
     if (more > 0)
       o.logger.warn({ server: o.name, maxTools: max }, `toolwire: MCP server ${o.name} lists more than ${max} tools; the rest are not served (max_tools)`);
-    this.#tools = this.#select(listed);
+    this.#tools = selectTools(listed, this.#o, this);
     this.#gone = undefined;
     this.#listener?.();
-  }
-
-  #select(listed: readonly Tool[]): McpTool[] {
-    const { name, config, logger } = this.#o;
-    const prefix = config.prefix ?? `${name}_`;
-    const include = config.include === undefined ? undefined : new Set(config.include);
-    const exclude = new Set(config.exclude ?? []);
-    const tools: McpTool[] = [];
-    const seen = new Set<string>();
-    for (const tool of listed) {
-      if (typeof tool.name !== 'string' || (include !== undefined && !include.has(tool.name)) || exclude.has(tool.name) || seen.has(tool.name)) continue;
-      seen.add(tool.name);
-      const face = faceOf(`${prefix}${tool.name}`, tool);
-      if (typeof face === 'string') {
-        logger.warn(
-          { server: name, tool: tool.name.slice(0, 80) },
-          `toolwire: MCP server ${name}: tool ${JSON.stringify(tool.name.slice(0, 80))} not served: ${face}`,
-        );
-        continue;
-      }
-      tools.push({ name: face.name, spec: face, source: this, remote: tool.name, hasOutputSchema: face.outputSchema !== undefined });
-    }
-    return tools;
-  }
-
-  /**
-   * The response stream of call `id` on a Streamable HTTP server ended (`http-watch.ts`). Broken (the
-   * server went away, or the network): the connection is lost. Ended without the call's answer and not
-   * resumable: no answer can come, that call ends 69.
-   */
-  #callStreamEnded(live: Live, id: string, end: CallStreamEnd): void {
-    if (live.isDown) return;
-    const name = this.#o.name;
-    if (end.error !== undefined) this.#lost(live, `MCP server ${name} closed its connection during a call (${end.error.message})`);
-    else if (!end.resumable) live.calls?.unanswered(id, `MCP server ${name} ended the stream of a call without its answer`);
-  }
-
-  /** A request to a Streamable HTTP server could not be sent: unreachable (a network error) or its session is gone (HTTP 404) → lost. */
-  #sendFailed(live: Live, error: unknown): void {
-    if (live.isDown) return;
-    const name = this.#o.name;
-    if (error instanceof TypeError) this.#lost(live, `MCP server ${name} closed its connection (${error.message})`);
-    else if (error instanceof live.sdk.StreamableHTTPError && error.code === 404)
-      this.#lost(live, `MCP server ${name} closed its connection (its session ended: HTTP 404)`);
   }
 
   /** A Streamable HTTP server's connection is lost: as a death ({@link #died}, with `reason`); the old client is closed. */
