@@ -200,6 +200,23 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
   });
 });
 
+describe('a tools/list that never ends', () => {
+  it('empty pages with a next cursor, forever: the listing stops (logged) and the tools listed so far are served', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started, log } = await hostWith({ endless: fake('endless', {}, { MCP_FAKE_LOG: logFile }) }, [], (host) =>
+      host.tool('local', { inputSchema: { type: 'object' } }, () => 'ok'),
+    );
+    await listed(started, ['alpha__endless_echo'], 10_000);
+    expect(
+      readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter((line) => line === 'list').length,
+    ).toBeLessThanOrEqual(3);
+    expect(log.entries.some((e) => e.level === 'warn' && String(e.msg).includes('tools/list gave a page without tools'))).toBe(true);
+  });
+});
+
 describe('answers that are not what the host asked for', () => {
   it('a result that is not a CallToolResult ends that call 70 with the reason; stray answers and progress are dropped', async () => {
     const { started, log } = await hostWith({ odd: fake('badresult') }, ['alpha__odd_image']);
