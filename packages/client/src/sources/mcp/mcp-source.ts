@@ -258,8 +258,16 @@ export class McpSource implements ToolSource {
           if (listed.length < max) listed.push(tool);
           else more++;
         }
-        cursor = listed.length < max ? page.nextCursor : undefined;
         if (listed.length >= max && page.nextCursor !== undefined) more++;
+        // A page without tools that names a next page (or the same cursor again) would list forever: stop there.
+        const stuck = page.nextCursor !== undefined && (page.tools.length === 0 || page.nextCursor === cursor);
+        if (stuck) {
+          o.logger.warn(
+            { server: o.name },
+            `toolwire: MCP server ${o.name}: tools/list gave a page without tools (or the same cursor again) and a next cursor; the listing stops there`,
+          );
+        }
+        cursor = listed.length < max && !stuck ? page.nextCursor : undefined;
       } while (cursor !== undefined && !live.isDown);
     } catch (error) {
       if (first) throw error;
