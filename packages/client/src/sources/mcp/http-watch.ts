@@ -116,7 +116,8 @@ export interface FetchWatch {
 export function watchingFetch(watch: FetchWatch, base: typeof fetch = fetch): typeof fetch {
   return async (input, init) => {
     const response = await base(input, init);
-    if (response.body === null) return response;
+    // A redirect goes back to the SDK as it came (its origin check reads the response itself).
+    if (response.body === null || (response.status >= 300 && response.status < 400)) return response;
     const sse = (response.headers.get('content-type') ?? '').includes('text/event-stream');
     const id = sse ? callIdOf(init) : undefined;
     const body = watched(response.body, {
