@@ -45,6 +45,22 @@ describe('the tools of a stdio MCP server', () => {
     expect(progress.content).toEqual([{ type: 'text', text: 'Exit code: 0\ndone' }]);
   });
 
+  it('with an outputSchema, failing (isError, or ended by toolwire: 124): the SDK client gets the failure, not a structuredContent its schema refuses', async () => {
+    const { started } = await hostWith({ fake: fake() }, ['alpha__fake_structured']);
+    const client = new Client({ name: 'test', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(started.mcpUrl), { requestInit: { headers: { Authorization: `Bearer ${CALLER_TOKEN}` } } }));
+    defer(() => client.close());
+    await client.listTools(); // the client learns the tool's outputSchema and checks results against it
+    const failed = await client.callTool({ name: 'alpha__fake_structured', arguments: { fail: true } });
+    expect([failed.isError, failed.content]).toEqual([true, [{ type: 'text', text: 'Exit code: 1\n--- stderr ---\nno sum today' }]]);
+    expect(failed.structuredContent).toBeUndefined();
+    expect(failed._meta?.['toolwire/capture']).toMatchObject({ exitCode: 1, stderr: 'no sum today' });
+    const late = await client.callTool({ name: 'alpha__fake_structured', arguments: { wait: true }, _meta: { 'toolwire/deadlineMs': 300 } });
+    expect(late.isError).toBe(true);
+    expect(JSON.stringify(late.content)).toContain('Exit code: 124');
+    expect(late._meta?.['toolwire/capture']).toMatchObject({ exitCode: 124 });
+  });
+
   it('turn a call into a capture: text blocks on stdout, isError → 1 with the text on stderr, a line per non-text block', async () => {
     const { started } = await hostWith({ fake: fake() }, ['alpha__fake_echo']);
     const echo = await run(started, 'alpha__fake_echo', { text: 'hello' });
@@ -105,6 +121,49 @@ describe('the tools of a stdio MCP server', () => {
     for (const c of captures) expect(text(c.stderr)).toContain('MCP server fake exited with code 1');
   });
 
+  it('a server that closes its stdout and lives on: the call ends 69 at once, the server is killed and restarted', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_mute']);
+    const first = Number(/start (\d+)/.exec(readFileSync(logFile, 'utf8'))![1]);
+    const t0 = Date.now();
+    const mute = await run(started, 'alpha__fake_mute', {}, { deadlineMs: 15_000 });
+    expect([mute.capture.exitCode, text(mute.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server fake closed its stdout')]);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    await waitFor(() => !alive(first), 'the muted server to be killed');
+    await listed(started, ['alpha__fake_echo']);
+    expect(text((await run(started, 'alpha__fake_echo', { text: 'back' })).capture.stdout)).toContain('back');
+  });
+
+  it('a server that closes its stdin and lives on: the calls sent to it end 69, it is stopped and restarted (not 70 for every call, forever)', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_deaf']);
+    const first = Number(/start (\d+)/.exec(readFileSync(logFile, 'utf8'))![1]);
+    const deaf = run(started, 'alpha__fake_deaf', {}, { deadlineMs: 15_000 });
+    await waitFor(() => readFileSync(logFile, 'utf8').includes('call deaf'), 'the deaf call');
+    const after = await run(started, 'alpha__fake_echo', { text: 'lost' }, { deadlineMs: 15_000 });
+    expect([after.capture.exitCode, text(after.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server fake closed its stdin and was stopped')]);
+    expect((await deaf).capture.exitCode).toBe(69);
+    await waitFor(() => !alive(first), 'the deaf server to be stopped');
+    await waitFor(async () => (await run(started, 'alpha__fake_echo', { text: 'back' })).capture.exitCode === 0, 'the restarted server', 10_000, 100);
+  });
+
+  it('a storm of tools/list_changed is coalesced: one tools/list at a time and one more after it, not one per notification', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', {}, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_storm']);
+    const lists = (): number =>
+      readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter((line) => line === 'list').length;
+    const before = lists();
+    expect((await run(started, 'alpha__fake_storm')).capture.exitCode).toBe(0);
+    await run(started, 'alpha__fake_grow'); // its notification comes after the storm's, on the same pipe
+    await listed(started, ['alpha__fake_grown']);
+    expect(lists() - before).toBeLessThanOrEqual(4);
+  });
+
   it('tools/list_changed re-advertises; progress reaches the caller; a name clash is refused with a logged reason', async () => {
     const { started, log } = await hostWith({ fake: fake() }, ['alpha__fake_grow'], (host) =>
       host.tool('fake_echo', { inputSchema: { type: 'object' } }, () => 'mine'),
@@ -131,13 +190,30 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 10); // the host's 256 minus local and noisy's 10
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 13); // the host's 256 minus local and noisy's 13
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');
     expect(started.server.router.tools().some((t) => t.name.startsWith('alpha__mute_') || t.name.startsWith('alpha__big_'))).toBe(false);
     // A tool whose schema the server rejects: rejected alone.
     expect(log.entries.some((e) => e.level === 'warn' && JSON.stringify(e.obj).includes('noisy_badschema'))).toBe(true);
+  });
+});
+
+describe('a tools/list that never ends', () => {
+  it('empty pages with a next cursor, forever: the listing stops (logged) and the tools listed so far are served', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started, log } = await hostWith({ endless: fake('endless', {}, { MCP_FAKE_LOG: logFile }) }, [], (host) =>
+      host.tool('local', { inputSchema: { type: 'object' } }, () => 'ok'),
+    );
+    await listed(started, ['alpha__endless_echo'], 10_000);
+    expect(
+      readFileSync(logFile, 'utf8')
+        .split('\n')
+        .filter((line) => line === 'list').length,
+    ).toBeLessThanOrEqual(3);
+    expect(log.entries.some((e) => e.level === 'warn' && String(e.msg).includes('tools/list gave a page without tools'))).toBe(true);
   });
 });
 
@@ -161,5 +237,55 @@ describe('a Streamable HTTP MCP server', () => {
     const sum = await run(started, 'alpha__web_add', { a: 2, b: 3 });
     expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
     expect(alive(process.pid)).toBe(true);
+  });
+
+  it('that sends a message longer than max_message_bytes: the call ends 69 with the reason, the connection is dropped and opened again', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url, maxMessageBytes: 1024 * 1024 } }, ['alpha__web_huge']);
+    const huge = await run(started, 'alpha__web_huge', {}, { deadlineMs: 15_000 });
+    expect([huge.capture.exitCode, text(huge.capture.stderr)]).toEqual([69, expect.stringContaining('MCP server web sent a message longer than 1048576 bytes')]);
+    await waitFor(async () => (await run(started, 'alpha__web_add', { a: 2, b: 3 })).capture.exitCode === 0, 'the connection opened again', 10_000, 100);
+  });
+
+  it('that ends the answer stream of a call without the answer: that call ends 69 at once, the server keeps serving', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url } }, ['alpha__web_drop']);
+    const dropped = await run(started, 'alpha__web_drop', {}, { deadlineMs: 15_000 });
+    expect([dropped.capture.exitCode, text(dropped.capture.stderr)]).toEqual([69, 'toolwire: MCP server web ended the stream of a call without its answer\n']);
+    const sum = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
+  });
+
+  it('that goes away mid-call: the call ends 69 at once with the reason, its tools leave, and return when it is back on its port', async () => {
+    const { startHttpMcpServer } = await import('./http-server.js');
+    const web = await startHttpMcpServer();
+    const { started } = await hostWith({ web: { url: web.url } }, ['alpha__web_add', 'alpha__web_slow']);
+    const slow = run(started, 'alpha__web_slow', {}, { deadlineMs: 15_000 });
+    await waitFor(() => web.slowCalls() === 1, 'the call to reach the MCP server');
+    const t0 = Date.now();
+    await web.stop();
+    const ended = await slow;
+    expect([ended.capture.exitCode, text(ended.capture.stderr)]).toEqual([
+      69,
+      expect.stringMatching(/^toolwire: MCP server web closed its connection during a call/),
+    ]);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+    await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave');
+
+    const back = await startHttpMcpServer(Number(new URL(web.url).port));
+    await listed(started, ['alpha__web_add']);
+    const sum = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([sum.capture.exitCode, text(sum.capture.stdout)]).toEqual([0, '5']);
+
+    // Gone between calls (no stream open to see it go): the next call finds it unreachable → 69, not 70.
+    await back.stop();
+    const next = await run(started, 'alpha__web_add', { a: 2, b: 3 });
+    expect([next.capture.exitCode, text(next.capture.stderr)]).toEqual([
+      69,
+      expect.stringMatching(/^toolwire: MCP server web closed its connection \(fetch failed\)/),
+    ]);
+    await waitFor(() => !started.server.router.tools().some((t) => t.name === 'alpha__web_add'), 'its tools to leave again');
   });
 });

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { type AddressInfo, type Socket, connect, createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +28,7 @@ const CALLER_TOKEN = 'caller-token-stdio-door-1';
 let dir: string;
 let tokenFile: string;
 let info: ListenInfo;
+let server: ToolwireServer;
 let host: ToolHost;
 /** What the `wait` tool saw: started, then stopped (aborted) or not. */
 let waits: { started: number; stopped: number };
@@ -36,7 +38,7 @@ beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'toolwire-mcp-stdio-'));
   tokenFile = join(dir, 'caller.token');
   await writeFile(tokenFile, `${CALLER_TOKEN}\n`, { mode: 0o600 });
-  const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] });
+  server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: CALLER_TOKEN }] });
   cleanups.push(() => server.close());
   info = await server.listen(0, '127.0.0.1');
   waits = { started: 0, stopped: 0 };
@@ -192,6 +194,43 @@ describe('toolwire mcp with a raw stdio client', () => {
   });
 });
 
+describe('toolwire mcp and a message past its bound', () => {
+  it('drops a stdin line over 10 MiB with a note on stderr and keeps serving (it does not exit 0 as if stdin had ended)', { timeout: 30_000 }, async () => {
+    const child = spawn(process.execPath, [...NODE_ARGS, cliMain, 'mcp', '--server', info.mcpUrl, '--token-file', tokenFile], {
+      env: env(),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    cleanups.push(() => child.exitCode === null && child.kill('SIGKILL'));
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    child.stdin.on('error', () => {}); // EPIPE, should it exit
+    const lines: Record<string, unknown>[] = [];
+    let buffer = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      buffer += chunk;
+      for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+        lines.push(JSON.parse(buffer.slice(0, nl)) as Record<string, unknown>);
+        buffer = buffer.slice(nl + 1);
+      }
+    });
+    const send = (message: object): boolean => child.stdin.write(`${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`);
+    send({ id: 'init', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+    await poll(() => lines.some((m) => m.id === 'init'), 15_000);
+    send({ method: 'notifications/initialized' });
+    send({ id: 1, method: 'tools/call', params: { name: 'alpha__wait', arguments: {} } });
+    await poll(() => waits.started === 1, 10_000);
+    send({ id: 2, method: 'tools/call', params: { name: 'alpha__echo', arguments: { big: 'x'.repeat(11 * 1024 * 1024) } } });
+    send({ id: 3, method: 'tools/call', params: { name: 'alpha__echo', arguments: { after: true } } });
+    await poll(() => lines.some((m) => m.id === 3), 15_000, 'the answer to the call after the long line');
+    expect(JSON.stringify(lines.find((m) => m.id === 3))).toContain('after');
+    expect(stderr).toMatch(/toolwire mcp: dropped a message of more than 10485760 bytes on stdin/);
+    expect([child.exitCode, waits.stopped]).toEqual([null, 0]); // still serving; the call in flight runs on
+    child.stdin.end();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(code).toBe(0);
+  });
+});
+
 describe('toolwire mcp passes arguments as they were written', () => {
   it(
     'arguments JSON.parse would change (a repeated key, an integer past 2^53, 1e400) are refused 65 by the door naming the path; others reach the tool',
@@ -277,5 +316,62 @@ describe('toolwire mcp start-up failures', () => {
     const result = await runOnce(['--server', info.mcpUrl, '--token-file', open]);
     expect(result.code).toBe(77);
     expect(result.stderr).toMatch(/has mode 0644: group or others may read or write it; run: chmod 600/);
+  });
+});
+
+describe('toolwire mcp when the answer to a call can no longer come', () => {
+  /** A TCP proxy to the server's port: `cut()` drops every connection and stops listening (the server is lost); `back` counts bytes from the server. */
+  async function proxy(): Promise<{ url: string; cut: () => void; back: () => number }> {
+    const sockets = new Set<Socket>();
+    let back = 0;
+    const port = Number(new URL(info.mcpUrl).port);
+    const server = createNetServer((down) => {
+      const up = connect(port, '127.0.0.1');
+      for (const s of [down, up]) {
+        sockets.add(s);
+        s.on('error', () => {});
+        s.on('close', () => sockets.delete(s));
+      }
+      up.on('data', (chunk: Buffer) => (back += chunk.length));
+      down.pipe(up).pipe(down);
+      down.on('close', () => up.destroy());
+      up.on('close', () => down.destroy());
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const cut = (): void => {
+      server.close();
+      for (const s of sockets) s.destroy();
+    };
+    cleanups.push(cut);
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`, cut, back: () => back };
+  }
+
+  it('a call whose answer stream breaks (the server is lost) is answered at once with an error naming the server', { timeout: 30_000 }, async () => {
+    const link = await proxy();
+    const { client } = await stdioClient(['--server', link.url, '--token-file', tokenFile]);
+    const before = link.back();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} }).then(
+      () => 'answered',
+      (error: Error) => error.message,
+    );
+    await poll(() => waits.started === 1, 10_000);
+    await poll(() => link.back() > before, 10_000, 'the headers of the answer stream'); // the door holds them up to 1 s
+    const cutAt = Date.now();
+    link.cut();
+    expect(await call).toMatch(/toolwire mcp: lost the server http:\/\/127\.0\.0\.1:\d+\/mcp during the request/);
+    expect(Date.now() - cutAt).toBeLessThan(5_000);
+  });
+
+  it('a call whose session the server closes (its caller token revoked) is answered with an error, not left waiting', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} }).then(
+      () => 'answered',
+      (error: Error) => error.message,
+    );
+    await poll(() => waits.started === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the door's answer hold: the answer stream is open
+    await server.updateCredentials([{ name: 'alpha', token: HOST_TOKEN }], []);
+    await poll(() => waits.stopped === 1, 10_000);
+    expect(await call).toMatch(/toolwire mcp: the server ended the answer stream of the request without its answer/);
   });
 });

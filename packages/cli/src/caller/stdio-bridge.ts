@@ -20,132 +20,27 @@
  *   retried. When stdin ends, calls in flight are cancelled, the session is ended (DELETE) and
  *   {@link StdioBridge.closed} resolves.
  */
-import { randomUUID } from 'node:crypto';
-import type { Readable, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { RequestOptions } from '@modelcontextprotocol/sdk/shared/protocol.js';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { ErrorCode, type JSONRPCRequest, McpError, type Progress, ResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, type JSONRPCRequest, McpError, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { argumentsAsSent } from '@toolwire/server';
-import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
+import { type BridgeOptions, Upstream } from './upstream.js';
+
+export type { BridgeOptions } from './upstream.js';
 
 /** Longest wait for one forwarded request's answer, ms: the server's call deadline ends a call first. 24 h. */
 export const FORWARD_TIMEOUT_MS = 24 * 60 * 60 * 1000;
-/** Time allowed at the end for the door's session to be ended (DELETE), ms. */
-const CLOSE_TIMEOUT_MS = 2_000;
 /** `_meta` key asking the door for live output notifications, which this bridge does not forward. */
 const STREAM_META = 'toolwire/stream';
-/** A stdin line longer than this is not looked at here (the stdio transport refuses past 10 MiB). */
-const MAX_LINE_CHARS = 10 * 1024 * 1024;
+/** Longest stdin line (one message), bytes (as characters while it is read); a longer one is dropped with a note on stderr. */
+const MAX_LINE_BYTES = 10 * 1024 * 1024;
 /** Arguments texts kept for requests not yet forwarded, at most (older ones are forgotten). */
 const MAX_AS_SENT = 1024;
-
-/** Options of {@link StdioBridge.start}. */
-export interface BridgeOptions {
-  /** The door, e.g. `http://127.0.0.1:7700/mcp`. */
-  url: URL;
-  /** Caller token (never logged). */
-  token: string;
-  /** Time allowed to open the door's session, ms. */
-  connectTimeoutMs: number;
-  stdin: Readable;
-  stdout: Writable;
-  /** Where one-line notes go (stderr: MCP clients show it as the server's log). */
-  log: (line: string) => void;
-}
-
-/** The door's session, opened again when the door has lost it. */
-class Upstream {
-  readonly #options: BridgeOptions;
-  readonly #onListChanged: () => void;
-  #client: Promise<Client> | undefined;
-  /** Arguments to send as text: marker key → the text (see {@link Upstream.asSent}). */
-  readonly #asSent = new Map<string, string>();
-
-  constructor(options: BridgeOptions, onListChanged: () => void) {
-    this.#options = options;
-    this.#onListChanged = onListChanged;
-  }
-
-  /** The open session's client, opening one when there is none. Rejects as `Client.connect` does. */
-  client(): Promise<Client> {
-    this.#client ??= this.#connect().catch((error: unknown) => {
-      this.#client = undefined;
-      throw error;
-    });
-    return this.#client;
-  }
-
-  async #connect(): Promise<Client> {
-    const { url, token, connectTimeoutMs } = this.#options;
-    const transport = new StreamableHTTPClientTransport(url, {
-      requestInit: { headers: { authorization: `Bearer ${token}` } },
-      fetch: (input, init) => fetch(input, this.#withText(init)),
-    });
-    const client = new Client({ name: 'toolwire-mcp', version: VERSION }, { capabilities: {} });
-    client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#onListChanged());
-    client.onerror = () => {}; // a dropped notification stream is re-opened by the transport
-    try {
-      await client.connect(transport, { timeout: connectTimeoutMs });
-    } catch (error) {
-      await client.close();
-      throw error;
-    }
-    return client;
-  }
-
-  /**
-   * Send `method` with `params` (as given) and resolve with the door's result. A lost session (404)
-   * is opened again and the request sent once more; `reopened` is told.
-   */
-  async request(method: string, params: Record<string, unknown> | undefined, options: RequestOptions, reopened: () => void): Promise<unknown> {
-    const client = await this.client();
-    const message = { method, ...(params !== undefined && { params }) };
-    try {
-      return await client.request(message, ResultSchema, options);
-    } catch (error) {
-      if (!(error instanceof StreamableHTTPError && error.code === 404) || options.signal?.aborted) throw error;
-      this.#options.log('toolwire mcp: the server no longer knows this session; opening a new one');
-      if ((await this.#client) === client) this.#client = undefined;
-      void client.close();
-      const again = await this.client();
-      reopened();
-      return again.request(message, ResultSchema, options);
-    }
-  }
-
-  /**
-   * Arguments that stand for `text` in a request: its body carries `text` itself in their place
-   * until `release` is called.
-   */
-  asSent(text: string): { placeholder: Record<string, number>; release: () => void } {
-    const key = `toolwire/arguments-as-sent/${randomUUID()}`;
-    this.#asSent.set(key, text);
-    return { placeholder: { [key]: 0 }, release: () => this.#asSent.delete(key) };
-  }
-
-  #withText(init: RequestInit | undefined): RequestInit | undefined {
-    if (this.#asSent.size === 0 || typeof init?.body !== 'string') return init;
-    let body = init.body;
-    for (const [key, text] of this.#asSent) body = body.replace(`{${JSON.stringify(key)}:0}`, () => text);
-    return { ...init, body };
-  }
-
-  /** End the session (DELETE, bounded) and close the client. */
-  async close(): Promise<void> {
-    const pending = this.#client;
-    this.#client = undefined;
-    const client = await pending?.catch(() => undefined);
-    if (client === undefined) return;
-    const transport = client.transport as StreamableHTTPClientTransport | undefined;
-    await pTimeout(transport?.terminateSession() ?? Promise.resolve(), { milliseconds: CLOSE_TIMEOUT_MS, message: false }).catch(() => {});
-    await client.close();
-  }
-}
 
 /**
  * The exit status (as a sysexits number) and stderr line for a failure of {@link StdioBridge.start}:
@@ -180,12 +75,18 @@ export class StdioBridge {
   readonly #asSent = new Map<string | number, string>();
   /** The stdin text after its last newline. */
   #partial = '';
+  /** The rest of the current stdin line is dropped (it is past {@link MAX_LINE_BYTES}). */
+  #dropping = false;
+  /** What the SDK's stdio transport reads: the lines of stdin within {@link MAX_LINE_BYTES} (its own bound closes the transport). */
+  readonly #feed = new PassThrough();
+  readonly #log: (line: string) => void;
   readonly #decoder = new StringDecoder('utf8');
   readonly #closed: Promise<void>;
   #closing = false;
 
   private constructor(options: BridgeOptions, upstream: Upstream, instructions: string | undefined) {
     this.#upstream = upstream;
+    this.#log = options.log;
     this.#server = new Server({ name: 'toolwire', version: VERSION }, { capabilities: { tools: { listChanged: true } }, ...(instructions && { instructions }) });
     this.#server.fallbackRequestHandler = (request, extra) => this.#forward(request, extra);
     let ended!: () => void;
@@ -208,8 +109,8 @@ export class StdioBridge {
     });
     const client = await upstream.client();
     bridge = new StdioBridge(options, upstream, client.getInstructions());
-    const transport = new StdioServerTransport(options.stdin, options.stdout);
-    // Read each line before the transport parses it (listeners run in order): see the arguments as sent.
+    const transport = new StdioServerTransport(bridge.#feed, options.stdout, { maxBufferSize: 2 * MAX_LINE_BYTES + 2 });
+    // Each line is read here before the transport parses it: the arguments as sent, and the bound.
     options.stdin.on('data', (chunk: Buffer | string) => bridge.#read(chunk));
     await bridge.#server.connect(transport);
     // See every cancellation before the SDK does: its own handler ignores a falsy request id.
@@ -243,23 +144,46 @@ export class StdioBridge {
     this.#inFlight.get(id)?.abort(new Error(reason));
   }
 
-  /** Note the arguments text of each `tools/call` on a complete stdin line that `JSON.parse` would change. */
+  /**
+   * Pass each complete stdin line within {@link MAX_LINE_BYTES} on to the transport, noting the
+   * arguments text of each `tools/call` that `JSON.parse` would change; drop a longer line (its
+   * request gets no answer: its id is not read) with a note on stderr.
+   */
   #read(chunk: Buffer | string): void {
     const text = typeof chunk === 'string' ? chunk : this.#decoder.write(chunk);
     let start = 0;
     for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
       const line = this.#partial + text.slice(start, nl);
-      if (line.length <= MAX_LINE_CHARS && (line.includes('tools/call') || line.includes('\\'))) {
+      this.#partial = '';
+      start = nl + 1;
+      if (this.#dropping) {
+        this.#dropping = false;
+        continue;
+      }
+      if (line.length > MAX_LINE_BYTES || Buffer.byteLength(line) > MAX_LINE_BYTES) {
+        this.#dropped();
+        continue;
+      }
+      if (line.includes('tools/call') || line.includes('\\')) {
         for (const [id, args] of argumentsAsSent(line.replace(/\r$/, '')) ?? []) {
           if (this.#asSent.size >= MAX_AS_SENT) this.#asSent.delete(this.#asSent.keys().next().value!);
           this.#asSent.set(id, args);
         }
       }
-      this.#partial = '';
-      start = nl + 1;
+      this.#feed.write(`${line}\n`);
     }
-    // A line past the bound is not kept whole (it is passed over at its newline).
-    this.#partial = this.#partial.length > MAX_LINE_CHARS ? this.#partial : this.#partial + text.slice(start);
+    if (this.#dropping) return;
+    const rest = text.slice(start);
+    if (this.#partial.length + rest.length <= MAX_LINE_BYTES) this.#partial += rest;
+    else {
+      this.#partial = '';
+      this.#dropping = true; // until its newline
+      this.#dropped();
+    }
+  }
+
+  #dropped(): void {
+    this.#log(`toolwire mcp: dropped a message of more than ${MAX_LINE_BYTES} bytes on stdin (the bound of one message); its request gets no answer`);
   }
 
   #listChanged(): void {

@@ -151,6 +151,9 @@ export class McpDoor {
   readonly #options: McpDoorOptions;
   readonly #sessions = new Map<string, Session>();
   readonly #perCaller: number;
+  /** Sessions being opened (admitted, not yet open), per caller and in total ({@link #reserve}). */
+  readonly #opening = new Map<string, number>();
+  #openingTotal = 0;
   readonly #idleMs: number;
   readonly #sweep: NodeJS.Timeout;
   /** The 2026-07-28 handler (made with the SDK, at the first modern request). */
@@ -314,12 +317,17 @@ export class McpDoor {
       await this.#modernHandler(sdk)(req, res, body);
       return;
     }
-    const refusal = await this.#makeRoom(principal.name);
-    if (refusal !== undefined) {
-      replyError(res, 503, -32000, refusal);
+    const room = this.#reserve(principal.name);
+    if (typeof room === 'string') {
+      replyError(res, 503, -32000, room);
       return;
     }
-    await this.#open(sdk, principal, req, res, body);
+    try {
+      await room.evicted;
+      await this.#open(sdk, principal, req, res, body, room.release);
+    } finally {
+      room.release();
+    }
   }
 
   /** The 2026-07-28 handler: a fresh `Server` per request, for the caller in the request's `AuthInfo`. */
@@ -344,7 +352,7 @@ export class McpDoor {
   }
 
   /** A POST without a session id: a new session when it is an `initialize`, else the transport answers 400 and it is dropped. */
-  async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
+  async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse, body: unknown, opened: () => void): Promise<void> {
     const log = this.#options.logger;
     const { executor, tools } = this.#deps;
     const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
@@ -354,9 +362,10 @@ export class McpDoor {
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
       onsessioninitialized: (id) => {
         if (this.#closed) return;
-        const plain = new PlainCalls(id, { executor, validate: (request, result) => sdk.validateToolResult(server, request, result) });
+        const plain = new PlainCalls(id, { executor, tools, validate: (request, result) => sdk.validateToolResult(server, request, result) });
         session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain };
         this.#sessions.set(id, session);
+        opened(); // counted as a session now, no longer as one being opened
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },
       onsessionclosed: (id) => this.#forget(id, server),
@@ -399,31 +408,56 @@ export class McpDoor {
     });
   }
 
-  /** Room for one more session of `caller` (evicting an idle one at a limit), or why there is none. */
-  async #makeRoom(caller: string): Promise<string | undefined> {
-    let own = 0;
+  /**
+   * Room for one more session of `caller`, taken at once: the sessions being opened count against
+   * both limits from here until they are open (or failed to open), so initialize requests that are
+   * admitted together (e.g. all waiting on the SDK's first load) cannot pass a limit together. At a
+   * limit the least recently active idle session is evicted (its closing is `evicted`). Returns why
+   * there is no room, or the slot: `release` (idempotent) gives it back.
+   */
+  #reserve(caller: string): { evicted: Promise<unknown>; release: () => void } | string {
+    const evicted: Promise<void>[] = [];
+    let own = this.#opening.get(caller) ?? 0;
     for (const s of this.#sessions.values()) if (s.caller === caller) own++;
-    if (own >= this.#perCaller && !(await this.#evictIdle(caller))) {
-      return `Too many open sessions for caller ${JSON.stringify(caller)} (mcpMaxSessionsPerCaller ${this.#perCaller}); end one with DELETE`;
+    if (own >= this.#perCaller) {
+      const closing = this.#evictIdle(caller);
+      if (closing === undefined)
+        return `Too many open sessions for caller ${JSON.stringify(caller)} (mcpMaxSessionsPerCaller ${this.#perCaller}); end one with DELETE`;
+      evicted.push(closing);
     }
-    if (this.#sessions.size >= this.#options.maxSessions && !(await this.#evictIdle())) {
-      return `Too many open sessions (mcpMaxSessions ${this.#options.maxSessions})`;
+    if (this.#sessions.size + this.#openingTotal >= this.#options.maxSessions) {
+      const closing = this.#evictIdle();
+      if (closing === undefined) return `Too many open sessions (mcpMaxSessions ${this.#options.maxSessions})`;
+      evicted.push(closing);
     }
-    return undefined;
+    this.#opening.set(caller, (this.#opening.get(caller) ?? 0) + 1);
+    this.#openingTotal++;
+    let held = true;
+    const release = (): void => {
+      if (!held) return;
+      held = false;
+      this.#openingTotal--;
+      const left = (this.#opening.get(caller) ?? 1) - 1;
+      if (left > 0) this.#opening.set(caller, left);
+      else this.#opening.delete(caller);
+    };
+    return { evicted: Promise.allSettled(evicted), release };
   }
 
-  /** Close the least recently active session (of `caller`, when given) with no open request; false when every one is busy. */
-  async #evictIdle(caller?: string): Promise<boolean> {
+  /**
+   * Forget the least recently active session (of `caller`, when given) with no open request, at once,
+   * and close it: the closing, or `undefined` when every one is busy.
+   */
+  #evictIdle(caller?: string): Promise<void> | undefined {
     let victim: [string, Session] | undefined;
     for (const entry of this.#sessions) {
       if (caller !== undefined && entry[1].caller !== caller) continue;
       if (entry[1].open === 0 && (victim === undefined || entry[1].lastActive < victim[1].lastActive)) victim = entry;
     }
-    if (victim === undefined) return false;
+    if (victim === undefined) return undefined;
     this.#sessions.delete(victim[0]);
     this.#options.logger.info({ session: victim[0], caller: victim[1].caller }, 'MCP session evicted (idle, session limit reached)');
-    await victim[1].server.close();
-    return true;
+    return victim[1].server.close();
   }
 
   /** End every session idle for `sessionIdleMs` or longer (their calls, if any, stop → 130). */

@@ -23,7 +23,7 @@ import type { Logger } from '../options.js';
 import { isGranted } from '../executor/gates.js';
 import { type CallerPrincipal, DEADLINE_META, type RequestState, type ToolCall, type ToolSource, WORKSPACE_META, executeRequestOf } from './caller.js';
 import { OUTPUT_META, STREAM_META, liveOutput, type Notification } from './live-output.js';
-import { toCallToolResult, toMcpTools } from './tool-result.js';
+import { ownsOutputSchema, toCallToolResult, toMcpTools } from './tool-result.js';
 
 export { DEADLINE_META, WORKSPACE_META, type CallerPrincipal, type ToolSource, authInfoOf } from './caller.js';
 
@@ -135,7 +135,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, error instanceof Error ? error.message : String(error));
     }
     try {
-      const result = toCallToolResult(await pending);
+      const result = toCallToolResult(await pending, () => ownsOutputSchema(deps.tools, call.name));
       if (live !== undefined && meta?.[STREAM_META] === true) result._meta = { ...result._meta, [OUTPUT_META]: { chunks: live.chunks } };
       return result;
     } finally {

@@ -18,9 +18,9 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { RENEW_AFTER_ADDS } from '../churn.js';
 import type { Executor } from '../executor/executor.js';
 import type { CallToolResult } from '@modelcontextprotocol/server';
-import { type CallerPrincipal, DEADLINE_META, type ToolCall, WORKSPACE_META, executeRequestOf } from './caller.js';
+import { type CallerPrincipal, DEADLINE_META, type ToolCall, type ToolSource, WORKSPACE_META, executeRequestOf } from './caller.js';
 import { STREAM_META } from './live-output.js';
-import { toCallToolResult } from './tool-result.js';
+import { ownsOutputSchema, toCallToolResult } from './tool-result.js';
 
 /** A plain call's answer is written as it completes; one running longer gets its headers at this age, ms (the door's answer hold). */
 export const HOLD_ANSWER_MS = 1_000;
@@ -109,6 +109,8 @@ interface Running {
 /** What a session's plain calls need. */
 export interface PlainCallsDeps {
   executor: Pick<Executor, 'execute'>;
+  /** The listed tools (whether a failed call's tool has its own `outputSchema`: `tool-result.ts`). */
+  tools: ToolSource;
   /**
    * The SDK's validation of a `tools/call` result for `request` (what its session would answer),
    * for results not of toolwire's own shape: a tool of an MCP server's content blocks and structured result.
@@ -233,8 +235,9 @@ export class PlainCalls {
         return;
       }
       const executed = await pending;
-      const result = toCallToolResult(executed);
-      const foreign = executed.outcome === 'completed' && (executed.capture.content !== undefined || executed.capture.structured !== undefined);
+      const result = toCallToolResult(executed, () => ownsOutputSchema(this.#deps.tools, call.name));
+      const foreign =
+        result._meta !== undefined || (executed.outcome === 'completed' && (executed.capture.content !== undefined || executed.capture.structured !== undefined));
       message = JSON.stringify({ result: foreign ? await this.#deps.validate(plain.message, result) : ownShape(result), jsonrpc: '2.0', id });
     } catch (error) {
       message = errorAnswer(id, error);

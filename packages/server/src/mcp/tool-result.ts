@@ -14,6 +14,8 @@
  * - completed by a tool of an MCP server (the capture carries `content` or `structured`): that
  *   server's content blocks and `structuredContent`, unchanged (text envelope when it sent no blocks),
  *   with the capture in `_meta["toolwire/capture"]` when `structuredContent` is the tool's own;
+ * - failed (or declined, refused) for a tool with its own `outputSchema` and no structured result of
+ *   its own: no `structuredContent` (the capture, if any, in `_meta["toolwire/capture"]`);
  * - declined by the grant gate: `isError: true`, text `toolwire: <reason>`,
  *   `structuredContent: {declined: true, reason}`;
  * - refused by tool control: `isError: true`, text `toolwire: <reason>`,
@@ -23,6 +25,7 @@ import type { CallToolResult, Tool } from '@modelcontextprotocol/server';
 import { toWire } from '@toolwire/protocol';
 import type { ExecuteResult } from '../executor/request.js';
 import type { InjectedTool } from '../seam.js';
+import type { ToolSource } from './caller.js';
 
 const stream = (which: string) => ({
   type: 'string',
@@ -66,14 +69,23 @@ export function toMcpTools(tools: readonly InjectedTool[]): Tool[] {
   });
 }
 
-/** Map an executor result to the MCP `tools/call` result (shapes in the module comment). */
-export function toCallToolResult(result: ExecuteResult): CallToolResult {
+/** Whether the tool listed as `name` has its own `outputSchema` (a tool of an MCP server that declares one). */
+export function ownsOutputSchema(tools: ToolSource, name: string): boolean {
+  return tools.tools().some((t) => t.name === name && t.outputSchema !== undefined);
+}
+
+/**
+ * Map an executor result to the MCP `tools/call` result (shapes in the module comment).
+ * `ownOutputSchema` (asked only for a failed call without a structured result of the tool's own)
+ * tells whether the tool is listed with its own `outputSchema`: such a failure then carries no
+ * `structuredContent` (clients check it against that schema, which the capture does not fit, and
+ * would show a schema error instead of the failure), the capture being in `_meta["toolwire/capture"]`.
+ */
+export function toCallToolResult(result: ExecuteResult, ownOutputSchema: () => boolean = () => false): CallToolResult {
   if (result.outcome !== 'completed') {
-    return {
-      content: [{ type: 'text', text: `toolwire: ${result.reason}` }],
-      isError: true,
-      structuredContent: { [result.outcome]: true, reason: result.reason },
-    };
+    const text: CallToolResult['content'] = [{ type: 'text', text: `toolwire: ${result.reason}` }];
+    if (ownOutputSchema()) return { content: text, isError: true };
+    return { content: text, isError: true, structuredContent: { [result.outcome]: true, reason: result.reason } };
   }
   const stdout = toWire(result.capture.stdout);
   const stderr = toWire(result.capture.stderr);
@@ -81,6 +93,10 @@ export function toCallToolResult(result: ExecuteResult): CallToolResult {
   if (stdout.encoding) structured.stdoutEncoding = stdout.encoding;
   if (stderr.encoding) structured.stderrEncoding = stderr.encoding;
   const { content, structured: own } = result.capture;
+  if (own === undefined && result.envelope.isError && ownOutputSchema()) {
+    const blocks = content ?? [{ type: 'text', text: result.envelope.text }];
+    return { content: blocks as CallToolResult['content'], isError: true, _meta: { [CAPTURE_META]: structured } };
+  }
   if (content !== undefined || own !== undefined) {
     // A tool of an MCP server: its own blocks and structured result, unchanged (the capture's
     // structure when it sent none: the tool is then listed with OUTPUT_SCHEMA).

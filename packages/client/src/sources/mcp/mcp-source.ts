@@ -22,9 +22,10 @@ import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
 import { McpDefaults, type McpServerConfig } from './config.js';
 import { McpCall, type McpConnection } from './call.js';
+import { connectionFetch, sendLoss } from './http-watch.js';
 import { StdioServerTransport } from './stdio-transport.js';
 import { ToolCalls } from './tool-calls.js';
-import { faceOf } from './tool-map.js';
+import { selectTools } from './tool-map.js';
 import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** A tool of an MCP server: its advertised face and its name on the server. */
@@ -55,6 +56,11 @@ interface Live extends McpConnection {
   /** Calls in flight on this connection (once it is up): each settles with the reason when it dies. */
   calls: ToolCalls | undefined;
   isDown: boolean;
+  /** Why a Streamable HTTP server's connection was taken down ({@link McpSource.#lost}), if it was. */
+  lostReason?: string;
+  /** A listing after `tools/list_changed` runs; `relist`: another change came meanwhile, list once more after it. */
+  listing?: boolean;
+  relist?: boolean;
 }
 
 /** One MCP server's tools. {@link start} once; {@link close} ends it. */
@@ -147,9 +153,20 @@ export class McpSource implements ToolSource {
     }
     if (this.#closed) return;
     const c = o.config;
+    let live: Live | undefined;
     const transport: Transport =
       c.url !== undefined
-        ? new sdk.StreamableHTTPClientTransport(new URL(c.url), { requestInit: { headers: c.headers ?? {} } })
+        ? new sdk.StreamableHTTPClientTransport(new URL(c.url), {
+            requestInit: { headers: c.headers ?? {} },
+            fetch: connectionFetch({
+              name: o.name,
+              maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
+              lose: (reason) => {
+                if (live !== undefined && !live.isDown) this.#lost(live, reason);
+              },
+              unanswered: (id, reason) => live?.calls?.unanswered(id, reason),
+            }),
+          })
         : new StdioServerTransport({
             command: c.command!,
             args: c.args ?? [],
@@ -159,27 +176,70 @@ export class McpSource implements ToolSource {
             killGraceMs: o.cancelGraceMs,
           });
     const client = new sdk.Client({ name: 'toolwire-host', version: SOFTWARE_VERSION }, { capabilities: {} });
-    const live: Live = { sdk, client, transport, calls: undefined, isDown: false, server: o.name, down: () => (live.isDown ? this.#downReason(live) : undefined) };
-    client.onclose = () => this.#died(live);
+    const up: Live = {
+      sdk,
+      client,
+      transport,
+      calls: undefined,
+      isDown: false,
+      server: o.name,
+      down: () => (up.isDown || this.#cut(up) ? this.#downReason(up) : undefined),
+    };
+    live = up;
+    client.onclose = () => this.#died(up);
     client.onerror = (error) => o.logger.warn({ server: o.name, err: error.message }, `toolwire: MCP server ${o.name}: ${error.message}`);
     const timeout = c.startupTimeoutMs ?? McpDefaults.startupTimeoutMs;
     this.#live = live;
     try {
       await client.connect(transport, { timeout });
-      live.calls = new ToolCalls(transport, sdk.CallToolResultSchema); // after connect: it wraps the SDK client's onmessage
-      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => void this.#list(live, timeout));
-      await this.#list(live, timeout, true);
+      // after connect: it wraps the SDK client's onmessage
+      up.calls = new ToolCalls(
+        transport,
+        sdk.CallToolResultSchema,
+        c.url === undefined
+          ? undefined
+          : (error) => {
+              const reason = sendLoss(o.name, error, sdk.StreamableHTTPError);
+              if (reason !== undefined && !up.isDown) this.#lost(up, reason);
+            },
+      );
+      client.setNotificationHandler(sdk.ToolListChangedNotificationSchema, () => this.#listChanged(up, timeout));
+      await this.#list(up, timeout, true);
     } catch (error) {
-      if (live.isDown || this.#closed) return;
+      if (up.isDown || this.#closed) return;
       o.logger.error(
         { server: o.name, err: error instanceof Error ? error.message : String(error) },
         `toolwire: MCP server ${o.name} did not start: ${error instanceof Error ? error.message : String(error)}`,
       );
-      await this.#stop(live);
+      await this.#stop(up);
       return;
     }
     this.#backoff.reset();
     o.logger.info({ server: o.name, tools: this.#tools.length }, `toolwire: MCP server ${o.name} is up`);
+  }
+
+  /**
+   * `tools/list_changed`: list again, one listing at a time; changes announced during a listing make
+   * one more after it (a server announcing each of its tools is listed twice, not once per tool).
+   */
+  #listChanged(live: Live, timeout: number): void {
+    if (live.listing === true) {
+      live.relist = true;
+      return;
+    }
+    live.listing = true;
+    (async () => {
+      try {
+        do {
+          live.relist = false;
+          await this.#list(live, timeout); // logs a failed listing, never rejects after the first
+        } while (live.relist && !live.isDown);
+      } finally {
+        live.listing = false;
+      }
+    })().catch((error: unknown) =>
+      this.#o.logger.warn({ server: this.#o.name, err: String(error) }, `toolwire: MCP server ${this.#o.name}: listing its tools failed`),
+    );
   }
 
   /** List every page of tools (at most `maxTools`) and serve them. */
@@ -198,8 +258,16 @@ export class McpSource implements ToolSource {
           if (listed.length < max) listed.push(tool);
           else more++;
         }
-        cursor = listed.length < max ? page.nextCursor : undefined;
         if (listed.length >= max && page.nextCursor !== undefined) more++;
+        // A page without tools that names a next page (or the same cursor again) would list forever: stop there.
+        const stuck = page.nextCursor !== undefined && (page.tools.length === 0 || page.nextCursor === cursor);
+        if (stuck) {
+          o.logger.warn(
+            { server: o.name },
+            `toolwire: MCP server ${o.name}: tools/list gave a page without tools (or the same cursor again) and a next cursor; the listing stops there`,
+          );
+        }
+        cursor = listed.length < max && !stuck ? page.nextCursor : undefined;
       } while (cursor !== undefined && !live.isDown);
     } catch (error) {
       if (first) throw error;
@@ -209,32 +277,16 @@ export class McpSource implements ToolSource {
     if (live.isDown || this.#live !== live) return;
     if (more > 0)
       o.logger.warn({ server: o.name, maxTools: max }, `toolwire: MCP server ${o.name} lists more than ${max} tools; the rest are not served (max_tools)`);
-    this.#tools = this.#select(listed);
+    this.#tools = selectTools(listed, this.#o, this);
     this.#gone = undefined;
     this.#listener?.();
   }
 
-  #select(listed: readonly Tool[]): McpTool[] {
-    const { name, config, logger } = this.#o;
-    const prefix = config.prefix ?? `${name}_`;
-    const include = config.include === undefined ? undefined : new Set(config.include);
-    const exclude = new Set(config.exclude ?? []);
-    const tools: McpTool[] = [];
-    const seen = new Set<string>();
-    for (const tool of listed) {
-      if (typeof tool.name !== 'string' || (include !== undefined && !include.has(tool.name)) || exclude.has(tool.name) || seen.has(tool.name)) continue;
-      seen.add(tool.name);
-      const face = faceOf(`${prefix}${tool.name}`, tool);
-      if (typeof face === 'string') {
-        logger.warn(
-          { server: name, tool: tool.name.slice(0, 80) },
-          `toolwire: MCP server ${name}: tool ${JSON.stringify(tool.name.slice(0, 80))} not served: ${face}`,
-        );
-        continue;
-      }
-      tools.push({ name: face.name, spec: face, source: this, remote: tool.name, hasOutputSchema: face.outputSchema !== undefined });
-    }
-    return tools;
+  /** A Streamable HTTP server's connection is lost: as a death ({@link #died}, with `reason`); the old client is closed. */
+  #lost(live: Live, reason: string): void {
+    live.lostReason = reason;
+    this.#died(live);
+    live.client.close().catch(() => {});
   }
 
   /** The connection closed (the server exited, or its HTTP session ended). */
@@ -267,14 +319,25 @@ export class McpSource implements ToolSource {
     this.#died(live);
   }
 
+  /** Whether the host is stopping a stdio server that closed its stdin or stdout (its calls then end 69, not 70). */
+  #cut(live: Live): boolean {
+    return live.transport instanceof StdioServerTransport && live.transport.cut !== undefined;
+  }
+
   #downReason(live: Live): string {
     const name = this.#o.name;
-    if (!(live.transport instanceof StdioServerTransport)) return `MCP server ${name} closed its connection`;
-    const exit = live.transport.exit;
-    if (exit === undefined) return `MCP server ${name} closed its connection`;
+    if (!(live.transport instanceof StdioServerTransport)) return live.lostReason ?? `MCP server ${name} closed its connection`;
+    const { exit, cut } = live.transport;
+    if (exit === undefined && cut === undefined) return `MCP server ${name} closed its connection`;
     const how =
-      exit.error !== undefined ? `could not start: ${exit.error.message}` : exit.signal !== null ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-    const tail = exit.stderr.trim().split('\n').pop();
+      cut !== undefined
+        ? `closed its ${cut} and was stopped`
+        : exit!.error !== undefined
+          ? `could not start: ${exit!.error.message}`
+          : exit!.signal !== null
+            ? `was killed by ${exit!.signal}`
+            : `exited with code ${exit!.code}`;
+    const tail = (exit?.stderr ?? live.transport.stderr).trim().split('\n').pop();
     return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
   }
 }

@@ -8,7 +8,7 @@
  * (`@toolwire/server` `mcp/sdk.ts`).
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import type { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { CallToolResultSchema, JSONRPCMessageSchema, ListToolsResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
@@ -16,6 +16,8 @@ import type { CallToolResultSchema, JSONRPCMessageSchema, ListToolsResultSchema,
 export interface McpClientSdk {
   Client: typeof Client;
   StreamableHTTPClientTransport: typeof StreamableHTTPClientTransport;
+  /** What its send throws for an HTTP error status (`code`: the status). */
+  StreamableHTTPError: typeof StreamableHTTPError;
   /** One message as a line of the stdio transport. */
   serializeMessage: typeof serializeMessage;
   JSONRPCMessageSchema: typeof JSONRPCMessageSchema;
@@ -34,6 +36,7 @@ async function importSdk(): Promise<McpClientSdk> {
   return {
     Client: client.Client,
     StreamableHTTPClientTransport: http.StreamableHTTPClientTransport,
+    StreamableHTTPError: http.StreamableHTTPError,
     serializeMessage: stdio.serializeMessage,
     JSONRPCMessageSchema: types.JSONRPCMessageSchema,
     ListToolsResultSchema: types.ListToolsResultSchema,

@@ -83,6 +83,8 @@ export interface StdioExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   error?: Error;
+  /** It closed its stdin or its stdout and lived on, so the host stopped it (see {@link StdioServerTransport.cut}). */
+  cut?: 'stdin' | 'stdout';
   /** The last bytes it wrote to stderr (UTF-8, at most 2 KiB). */
   stderr: string;
 }
@@ -118,6 +120,9 @@ export class StdioServerTransport implements Transport {
   /** Stdin broke and the server did not exit within {@link BROKEN_PIPE_MS}: writes fail at once. */
   #broken = false;
   #brokenTimer: NodeJS.Timeout | undefined;
+  /** Its stdout ended while it runs: stopped if it has not exited {@link BROKEN_PIPE_MS} later. */
+  #stdoutTimer: NodeJS.Timeout | undefined;
+  #cut: 'stdin' | 'stdout' | undefined;
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -133,6 +138,19 @@ export class StdioServerTransport implements Transport {
   /** The server's process group (its pid), once started. */
   get pid(): number | undefined {
     return this.#pid;
+  }
+
+  /**
+   * The pipe it closed while it lives on — stdin (nothing can reach it) or stdout (nothing of it can
+   * reach the host) — once the host is stopping it for that ({@link BROKEN_PIPE_MS} after the pipe closed).
+   */
+  get cut(): 'stdin' | 'stdout' | undefined {
+    return this.#cut;
+  }
+
+  /** The last bytes it wrote to stderr so far (UTF-8, at most 2 KiB). */
+  get stderr(): string {
+    return this.#stderr;
   }
 
   /** How it ended, once it did. */
@@ -183,9 +201,17 @@ export class StdioServerTransport implements Transport {
         // The server is dying (its exit follows) or closed its stdin and lives on: bound the wait.
         this.#brokenTimer = setTimeout(() => {
           this.#broken = true;
+          this.#cutOff('stdin'); // nothing can reach it again: stopped (before the writes fail: their calls see why)
           this.#wake(new Error('the MCP server is not running'));
         }, BROKEN_PIPE_MS);
         this.#brokenTimer.unref();
+      });
+      child.stdout.once('end', () => {
+        if (this.#closed) return;
+        // The server is exiting (its exit follows), or it closed its stdout and lives on, unable to
+        // answer anything: bound the wait, then stop it (its calls then end 69 with this reason).
+        this.#stdoutTimer = setTimeout(() => this.#cutOff('stdout'), BROKEN_PIPE_MS);
+        this.#stdoutTimer.unref();
       });
       child.on('exit', (code, signal) => {
         // What it wrote last may still be in the pipe: read stdout to its end (bounded: a grandchild may hold it).
@@ -278,10 +304,23 @@ export class StdioServerTransport implements Transport {
     const child = this.#child;
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.stdin.end();
+    this.#stop();
+    return exited;
+  }
+
+  /** It closed `pipe` and lives on: stop it, unless it is being stopped already ({@link close}). */
+  #cutOff(pipe: 'stdin' | 'stdout'): void {
+    if (this.#killTimer !== undefined || this.#exit !== undefined) return;
+    this.#cut = pipe;
+    this.#stop();
+  }
+
+  /** SIGTERM to its group, SIGKILL after the grace; once. */
+  #stop(): void {
+    if (this.#killTimer !== undefined) return;
     this.#kill('SIGTERM');
     this.#killTimer = setTimeout(() => this.#kill('SIGKILL'), this.#launch.killGraceMs);
     this.#killTimer.unref();
-    return exited;
   }
 
   #kill(signal: NodeJS.Signals): void {
@@ -291,9 +330,10 @@ export class StdioServerTransport implements Transport {
   #ended(exit: StdioExit): void {
     if (this.#closed) return;
     this.#closed = true;
-    this.#exit = exit;
+    this.#exit = this.#cut !== undefined ? { ...exit, cut: this.#cut } : exit;
     clearTimeout(this.#killTimer);
     clearTimeout(this.#brokenTimer);
+    clearTimeout(this.#stdoutTimer);
     killGroup(this.#pid, 'SIGKILL'); // what is left of its group (grandchildren)
     forgetGroup(this.#pid);
     for (const s of [this.#child?.stdin, this.#child?.stdout, this.#child?.stderr]) s?.destroy();

@@ -67,6 +67,8 @@ export class ToolCalls {
   readonly #transport: Transport;
   readonly #resultSchema: McpClientSdk['CallToolResultSchema'];
   readonly #pending = new Map<string, ToolCallHandler>();
+  /** Told first when a request cannot be sent (the source may take the connection down: its calls are then `gone`). */
+  readonly #onSendError: ((error: unknown) => void) | undefined;
   #next = 0;
 
   /**
@@ -74,9 +76,10 @@ export class ToolCalls {
    * set when it connected); a result other than text blocks is checked with `resultSchema` (the SDK's
    * `CallToolResultSchema`, `sdk.ts`).
    */
-  constructor(transport: Transport, resultSchema: McpClientSdk['CallToolResultSchema']) {
+  constructor(transport: Transport, resultSchema: McpClientSdk['CallToolResultSchema'], onSendError?: (error: unknown) => void) {
     this.#transport = transport;
     this.#resultSchema = resultSchema;
+    this.#onSendError = onSendError;
     const client = transport.onmessage;
     transport.onmessage = (message, extra) => {
       if (!this.#take(message)) client?.(message, extra);
@@ -96,8 +99,25 @@ export class ToolCalls {
     const id = `${ID_PREFIX}${++this.#next}`;
     this.#pending.set(id, handler);
     const request = { jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args, _meta: { progressToken: id } } } as JSONRPCMessage;
-    this.#transport.send(request).catch((error: unknown) => this.#fail(id, error instanceof Error ? error.message : String(error)));
+    this.#transport.send(request).catch((error: unknown) => {
+      this.#onSendError?.(error);
+      this.#fail(id, error instanceof Error ? error.message : String(error));
+    });
     return id;
+  }
+
+  /**
+   * The response stream of call `id` ended (a Streamable HTTP server, `http-watch.ts`) and no answer
+   * will follow on it: if the call is still waiting once the turn's messages are handled (the answer
+   * the stream carried reaches {@link #take} before), it is `gone` with `reason`.
+   */
+  unanswered(id: string, reason: string): void {
+    setImmediate(() => {
+      const handler = this.#pending.get(id);
+      if (handler === undefined) return;
+      this.#pending.delete(id);
+      handler.gone(reason);
+    });
   }
 
   /** The call was stopped: forget it (a later answer is dropped) and send `notifications/cancelled`. Unknown ids are ignored. */

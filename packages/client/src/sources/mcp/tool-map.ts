@@ -3,6 +3,10 @@
  * face of each tool, and the capture of a `tools/call` result.
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../../types.js';
+import type { ToolSource } from '../source.js';
+import type { McpServerConfig } from './config.js';
+import type { McpTool } from './mcp-source.js';
 import { type Capture, type ContentBlock, MAX_CONTENT_BLOCKS, NAME_PATTERN, type ToolAnnotations, type ToolSpec, utf8 } from '@toolwire/protocol';
 
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
@@ -81,4 +85,31 @@ export function captureOf(result: CallToolResult, hasOutputSchema: boolean): Cap
     capture.content ??= blocks.slice(0, MAX_CONTENT_BLOCKS) as ContentBlock[];
   }
   return capture;
+}
+
+/** The tools of `listed` that `config` serves (include, exclude, first of a repeated name), named `<prefix><tool>`; the rest are logged. */
+export function selectTools(
+  listed: readonly Tool[],
+  { name, config, logger }: { name: string; config: McpServerConfig; logger: Logger },
+  source: ToolSource,
+): McpTool[] {
+  const prefix = config.prefix ?? `${name}_`;
+  const include = config.include === undefined ? undefined : new Set(config.include);
+  const exclude = new Set(config.exclude ?? []);
+  const tools: McpTool[] = [];
+  const seen = new Set<string>();
+  for (const tool of listed) {
+    if (typeof tool.name !== 'string' || (include !== undefined && !include.has(tool.name)) || exclude.has(tool.name) || seen.has(tool.name)) continue;
+    seen.add(tool.name);
+    const face = faceOf(`${prefix}${tool.name}`, tool);
+    if (typeof face === 'string') {
+      logger.warn(
+        { server: name, tool: tool.name.slice(0, 80) },
+        `toolwire: MCP server ${name}: tool ${JSON.stringify(tool.name.slice(0, 80))} not served: ${face}`,
+      );
+      continue;
+    }
+    tools.push({ name: face.name, spec: face, source, remote: tool.name, hasOutputSchema: face.outputSchema !== undefined });
+  }
+  return tools;
 }
