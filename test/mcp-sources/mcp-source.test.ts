@@ -149,6 +149,20 @@ describe('the tools of a stdio MCP server', () => {
     await waitFor(async () => (await run(started, 'alpha__fake_echo', { text: 'back' })).capture.exitCode === 0, 'the restarted server', 10_000, 100);
   });
 
+  it('a stdio MCP server that stops reading its stdin while it sends requests is stopped (the answers waiting are bounded): its calls end 69, it is restarted', async () => {
+    const dir = await tempDir();
+    const logFile = `${dir}/fake.log`;
+    const { started } = await hostWith({ fake: fake('normal', { maxMessageBytes: 64 * 1024 }, { MCP_FAKE_LOG: logFile }) }, ['alpha__fake_flood']);
+    const first = Number(/start (\d+)/.exec(readFileSync(logFile, 'utf8'))![1]);
+    const flood = await run(started, 'alpha__fake_flood', {}, { deadlineMs: 15_000 });
+    expect([flood.capture.exitCode, text(flood.capture.stderr)]).toEqual([
+      69,
+      expect.stringContaining('MCP server fake did not read its stdin (over 131072 bytes waited) and was stopped'),
+    ]);
+    await waitFor(() => !alive(first), 'the flooding server to be stopped');
+    await waitFor(async () => (await run(started, 'alpha__fake_echo', { text: 'back' })).capture.exitCode === 0, 'the restarted server', 10_000, 100);
+  });
+
   it('a storm of tools/list_changed is coalesced: one tools/list at a time and one more after it, not one per notification', async () => {
     const dir = await tempDir();
     const logFile = `${dir}/fake.log`;
@@ -190,7 +204,7 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
     );
     expect(text((await run(started, 'alpha__local')).capture.stdout)).toBe('ok');
     expect(text((await run(started, 'alpha__noisy_echo', { text: 'x' })).capture.stdout)).toContain('x');
-    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 13); // the host's 256 minus local and noisy's 13
+    expect(started.server.router.tools().filter((t) => t.name.startsWith('alpha__m_'))).toHaveLength(256 - 1 - 14); // the host's 256 minus local and noisy's 14
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('longer than 1048576 bytes')), 'the long line refused');
     await waitFor(() => log.entries.some((e) => String(e.msg).includes('lists more than 256 tools')), 'the tool bound');

@@ -330,13 +330,15 @@ export class McpSource implements ToolSource {
     const { exit, cut } = live.transport;
     if (exit === undefined && cut === undefined) return `MCP server ${name} closed its connection`;
     const how =
-      cut !== undefined
-        ? `closed its ${cut} and was stopped`
-        : exit!.error !== undefined
-          ? `could not start: ${exit!.error.message}`
-          : exit!.signal !== null
-            ? `was killed by ${exit!.signal}`
-            : `exited with code ${exit!.code}`;
+      cut === 'unread'
+        ? `did not read its stdin (over ${2 * (this.#o.config.maxMessageBytes ?? McpDefaults.maxMessageBytes)} bytes waited) and was stopped`
+        : cut !== undefined
+          ? `closed its ${cut} and was stopped`
+          : exit!.error !== undefined
+            ? `could not start: ${exit!.error.message}`
+            : exit!.signal !== null
+              ? `was killed by ${exit!.signal}`
+              : `exited with code ${exit!.code}`;
     const tail = (exit?.stderr ?? live.transport.stderr).trim().split('\n').pop();
     return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
   }

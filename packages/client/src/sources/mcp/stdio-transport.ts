@@ -11,8 +11,10 @@
  * is validated with the SDK's `JSONRPCMessageSchema`. Messages sent in one turn of the event loop
  * leave in one write: stdin is corked at the turn's first message and uncorked on `setImmediate`,
  * so the requests of every call frame read in that turn (not only those of one read, as a per-tick
- * coalescer has it) reach the server together, and none waits past the turn. The last stderr lines
- * are kept (bounded) for the reason of a death.
+ * coalescer has it) reach the server together, and none waits past the turn. What waits for a server
+ * that does not read its stdin is bounded ({@link StdioServerTransport.send}: over 2 × `maxMessageBytes`
+ * the server is stopped, e.g. one that sends requests without end and never reads their answers). The
+ * last stderr lines are kept (bounded) for the reason of a death.
  */
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -24,6 +26,9 @@ import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** Bytes of the server's stderr kept (its tail) for the reason of a death. */
 const STDERR_TAIL_BYTES = 2048;
+
+/** Why the host stopped a live server: it closed its stdin or its stdout, or did not read its stdin (`unread`). */
+export type Cut = 'stdin' | 'stdout' | 'unread';
 
 /** How long stdout is still read after the server exited, ms. */
 const DRAIN_MS = 200;
@@ -83,8 +88,8 @@ export interface StdioExit {
   code: number | null;
   signal: NodeJS.Signals | null;
   error?: Error;
-  /** It closed its stdin or its stdout and lived on, so the host stopped it (see {@link StdioServerTransport.cut}). */
-  cut?: 'stdin' | 'stdout';
+  /** It closed its stdin or its stdout and lived on, or did not read its stdin, so the host stopped it (see {@link StdioServerTransport.cut}). */
+  cut?: Cut;
   /** The last bytes it wrote to stderr (UTF-8, at most 2 KiB). */
   stderr: string;
 }
@@ -122,7 +127,7 @@ export class StdioServerTransport implements Transport {
   #brokenTimer: NodeJS.Timeout | undefined;
   /** Its stdout ended while it runs: stopped if it has not exited {@link BROKEN_PIPE_MS} later. */
   #stdoutTimer: NodeJS.Timeout | undefined;
-  #cut: 'stdin' | 'stdout' | undefined;
+  #cut: Cut | undefined;
   /** The start of a line not finished yet, and its size in bytes. */
   #partial: Buffer[] = [];
   #partialBytes = 0;
@@ -142,9 +147,10 @@ export class StdioServerTransport implements Transport {
 
   /**
    * The pipe it closed while it lives on — stdin (nothing can reach it) or stdout (nothing of it can
-   * reach the host) — once the host is stopping it for that ({@link BROKEN_PIPE_MS} after the pipe closed).
+   * reach the host) — once the host is stopping it for that ({@link BROKEN_PIPE_MS} after the pipe closed);
+   * or `unread`: more than 2 × `maxMessageBytes` waited to be written to its stdin, and it was stopped.
    */
-  get cut(): 'stdin' | 'stdout' | undefined {
+  get cut(): Cut | undefined {
     return this.#cut;
   }
 
@@ -288,6 +294,9 @@ export class StdioServerTransport implements Transport {
     // The writes that wait share one drain: a listener per write would pile up with the requests of
     // a burst (Node warns past 10).
     if (stdin.write(line)) return SENT;
+    // It does not read what it is sent (e.g. it floods requests and never reads their answers): stop it
+    // rather than hold its stdin's writes without bound. Its calls end 69 with the reason.
+    if (stdin.writableLength > 2 * this.#launch.maxMessageBytes) this.#cutOff('unread');
     if (this.#waiting === undefined) {
       this.#waiting = waiting();
       stdin.once('drain', () => this.#wake());
@@ -308,8 +317,8 @@ export class StdioServerTransport implements Transport {
     return exited;
   }
 
-  /** It closed `pipe` and lives on: stop it, unless it is being stopped already ({@link close}). */
-  #cutOff(pipe: 'stdin' | 'stdout'): void {
+  /** It closed `pipe` and lives on, or does not read: stop it, unless it is being stopped already ({@link close}). */
+  #cutOff(pipe: Cut): void {
     if (this.#killTimer !== undefined || this.#exit !== undefined) return;
     this.#cut = pipe;
     this.#stop();
