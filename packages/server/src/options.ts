@@ -164,6 +164,8 @@ export interface ToolwireServerOptions {
   mcpMaxSessions?: number;
   /** Open MCP sessions of one caller at most; default 64; at the limit that caller's least recently active idle session is evicted, if none is idle → HTTP 503. */
   mcpMaxSessionsPerCaller?: number;
+  /** Open 2026-07-28 `subscriptions/listen` streams of one caller at most; default 16; more → HTTP 503 naming the limit (the MCP SDK bounds all callers' together at 1024). */
+  mcpMaxListensPerCaller?: number;
   /** An MCP session with no POST or DELETE open for this long expires (a GET stream does not keep it), ms; default 900000 (15 min). */
   mcpSessionIdleMs?: number;
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
@@ -286,6 +288,7 @@ export const ServerDefaults = Object.freeze({
   maxHeadersCount: 100,
   mcpMaxSessions: 1024,
   mcpMaxSessionsPerCaller: 64,
+  mcpMaxListensPerCaller: 16,
   /** 15 min. */
   mcpSessionIdleMs: 15 * 60_000,
   /** 4 MiB. */
@@ -387,6 +390,7 @@ const positive = [
   'authMaxTrackedAddresses',
   'mcpMaxSessions',
   'mcpMaxSessionsPerCaller',
+  'mcpMaxListensPerCaller',
   'mcpSessionIdleMs',
   'mcpMaxRequestBodyBytes',
   'maxPreAuthConnections',
@@ -551,6 +555,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
     mcp: {
       maxSessions: o.mcpMaxSessions,
       maxSessionsPerCaller: o.mcpMaxSessionsPerCaller,
+      maxListensPerCaller: o.mcpMaxListensPerCaller,
       sessionIdleMs: o.mcpSessionIdleMs,
       progressIntervalMs: o.progressIntervalMs,
       maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,

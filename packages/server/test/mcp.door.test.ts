@@ -435,6 +435,43 @@ describe('session hygiene', () => {
     (await res).body?.cancel().catch(() => {});
   });
 
+  it('bounds the 2026-07-28 subscriptions/listen streams of one caller (mcpMaxListensPerCaller): one more → 503 naming it; other callers unaffected; a closed stream frees its place', async () => {
+    await restart({ mcpMaxListensPerCaller: 1 });
+    const listen = (token = TOKENS.alice, signal?: AbortSignal) =>
+      fetch(url, {
+        method: 'POST',
+        headers: headers({ 'mcp-protocol-version': MODERN, 'mcp-method': 'subscriptions/listen' }, token),
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 'listen-1',
+          method: 'subscriptions/listen',
+          params: {
+            notifications: { toolsListChanged: true },
+            _meta: { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': {} },
+          },
+        }),
+        ...(signal && { signal }),
+      });
+    const first = new AbortController();
+    const open = await listen(TOKENS.alice, first.signal);
+    expect(open.status).toBe(200);
+    expect(open.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const refused = await listen();
+    expect(refused.status).toBe(503);
+    expect(await refused.text()).toContain('mcpMaxListensPerCaller 1');
+    const bob = new AbortController();
+    const other = await listen(TOKENS.bob, bob.signal);
+    expect(other.status).toBe(200);
+    first.abort(); // its place is free once the door sees the stream close
+    let again = await listen(TOKENS.alice, bob.signal);
+    for (const end = Date.now() + 10_000; again.status !== 200 && Date.now() < end; again = await listen(TOKENS.alice, bob.signal)) {
+      await again.text();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(again.status).toBe(200);
+    bob.abort();
+  });
+
   it('bounds sessions per caller: an idle one is evicted, and when all are busy → 503 naming mcpMaxSessionsPerCaller; others unaffected', async () => {
     await restart({ mcpMaxSessionsPerCaller: 1 });
     const first = await rawSession();

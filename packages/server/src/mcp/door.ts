@@ -55,6 +55,7 @@ import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } 
 import type { McpServerDeps } from './mcp-server.js';
 import { STREAM_META } from './live-output.js';
 import { HOLD_ANSWER_MS, PlainCalls, plainCallOf } from './plain-call.js';
+import { ListenStreams, isListen } from './listen-streams.js';
 import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
 
@@ -64,12 +65,14 @@ export interface CallerAuthenticator {
   authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
 }
 
-/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
+/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
 export interface McpDoorOptions {
   /** Open MCP sessions at most. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
   maxSessions: number;
   /** Open MCP sessions of one caller at most; at the limit that caller's least recently active idle session is evicted; if none is idle → HTTP 503. Default 64. */
   maxSessionsPerCaller?: number;
+  /** Open 2026-07-28 `subscriptions/listen` streams of one caller at most; more → HTTP 503 naming the limit. Default 16. */
+  maxListensPerCaller?: number;
   /** A session with no POST or DELETE open for this long expires (its calls stop → 130), ms. Default 900000 (15 min). */
   sessionIdleMs?: number;
   /** Largest POST body, bytes; more → HTTP 413. */
@@ -112,6 +115,8 @@ interface Session {
 
 /** Default {@link McpDoorOptions.maxSessionsPerCaller}. */
 export const DEFAULT_MAX_SESSIONS_PER_CALLER = 64;
+/** `mcpMaxListensPerCaller` when not given. */
+const DEFAULT_MAX_LISTENS_PER_CALLER = 16;
 /** Default {@link McpDoorOptions.sessionIdleMs}: 15 min. */
 export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
 /** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
@@ -151,6 +156,8 @@ export class McpDoor {
   readonly #options: McpDoorOptions;
   readonly #sessions = new Map<string, Session>();
   readonly #perCaller: number;
+  /** The `subscriptions/listen` streams of each caller (`listen-streams.ts`). */
+  readonly #listens: ListenStreams;
   /** Sessions being opened (admitted, not yet open), per caller and in total ({@link #reserve}). */
   readonly #opening = new Map<string, number>();
   #openingTotal = 0;
@@ -171,6 +178,7 @@ export class McpDoor {
     this.#deps = deps;
     this.#options = deps.options;
     this.#perCaller = deps.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS_PER_CALLER;
+    this.#listens = new ListenStreams(deps.options.maxListensPerCaller ?? DEFAULT_MAX_LISTENS_PER_CALLER);
     this.#idleMs = deps.options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
     if (!Number.isInteger(this.#perCaller) || this.#perCaller < 1) throw new RangeError(`maxSessionsPerCaller must be a positive integer, got ${this.#perCaller}`);
     if (!Number.isInteger(this.#idleMs) || this.#idleMs < 1) throw new RangeError(`sessionIdleMs must be a positive integer (ms), got ${this.#idleMs}`);
@@ -313,6 +321,13 @@ export class McpDoor {
       if (await sdk.isLegacyRequest(await sdk.toWebRequest(req, null), body)) {
         replyError(res, 400, -32000, 'Bad Request: No valid session ID provided');
         return;
+      }
+      if (isListen(body)) {
+        const refusal = this.#listens.admit(principal.name, res);
+        if (refusal !== undefined) {
+          replyError(res, 503, -32000, refusal);
+          return;
+        }
       }
       await this.#modernHandler(sdk)(req, res, body);
       return;
