@@ -74,7 +74,6 @@ describe('kit misuse', () => {
       'toString',
       42,
       null,
-      {},
       { onCall: 'echo' },
       { onCall: () => {}, tools: 'rogue' },
       { onCall: () => {}, name: 7 },
