@@ -12,7 +12,7 @@ import type { EndpointOptions } from './endpoint/host-endpoint.js';
 import { normalizeAllowedHosts } from './endpoint/http-front.js';
 import type { ExecutorOptions, Fallback } from './executor/request.js';
 import type { ToolControl } from './executor/gates.js';
-import type { McpDoorOptions } from './mcp/door.js';
+import type { McpDoorOptions } from './mcp/door-options.js';
 import { SessionCounters } from './observe/counters.js';
 import { type Descriptors, type HttpOptions, preAuthSlices, sizedDefaults } from './preauth/config.js';
 import { type OpenFilesLimit, PreAuthCeilings, readOpenFilesLimit } from './preauth/fd-limit.js';

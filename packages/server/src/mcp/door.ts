@@ -44,58 +44,18 @@
 import { randomUUID } from 'node:crypto';
 import pTimeout from 'p-timeout';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { NodeMcpRequestHandler, NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { McpHttpHandler, Server } from '@modelcontextprotocol/server';
-import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
+import { retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed, sameOrigin } from '../auth/origin.js';
 import { unauthorized } from '../endpoint/http-front.js';
-import type { Logger } from '../options.js';
-import { type CallerPrincipal, type RequestState, type ToolSource, authInfoOf } from './caller.js';
-import type { McpServerDeps } from './mcp-server.js';
-import { STREAM_META } from './live-output.js';
+import { type CallerPrincipal, type RequestState, authInfoOf } from './caller.js';
+import { asksLiveOutput, hasInitialize, replyError } from './door-messages.js';
+import { DEFAULT_MAX_LISTENS_PER_CALLER, DEFAULT_MAX_SESSIONS_PER_CALLER, DEFAULT_SESSION_IDLE_MS, type McpDoorDeps, type McpDoorOptions } from './door-options.js';
 import { HOLD_ANSWER_MS, PlainCalls, plainCallOf } from './plain-call.js';
 import { ListenStreams, isListen } from './listen-streams.js';
 import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
-
-/** Authenticates callers (the server's `TokenTable` fits). */
-export interface CallerAuthenticator {
-  /** @returns the caller, or `undefined` for a missing, malformed, unknown or non-caller token. */
-  authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
-}
-
-/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
-export interface McpDoorOptions {
-  /** Open MCP sessions at most. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
-  maxSessions: number;
-  /** Open MCP sessions of one caller at most; at the limit that caller's least recently active idle session is evicted; if none is idle → HTTP 503. Default 64. */
-  maxSessionsPerCaller?: number;
-  /** Open 2026-07-28 `subscriptions/listen` streams of one caller at most; more → HTTP 503 naming the limit. Default 16. */
-  maxListensPerCaller?: number;
-  /** A session with no POST or DELETE open for this long expires (its calls stop → 130), ms. Default 900000 (15 min). */
-  sessionIdleMs?: number;
-  /** Largest POST body, bytes; more → HTTP 413. */
-  maxRequestBodyBytes: number;
-  /** Origins allowed to send requests with an `Origin` header (lower-case); `[]`: browsers refused. */
-  allowedOrigins: readonly string[];
-  /** A call with `_meta.progressToken` gets `notifications/progress` at least this often, ms. */
-  progressIntervalMs: number;
-  logger: Logger;
-}
-
-/** What the door needs. */
-export interface McpDoorDeps {
-  executor: McpServerDeps['executor'];
-  /** The router: `tools()` and its `toolsChanged` event. */
-  tools: ToolSource;
-  auth: CallerAuthenticator;
-  options: McpDoorOptions;
-  /** Failed-authentication limiter (shared with the host endpoint). Default: none. */
-  limiter?: AuthLimiter;
-  /** Told about the socket of every request with a valid caller token (it leaves the pre-auth accounting). Default: nothing. */
-  authenticated?: (socket: Socket) => void;
-}
 
 interface Session {
   caller: string;
@@ -113,12 +73,6 @@ interface Session {
   plain: PlainCalls;
 }
 
-/** Default {@link McpDoorOptions.maxSessionsPerCaller}. */
-export const DEFAULT_MAX_SESSIONS_PER_CALLER = 64;
-/** `mcpMaxListensPerCaller` when not given. */
-const DEFAULT_MAX_LISTENS_PER_CALLER = 16;
-/** Default {@link McpDoorOptions.sessionIdleMs}: 15 min. */
-export const DEFAULT_SESSION_IDLE_MS = 15 * 60_000;
 /** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
 const SWEEP_MS = 30_000;
 
@@ -128,27 +82,6 @@ const SWEEP_MS = 30_000;
  * event and the stream's end follow when the call completes; held, headers, event and end leave in
  * one write. Past this, what is held goes out and the rest is written as it comes.
  */
-
-/** Whether a message of `body` (a JSON-RPC message or batch) asks for progress or live output while it runs. */
-function asksLiveOutput(body: unknown): boolean {
-  for (const m of Array.isArray(body) ? body : [body]) {
-    if (m === null || typeof m !== 'object') continue;
-    const meta = (m as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
-    if (meta !== null && typeof meta === 'object' && (meta.progressToken !== undefined || meta[STREAM_META] !== undefined)) return true;
-  }
-  return false;
-}
-
-/** Whether `body` (a JSON-RPC message or batch) holds an `initialize` request. */
-function hasInitialize(body: unknown): boolean {
-  return (Array.isArray(body) ? body : [body]).some((m) => m !== null && typeof m === 'object' && (m as { method?: unknown }).method === 'initialize');
-}
-
-/** Answer with a JSON-RPC error object and no request id. */
-function replyError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
-}
 
 /** The MCP Streamable HTTP endpoint. Hand it every request whose path is `/mcp`. */
 export class McpDoor {

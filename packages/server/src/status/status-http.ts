@@ -23,7 +23,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { type AuthLimiter, retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { isGranted } from '../executor/gates.js';
-import type { CallerAuthenticator } from '../mcp/door.js';
+import type { CallerAuthenticator } from '../mcp/door-options.js';
 import type { CallerPrincipal } from '../mcp/caller.js';
 import type { Logger } from '../options.js';
 import { StatusSessions, sessionCookie } from './access.js';
