@@ -82,7 +82,7 @@ exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid
 66 missing, unreadable or malformed token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
-not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401, or 429
+not trusted, hostname mismatch, a server that does not speak TLS), 77 the server did not accept the token (HTTP 401, or 429
 while its address is throttled for failed authentications).
 `;
 

@@ -25,6 +25,9 @@ const CERT_CODES = new Map<string, string>([
   ['HOSTNAME_MISMATCH', 'its certificate is not for this host name (hostname mismatch)'],
 ]);
 
+/** OpenSSL reasons of a TLS client that got bytes that are not a TLS record (from a plain server). */
+const NOT_TLS = /wrong version number|packet length too long|http request/;
+
 /** `url` without user name and password, for messages. */
 export function displayUrl(url: string): string {
   try {
@@ -61,6 +64,18 @@ export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | un
   if (typeof code !== 'string') return undefined;
   const cert = CERT_CODES.get(code);
   if (cert !== undefined) return new ServerRefusedError('tls', where, `TLS failure with ${where}: ${cert} (${code})`, undefined, code);
+  // Node reports a TLS record that is not TLS (a plain HTTP server's answer) as EPROTO, with the
+  // OpenSSL reason only in the message: the server does not speak TLS, and redialing will not change it.
+  const plain = code === 'EPROTO' ? NOT_TLS.exec(info.error!.message) : null;
+  if (plain !== null) {
+    return new ServerRefusedError(
+      'tls',
+      where,
+      `TLS failure with ${where}: the server does not speak TLS — is it a ws:// server? (EPROTO: ${plain[0]})`,
+      undefined,
+      code,
+    );
+  }
   if (code.startsWith('ERR_SSL_')) {
     return new ServerRefusedError('tls', where, `TLS failure with ${where}: the handshake failed — is it a wss:// server? (${code})`, undefined, code);
   }
