@@ -32,6 +32,7 @@ import { ErrorCode, type JSONRPCRequest, McpError, type Progress, ResultSchema, 
 import { argumentsAsSent } from '@toolwire/server';
 import pTimeout from 'p-timeout';
 import { VERSION } from '../version.js';
+import { tlsReason } from './tls-reason.js';
 
 /** Longest wait for one forwarded request's answer, ms: the server's call deadline ends a call first. 24 h. */
 export const FORWARD_TIMEOUT_MS = 24 * 60 * 60 * 1000;
@@ -158,7 +159,8 @@ export function startFailure(error: unknown, url: URL): { code: 69 | 70 | 77; me
   }
   if (error instanceof StreamableHTTPError || error instanceof TypeError || error instanceof McpError) {
     const cause = (error as { cause?: { code?: unknown } }).cause?.code;
-    return { code: 69, message: `toolwire mcp: cannot reach server ${url.href}: ${typeof cause === 'string' ? cause : text}` };
+    const why = tlsReason(error) ?? (typeof cause === 'string' ? cause : text);
+    return { code: 69, message: `toolwire mcp: cannot reach server ${url.href}: ${why}` };
   }
   return { code: 70, message: `toolwire mcp: ${text}` };
 }

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint, unsendableTokenMessage } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
+import { tlsReason } from '../caller/tls-reason.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
@@ -89,7 +90,11 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
     });
     req.on('timeout', () => req.destroy(new StatusFailure(ExitCode.UNAVAILABLE, `no answer from ${url.href} within ${timeoutMs} ms (--connect-timeout)`)));
     req.on('error', (error: NodeJS.ErrnoException) => {
-      reject(error instanceof StatusFailure ? error : new StatusFailure(ExitCode.UNAVAILABLE, `cannot reach server ${url.href}: ${error.code ?? error.message}`));
+      reject(
+        error instanceof StatusFailure
+          ? error
+          : new StatusFailure(ExitCode.UNAVAILABLE, `cannot reach server ${url.href}: ${tlsReason(error) ?? error.code ?? error.message}`),
+      );
     });
     req.end();
   });
