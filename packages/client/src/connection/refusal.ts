@@ -58,7 +58,9 @@ export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | un
       return new ServerRefusedError('origin', where, `the server ${where} refused this connection (HTTP 403): ${why}`, 403);
     }
     if (status >= 500 || status === 429) return undefined;
-    return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}; not retrying`, status);
+    // The first line of its body, when it gave one (e.g. a TLS port answering plain HTTP: "this port speaks TLS: …").
+    const why = info.body ? `: ${info.body.slice(0, 200)}` : '';
+    return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}${why}; not retrying`, status);
   }
   const code: unknown = info.error !== undefined && 'code' in info.error ? info.error.code : undefined;
   if (typeof code !== 'string') return undefined;
