@@ -42,9 +42,10 @@ export function displayUrl(url: string): string {
 
 /**
  * The refusal a failed dial amounts to, or `undefined` when it is worth retrying (a network
- * failure, HTTP 5xx, HTTP 429, a connection that was upgraded and then lost).
+ * failure, HTTP 5xx, HTTP 429, a connection that was upgraded and then lost). `caGiven`: the host
+ * trusts a CA of its own (`ca`), so an untrusted certificate is not blamed on a missing `--ca`.
  */
-export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | undefined {
+export function refusalOf(info: CloseInfo, url: string, caGiven = false): ServerRefusedError | undefined {
   if (info.opened) return undefined;
   const where = displayUrl(url);
   const status = info.status;
@@ -64,7 +65,8 @@ export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | un
   }
   const code: unknown = info.error !== undefined && 'code' in info.error ? info.error.code : undefined;
   if (typeof code !== 'string') return undefined;
-  const cert = CERT_CODES.get(code);
+  // With a CA given, "give the CA with --ca" would send the operator in circles: that CA did not sign it.
+  const cert = caGiven ? CERT_CODES.get(code)?.replace('(give the CA with --ca)', '(not by the CA given with --ca)') : CERT_CODES.get(code);
   if (cert !== undefined) return new ServerRefusedError('tls', where, `TLS failure with ${where}: ${cert} (${code})`, undefined, code);
   // Node reports a TLS record that is not TLS (a plain HTTP server's answer) as EPROTO, with the
   // OpenSSL reason only in the message: the server does not speak TLS, and redialing will not change it.
