@@ -42,11 +42,14 @@ describe.skipIf(!hasTools)('TLS files named on the command line', () => {
     const dir = await tempDir();
     const { cert, key } = await selfSigned(dir);
     const bad = await badFiles(dir);
+    const encrypted = join(dir, 'encrypted.key');
+    await run('openssl', ['pkcs8', '-topk8', '-in', key, '-out', encrypted, '-passout', 'pass:secret']);
     const cases: [string[], RegExp][] = [
       ...Object.values(bad).map((file): [string[], RegExp] => [['--tls-cert', file, '--tls-key', key], /--tls-cert /]),
       ...Object.values(bad).map((file): [string[], RegExp] => [['--tls-cert', cert, '--tls-key', file], /--tls-key /]),
       [['--tls-cert', key, '--tls-key', key], /--tls-cert .*holds no PEM certificate/],
       [['--tls-cert', cert, '--tls-key', cert], /--tls-key .*holds no PEM private key/],
+      [['--tls-cert', cert, '--tls-key', encrypted], /--tls-key .*is encrypted \(a passphrase-protected key\); .*openssl pkey -in /],
     ];
     for (const [flags, message] of cases) {
       const result = await finish(

@@ -34,7 +34,7 @@ export class PemFileError extends Error {
  * @param flag how the file was named, for messages (`--tls-cert`, `--ca`)
  * @param kind the PEM block it must hold
  * @throws PemFileError when it is missing or unreadable, not a regular file, over
- *   {@link MAX_PEM_FILE_BYTES}, or holds no `-----BEGIN …` block of `kind`.
+ *   {@link MAX_PEM_FILE_BYTES}, holds no `-----BEGIN …` block of `kind`, or is an encrypted private key.
  */
 export async function readPemFile(path: string, flag: string, kind: PemKind): Promise<Buffer> {
   const name = `${flag} ${path}`;
@@ -65,5 +65,11 @@ export async function readPemFile(path: string, flag: string, kind: PemKind): Pr
   if (bytes.length > MAX_PEM_FILE_BYTES) throw new PemFileError(`${name} is over ${MAX_PEM_FILE_BYTES} bytes; a PEM ${kind} is a few KiB`);
   if (!BLOCK[kind].test(bytes.toString('latin1')))
     throw new PemFileError(`${name} holds no PEM ${kind} (no "-----BEGIN …${kind === 'certificate' ? 'CERTIFICATE' : 'PRIVATE KEY'}-----" line)`);
+  // Node cannot ask for a passphrase: OpenSSL would only say "bad decrypt".
+  if (kind === 'private key' && /-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(bytes.toString('latin1'))) {
+    throw new PemFileError(
+      `${name} is encrypted (a passphrase-protected key); write it unencrypted, readable by you only: (umask 077 && openssl pkey -in ${path} -out server.key)`,
+    );
+  }
   return bytes;
 }
