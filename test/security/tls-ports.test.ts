@@ -86,5 +86,8 @@ describe.skipIf(!hasOpenssl)('plain HTTP to a TLS port', () => {
     const tools = await finish(spawnTs([cliPath, 'tools', '--server', mcpUrl.replace(/^https:/, 'http:')], { TOOLWIRE_HOME: dir, TOOLWIRE_TOKEN: CALLER_TOKEN }));
     expect(tools.code).toBe(69);
     expect(tools.stderr).toMatch(/HTTP 400: this port speaks TLS: use wss:\/\/ or https:\/\//);
+    const status = await finish(spawnTs([cliPath, 'status', '--server', url.replace(/^wss:/, 'http:')], { TOOLWIRE_HOME: dir, TOOLWIRE_TOKEN: CALLER_TOKEN }));
+    expect(status.code).toBe(69);
+    expect(status.stderr).toMatch(/HTTP 400: this port speaks TLS: use wss:\/\/ or https:\/\/\n$/);
   });
 });

@@ -77,7 +77,18 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
         if (status === 429) return reject(new StatusFailure(ExitCode.TEMPFAIL, `refused by ${url.href} (HTTP 429): retry later`));
         if (status === 404)
           return reject(new StatusFailure(ExitCode.UNAVAILABLE, `${url.href} has no status page (HTTP 404): is it a toolwire server of this version?`));
-        if (status !== 200) return reject(new StatusFailure(ExitCode.UNAVAILABLE, `cannot read ${url.href}: HTTP ${status}`));
+        if (status !== 200) {
+          // A plain-text reason's first line (e.g. a TLS port answering http://: "this port speaks TLS: …"), without control characters.
+          const plain = /^text\/plain\b/.test(res.headers['content-type'] ?? '');
+          // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
+          const why = plain
+            ? body
+                .split(/\r?\n/, 1)[0]!
+                .replace(/[\u0000-\u001f\u007f]/g, '?')
+                .slice(0, 200)
+            : '';
+          return reject(new StatusFailure(ExitCode.UNAVAILABLE, `cannot read ${url.href}: HTTP ${status}${why ? `: ${why}` : ''}`));
+        }
         try {
           const answer = JSON.parse(body) as StatusAnswer;
           if (!Array.isArray(answer.hosts) || !Array.isArray(answer.calls) || !Array.isArray(answer.recent)) throw new Error('not a status snapshot');
