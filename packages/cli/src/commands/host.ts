@@ -21,7 +21,7 @@ import {
 } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
-import { PemFileError, readPemFile } from '../pem-file.js';
+import { readPemFile } from '../pem-file.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';

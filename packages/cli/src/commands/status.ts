@@ -14,6 +14,9 @@ import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
 import { type StatusAnswer, statusText } from './status-text.js';
 
+// eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
+const CONTROL = /[\u0000-\u001f\u007f]/g;
+
 export const statusUsage = `usage: toolwire status [options]
 
 Show what the server is doing: connected hosts (address, protocol, heartbeat), their tools, calls in
@@ -80,13 +83,7 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
         if (status !== 200) {
           // A plain-text reason's first line (e.g. a TLS port answering http://: "this port speaks TLS: …"), without control characters.
           const plain = /^text\/plain\b/.test(res.headers['content-type'] ?? '');
-          // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
-          const why = plain
-            ? body
-                .split(/\r?\n/, 1)[0]!
-                .replace(/[\u0000-\u001f\u007f]/g, '?')
-                .slice(0, 200)
-            : '';
+          const why = plain ? body.split(/\r?\n/, 1)[0]!.replace(CONTROL, '?').slice(0, 200) : '';
           return reject(new StatusFailure(ExitCode.UNAVAILABLE, `cannot read ${url.href}: HTTP ${status}${why ? `: ${why}` : ''}`));
         }
         try {
