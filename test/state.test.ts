@@ -229,6 +229,18 @@ describe('the state folder', () => {
     expect(made.stdout).not.toMatch(/this machine's name/);
   });
 
+  it('token add host for a wss:// server does not say "use wss://" again; it names --ca for a private CA', async () => {
+    const home = await tempDir();
+    const env = { TOOLWIRE_HOME: home };
+    const tls = await tokenHere(['add', 'host', 'laptop', '--server', 'wss://10.0.0.5:7700'], env);
+    expect(tls.code).toBe(0);
+    expect(tls.stdout).toContain('toolwire host --server wss://10.0.0.5:7700 --token-file ~/.toolwire/host-token');
+    expect(tls.stdout).toContain("(add --ca ca.pem, a copy of the server's CA certificate, when that CA is private)");
+    expect(tls.stdout).not.toContain('use wss://');
+    const plain = await tokenHere(['add', 'host', 'desk', '--server', 'ws://10.0.0.5:7700'], env);
+    expect(plain.stdout).toContain('(use wss:// and add --ca ca.pem when the server runs TLS with a private CA)');
+  });
+
   it('eight token add commands at the same instant all land (the folder lock), none lost', async () => {
     const home = await tempDir();
     const names = Array.from({ length: 8 }, (_, i) => `box${i}`);

@@ -48,6 +48,19 @@ describe('refusalOf', () => {
     );
     expect(refusalOf(failedDial({ error: withCode('ERR_TLS_CERT_ALTNAME_INVALID') }), URL_)!.message).toMatch(/not for this host name \(hostname mismatch\)/);
     expect(refusalOf(failedDial({ error: withCode('ERR_SSL_WRONG_VERSION_NUMBER') }), URL_)!.message).toMatch(/handshake failed — is it a wss:\/\/ server\?/);
+    // A CA was given (--ca) and did not sign it: not told to give one.
+    expect(refusalOf(failedDial({ error: withCode('UNABLE_TO_VERIFY_LEAF_SIGNATURE') }), URL_, true)!.message).toBe(
+      'TLS failure with wss://example.test:7700: its certificate is not signed by a trusted CA (not by the CA given with --ca) (UNABLE_TO_VERIFY_LEAF_SIGNATURE)',
+    );
+    // Node 20's form of the same (a plain server's answer): EPROTO, the OpenSSL reason in the message only.
+    const eproto = Object.assign(new Error('write EPROTO 80:error:0A00010B:SSL routines:ssl3_get_record:wrong version number:ssl3_record.c:350:\n'), {
+      code: 'EPROTO',
+    });
+    expect(refusalOf(failedDial({ error: eproto }), URL_)!.message).toBe(
+      'TLS failure with wss://example.test:7700: the server does not speak TLS — is it a ws:// server? (EPROTO: wrong version number)',
+    );
+    // Any other EPROTO is a network failure, retried.
+    expect(refusalOf(failedDial({ error: Object.assign(new Error('read EPROTO'), { code: 'EPROTO' }) }), URL_)).toBeUndefined();
   });
 
   it('never puts credentials of the URL in a message', () => {

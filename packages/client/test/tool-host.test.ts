@@ -312,7 +312,7 @@ describe('ToolHost against a fake server', () => {
   it('stops after one attempt on HTTP 403 (origin) and on another 4xx, saying so plainly', async () => {
     for (const [status, kind, text] of [
       [403, 'origin', 'refused this connection (HTTP 403): Forbidden'],
-      [404, 'http', 'refused the upgrade with HTTP 404; not retrying'],
+      [404, 'http', 'refused the upgrade with HTTP 404: Not Found; not retrying'],
     ] as const) {
       const s = await server({ refuse: () => ({ status }) });
       const h = host({ server: s.url, reconnect: { baseMs: 1, maxMs: 5 } });

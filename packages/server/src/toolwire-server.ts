@@ -31,6 +31,7 @@ import { HostEndpoint } from './endpoint/host-endpoint.js';
 import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-front.js';
 import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
 import { headerOf } from './endpoint/request-header.js';
+import { onTlsClientError } from './endpoint/tls-front.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
 import { ServerMetrics } from './observe/metrics.js';
@@ -165,10 +166,7 @@ export class ToolwireServer {
     if (tls !== undefined) {
       const https = createHttpsServer({ ...httpOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
       // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
-      https.on('tlsClientError', (error, socket) => {
-        log.debug({ err: error }, 'TLS handshake failed');
-        socket.destroy();
-      });
+      https.on('tlsClientError', onTlsClientError(log));
       this.#http = https;
     } else {
       this.#http = createServer(httpOptions, onRequest);

@@ -1,6 +1,7 @@
 /** The exit status and stderr line of the caller commands for each way an MCP exchange fails. */
 import { ExitCode } from '@toolwire/protocol/constants';
 import { HttpStatusError, NoAnswerError, RpcError, ServerLostError } from './errors.js';
+import { tlsReason } from './tls-reason.js';
 
 /** A server's text for one stderr line: control characters (terminal escapes) as `?`, at most 300 characters. */
 function printable(text: string): string {
@@ -25,7 +26,7 @@ function bodyLimitOf(error: HttpStatusError): number | undefined {
  * - {@link ServerLostError}, or a socket error during a request → 69, `toolwire: lost the server <url>: …`
  * - {@link NoAnswerError} → 69, naming the bound (`cannot reach server` while connecting)
  * - a socket error (refused, DNS, reset, TLS) while connecting, or any other HTTP error status →
- *   69 (`UNAVAILABLE`), `toolwire: cannot reach server <url>: …`
+ *   69 (`UNAVAILABLE`), `toolwire: cannot reach server <url>: …` (a TLS failure in words: {@link tlsReason})
  * - a JSON-RPC error answer or an unusable answer → 69, `toolwire: server error: …`
  * - anything else → 70 (`SOFTWARE`)
  */
@@ -59,7 +60,7 @@ export function mcpFailure(error: unknown, url: URL, phase: 'connect' | 'request
   if (error instanceof RpcError) return unavailable(`server error: ${error.message}`);
   const code = (error as { code?: unknown } | undefined)?.code;
   if (error instanceof Error && typeof code === 'string') {
-    const why = code.startsWith('E') ? code : `${code}: ${error.message}`;
+    const why = tlsReason(error) ?? (code.startsWith('E') ? code : `${code}: ${error.message}`);
     return phase === 'request' ? unavailable(`lost the server ${url.href}: ${why}`) : unavailable(`cannot reach server ${url.href}: ${why}`);
   }
   const message = error instanceof Error ? error.message : String(error);

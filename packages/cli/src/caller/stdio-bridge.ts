@@ -29,6 +29,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import { ErrorCode, type JSONRPCRequest, McpError, type Progress } from '@modelcontextprotocol/sdk/types.js';
 import { argumentsAsSent } from '@toolwire/server';
 import { VERSION } from '../version.js';
+import { tlsReason } from './tls-reason.js';
 import { type BridgeOptions, Upstream } from './upstream.js';
 
 export type { BridgeOptions } from './upstream.js';
@@ -53,7 +54,8 @@ export function startFailure(error: unknown, url: URL): { code: 69 | 70 | 77; me
   }
   if (error instanceof StreamableHTTPError || error instanceof TypeError || error instanceof McpError) {
     const cause = (error as { cause?: { code?: unknown } }).cause?.code;
-    return { code: 69, message: `toolwire mcp: cannot reach server ${url.href}: ${typeof cause === 'string' ? cause : text}` };
+    const why = tlsReason(error) ?? (typeof cause === 'string' ? cause : text);
+    return { code: 69, message: `toolwire mcp: cannot reach server ${url.href}: ${why}` };
   }
   return { code: 70, message: `toolwire mcp: ${text}` };
 }

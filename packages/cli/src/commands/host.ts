@@ -2,7 +2,6 @@
  * `toolwire host` — run a tool host that advertises a manifest's tools until SIGINT/SIGTERM; SIGHUP
  * re-reads the manifest.
  */
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
@@ -22,6 +21,7 @@ import {
 } from '@toolwire/client';
 import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
+import { readPemFile } from '../pem-file.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
@@ -82,7 +82,7 @@ exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid
 66 missing, unreadable or malformed token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
-not trusted, hostname mismatch), 77 the server did not accept the token (HTTP 401, or 429
+not trusted, hostname mismatch, a server that does not speak TLS), 77 the server did not accept the token (HTTP 401, or 429
 while its address is throttled for failed authentications).
 `;
 
@@ -234,11 +234,11 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
         servers.set(name, config);
       }
     }
-    if (values.ca !== undefined) ca = await readFile(values.ca);
+    if (values.ca !== undefined) ca = await readPemFile(values.ca, '--ca', 'certificate');
   } catch (error) {
-    const manifest = error instanceof ManifestError;
-    await write(io.stderr, `toolwire host: ${manifest ? '' : 'cannot read --ca: '}${(error as Error).message}\n`);
-    return manifest ? ExitCode.DATA_ERR : ExitCode.USAGE;
+    // A ManifestError (65) or a PemFileError (64) names its file and flag.
+    await write(io.stderr, `toolwire host: ${(error as Error).message}\n`);
+    return error instanceof ManifestError ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
   const logger = deps.logger ?? pino({ level }, logDestination(logFormat, process.stderr));
   const root = resolve(values.root ?? '.');

@@ -33,12 +33,12 @@
  * bound (`port in use, try --listen HOST:PORT` for EADDRINUSE); 65, 73 or 77 when the state folder
  * cannot be used (a bad `tokens.json`; not a folder or not writable; permission denied).
  */
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
 import { toolwireHome, writeLocalCredentials } from '../credentials.js';
 import { type StateLink, applyState, ignoreHangup, watchReload, watchStop } from './serve-signals.js';
 import { isLoopback } from '../loopback.js';
+import { PemFileError, readPemFile } from '../pem-file.js';
 import { StateError, readState, serverCredentials } from '../state.js';
 import { embeddedCredentials, mergeCredentials, recordLastSeen, watchState } from './serve-state.js';
 import { pino } from 'pino';
@@ -176,9 +176,13 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   const keyFile = values['tls-key'] ?? config?.tls?.keyFile;
   if (certFile !== undefined && keyFile !== undefined) {
     try {
-      tls = { cert: await readFile(certFile), key: await readFile(keyFile) };
+      tls = {
+        cert: await readPemFile(certFile, values['tls-cert'] ? '--tls-cert' : 'config tlsCert', 'certificate'),
+        key: await readPemFile(keyFile, values['tls-key'] ? '--tls-key' : 'config tlsKey', 'private key'),
+      };
     } catch (error) {
-      return usageError(`cannot read the TLS certificate or key: ${error instanceof Error ? error.message : String(error)}`);
+      if (error instanceof PemFileError) return usageError(`TLS: ${error.message}`);
+      throw error;
     }
   }
 

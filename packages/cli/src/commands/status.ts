@@ -8,10 +8,14 @@ import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol/constants';
 import { missingEndpointMessage, resolveEndpoint, unsendableTokenMessage } from '../endpoint.js';
 import { type CliIO, processIO, waitForSignal, write } from '../io.js';
+import { tlsReason } from '../caller/tls-reason.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
 import { argvProblem, misuse } from '../usage.js';
 import { type StatusAnswer, statusText } from './status-text.js';
+
+// eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
+const CONTROL = /[\u0000-\u001f\u007f]/g;
 
 export const statusUsage = `usage: toolwire status [options]
 
@@ -76,7 +80,12 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
         if (status === 429) return reject(new StatusFailure(ExitCode.TEMPFAIL, `refused by ${url.href} (HTTP 429): retry later`));
         if (status === 404)
           return reject(new StatusFailure(ExitCode.UNAVAILABLE, `${url.href} has no status page (HTTP 404): is it a toolwire server of this version?`));
-        if (status !== 200) return reject(new StatusFailure(ExitCode.UNAVAILABLE, `cannot read ${url.href}: HTTP ${status}`));
+        if (status !== 200) {
+          // A plain-text reason's first line (e.g. a TLS port answering http://: "this port speaks TLS: …"), without control characters.
+          const plain = /^text\/plain\b/.test(res.headers['content-type'] ?? '');
+          const why = plain ? body.split(/\r?\n/, 1)[0]!.replace(CONTROL, '?').slice(0, 200) : '';
+          return reject(new StatusFailure(ExitCode.UNAVAILABLE, `cannot read ${url.href}: HTTP ${status}${why ? `: ${why}` : ''}`));
+        }
         try {
           const answer = JSON.parse(body) as StatusAnswer;
           if (!Array.isArray(answer.hosts) || !Array.isArray(answer.calls) || !Array.isArray(answer.recent)) throw new Error('not a status snapshot');
@@ -89,7 +98,11 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
     });
     req.on('timeout', () => req.destroy(new StatusFailure(ExitCode.UNAVAILABLE, `no answer from ${url.href} within ${timeoutMs} ms (--connect-timeout)`)));
     req.on('error', (error: NodeJS.ErrnoException) => {
-      reject(error instanceof StatusFailure ? error : new StatusFailure(ExitCode.UNAVAILABLE, `cannot reach server ${url.href}: ${error.code ?? error.message}`));
+      reject(
+        error instanceof StatusFailure
+          ? error
+          : new StatusFailure(ExitCode.UNAVAILABLE, `cannot reach server ${url.href}: ${tlsReason(error) ?? error.code ?? error.message}`),
+      );
     });
     req.end();
   });

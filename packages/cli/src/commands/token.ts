@@ -166,7 +166,13 @@ export async function tokenCommand(argv: string[], io: TokenIo = {}): Promise<nu
             ` --listen 0.0.0.0:PORT and TLS, or put a proxy in front of it; see README "Add a machine")`,
           );
         }
-        lines.push(`(use wss:// and add --ca ca.pem when the server runs TLS with a private CA)`);
+        // A wss:// URL already says TLS; only the private CA is left to say.
+        const tls = new URL(url).protocol === 'wss:';
+        lines.push(
+          tls
+            ? `(add --ca ca.pem, a copy of the server's CA certificate, when that CA is private)`
+            : `(use wss:// and add --ca ca.pem when the server runs TLS with a private CA)`,
+        );
       } else {
         lines.push(`Callers use it as "Authorization: Bearer <token>" at /mcp, e.g. TOOLWIRE_TOKEN=<token> toolwire tools --server URL`);
       }

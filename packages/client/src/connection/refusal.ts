@@ -25,6 +25,9 @@ const CERT_CODES = new Map<string, string>([
   ['HOSTNAME_MISMATCH', 'its certificate is not for this host name (hostname mismatch)'],
 ]);
 
+/** OpenSSL reasons of a TLS client that got bytes that are not a TLS record (from a plain server). */
+const NOT_TLS = /wrong version number|packet length too long|http request/;
+
 /** `url` without user name and password, for messages. */
 export function displayUrl(url: string): string {
   try {
@@ -39,9 +42,10 @@ export function displayUrl(url: string): string {
 
 /**
  * The refusal a failed dial amounts to, or `undefined` when it is worth retrying (a network
- * failure, HTTP 5xx, HTTP 429, a connection that was upgraded and then lost).
+ * failure, HTTP 5xx, HTTP 429, a connection that was upgraded and then lost). `caGiven`: the host
+ * trusts a CA of its own (`ca`), so an untrusted certificate is not blamed on a missing `--ca`.
  */
-export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | undefined {
+export function refusalOf(info: CloseInfo, url: string, caGiven = false): ServerRefusedError | undefined {
   if (info.opened) return undefined;
   const where = displayUrl(url);
   const status = info.status;
@@ -55,12 +59,27 @@ export function refusalOf(info: CloseInfo, url: string): ServerRefusedError | un
       return new ServerRefusedError('origin', where, `the server ${where} refused this connection (HTTP 403): ${why}`, 403);
     }
     if (status >= 500 || status === 429) return undefined;
-    return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}; not retrying`, status);
+    // The first line of its body, when it gave one (e.g. a TLS port answering plain HTTP: "this port speaks TLS: …").
+    const why = info.body ? `: ${info.body.slice(0, 200)}` : '';
+    return new ServerRefusedError('http', where, `the server ${where} refused the upgrade with HTTP ${status}${why}; not retrying`, status);
   }
   const code: unknown = info.error !== undefined && 'code' in info.error ? info.error.code : undefined;
   if (typeof code !== 'string') return undefined;
-  const cert = CERT_CODES.get(code);
+  // With a CA given, "give the CA with --ca" would send the operator in circles: that CA did not sign it.
+  const cert = caGiven ? CERT_CODES.get(code)?.replace('(give the CA with --ca)', '(not by the CA given with --ca)') : CERT_CODES.get(code);
   if (cert !== undefined) return new ServerRefusedError('tls', where, `TLS failure with ${where}: ${cert} (${code})`, undefined, code);
+  // Node reports a TLS record that is not TLS (a plain HTTP server's answer) as EPROTO, with the
+  // OpenSSL reason only in the message: the server does not speak TLS, and redialing will not change it.
+  const plain = code === 'EPROTO' ? NOT_TLS.exec(info.error!.message) : null;
+  if (plain !== null) {
+    return new ServerRefusedError(
+      'tls',
+      where,
+      `TLS failure with ${where}: the server does not speak TLS — is it a ws:// server? (EPROTO: ${plain[0]})`,
+      undefined,
+      code,
+    );
+  }
   if (code.startsWith('ERR_SSL_')) {
     return new ServerRefusedError('tls', where, `TLS failure with ${where}: the handshake failed — is it a wss:// server? (${code})`, undefined, code);
   }

@@ -87,7 +87,7 @@ export class ConnectionSupervisor {
         // Replaced (4000): another connection of this host identity is live; dialing again would
         // replace it in turn, and two hosts sharing a token would flap forever. Stop for good.
         if (info.opened && info.code === CloseCode.REPLACED) this.#stopped = true;
-        const refusal = refusalOf(info, this.#options.socket.url);
+        const refusal = refusalOf(info, this.#options.socket.url, this.#options.socket.ca !== undefined);
         if (refusal) this.#stopped = true;
         const willRetry = !this.#stopped && this.#backoff !== undefined;
         this.#handlers.onDown(socket, info, willRetry, refusal);
