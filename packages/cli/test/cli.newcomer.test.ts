@@ -103,18 +103,23 @@ describe('toolwire tools with no tools', () => {
   });
 });
 
+/** `tools` and `call`, with no server or token given, exit 64 with exactly `line` on stderr. */
+async function expectToolsAndCallRefused(line: string): Promise<void> {
+  const t = io();
+  expect(await toolsCommand([], t)).toBe(64);
+  expect(t.err()).toBe(line);
+  const c = io();
+  expect(await callCommand(['local__echo', '{}'], c)).toBe(64);
+  expect(c.err()).toBe(line);
+}
+
 describe('a credentials file that is there but is not one', () => {
   it('tools, call and host say the file is not a credentials file, instead of telling to run "toolwire serve" to write it', async () => {
     const path = join(home, 'credentials.json');
     for (const text of ['garbage', '{"server": "ws://127.0.0.1:9"}']) {
       await writeFile(path, text, { mode: 0o600 });
       const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: it is not a credentials file (not a regular file of at most 64 KiB holding JSON with server, mcp, host and caller; "toolwire serve" here writes a new one)\n`;
-      const t = io();
-      expect(await toolsCommand([], t)).toBe(64);
-      expect(t.err()).toBe(line);
-      const c = io();
-      expect(await callCommand(['local__echo', '{}'], c)).toBe(64);
-      expect(c.err()).toBe(line);
+      await expectToolsAndCallRefused(line);
       const h = io();
       expect(await hostCommand(['--manifest', join(home, 'none.json'), '--token', HOST], h)).toBe(64);
       expect(h.err()).toBe(line);
@@ -135,13 +140,9 @@ describe('a credentials file that cannot be used safely', () => {
     const path = join(home, 'credentials.json');
     await writeFile(path, valid(9), { mode: 0o644 });
     await chmod(path, 0o644);
-    const line = `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: group or others may read or write it (mode 0644); run: chmod 600 ${path}\n`;
-    const t = io();
-    expect(await toolsCommand([], t)).toBe(64);
-    expect(t.err()).toBe(line);
-    const c = io();
-    expect(await callCommand(['local__echo', '{}'], c)).toBe(64);
-    expect(c.err()).toBe(line);
+    await expectToolsAndCallRefused(
+      `toolwire: no server: give --server, set TOOLWIRE_SERVER, or fix ${path}: group or others may read or write it (mode 0644); run: chmod 600 ${path}\n`,
+    );
   });
 
   it('a FIFO in its place is not waited on, and a file over 64 KiB is not read: both are named as not a credentials file', async () => {
