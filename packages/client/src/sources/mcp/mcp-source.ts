@@ -319,7 +319,7 @@ export class McpSource implements ToolSource {
     this.#died(live);
   }
 
-  /** Whether the host is stopping a stdio server that closed its stdin or stdout (its calls then end 69, not 70). */
+  /** Whether the host is stopping a stdio server that closed its stdin or stdout, or did not read its stdin (its calls then end 69, not 70). */
   #cut(live: Live): boolean {
     return live.transport instanceof StdioServerTransport && live.transport.cut !== undefined;
   }
