@@ -168,6 +168,8 @@ export interface ToolwireServerOptions {
   mcpMaxListensPerCaller?: number;
   /** An MCP session with no POST or DELETE open for this long expires (a GET stream does not keep it), ms; default 900000 (15 min). */
   mcpSessionIdleMs?: number;
+  /** Levels of nesting a `tools/call`'s `arguments` may have at `/mcp` (the object itself is level 1); default 1000; deeper → HTTP 400 with JSON-RPC `-32602` naming the limit. */
+  mcpMaxInputDepth?: number;
   /** Largest MCP POST body, bytes; default 4 MiB; more → HTTP 413. */
   mcpMaxRequestBodyBytes?: number;
   /**
@@ -289,6 +291,7 @@ export const ServerDefaults = Object.freeze({
   mcpMaxSessions: 1024,
   mcpMaxSessionsPerCaller: 64,
   mcpMaxListensPerCaller: 16,
+  mcpMaxInputDepth: 1000,
   /** 15 min. */
   mcpSessionIdleMs: 15 * 60_000,
   /** 4 MiB. */
@@ -391,6 +394,7 @@ const positive = [
   'mcpMaxSessions',
   'mcpMaxSessionsPerCaller',
   'mcpMaxListensPerCaller',
+  'mcpMaxInputDepth',
   'mcpSessionIdleMs',
   'mcpMaxRequestBodyBytes',
   'maxPreAuthConnections',
@@ -556,6 +560,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       maxSessions: o.mcpMaxSessions,
       maxSessionsPerCaller: o.mcpMaxSessionsPerCaller,
       maxListensPerCaller: o.mcpMaxListensPerCaller,
+      maxInputDepth: o.mcpMaxInputDepth,
       sessionIdleMs: o.mcpSessionIdleMs,
       progressIntervalMs: o.progressIntervalMs,
       maxRequestBodyBytes: o.mcpMaxRequestBodyBytes,

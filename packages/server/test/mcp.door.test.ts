@@ -435,6 +435,39 @@ describe('session hygiene', () => {
     (await res).body?.cancel().catch(() => {});
   });
 
+  it('refuses a tools/call whose arguments are nested deeper than mcpMaxInputDepth, on either era (400, -32602 with its id, nothing routed); at the bound it is routed', async () => {
+    const nested = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+    const meta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"${MODERN}","io.modelcontextprotocol/clientCapabilities":{}}`;
+    const modern = (args: string, id: number) =>
+      fetch(url, {
+        method: 'POST',
+        headers: headers({ 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': 'echo' }),
+        body: `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"echo",${meta},"arguments":${args}}}`,
+      });
+    // The default bound (1000 levels) against what made the SDK answer HTTP 500 before: 5000 levels.
+    const deep = await modern(nested(5000), 7);
+    expect(deep.status).toBe(400);
+    expect(await deep.json()).toEqual({
+      jsonrpc: '2.0',
+      id: 7,
+      error: { code: -32602, message: expect.stringContaining('nested deeper than 1000 levels (mcpMaxInputDepth)') },
+    });
+    await restart({ mcpMaxInputDepth: 4 });
+    const session = await rawSession();
+    const refused = await fetch(url, {
+      method: 'POST',
+      headers: headers({ 'mcp-session-id': session.id }),
+      body: `{"jsonrpc":"2.0","id":"s1","method":"tools/call","params":{"name":"echo","arguments":${nested(5)}}}`,
+    });
+    expect(refused.status).toBe(400);
+    expect((await refused.json()) as object).toMatchObject({ id: 's1', error: { code: -32602 } });
+    expect(router.routed).toHaveLength(0);
+    const atBound = await modern(nested(4), 8);
+    expect(atBound.status).toBe(200);
+    await atBound.text();
+    expect(router.routed).toHaveLength(1);
+  });
+
   it('bounds the 2026-07-28 subscriptions/listen streams of one caller (mcpMaxListensPerCaller): one more → 503 naming it; other callers unaffected; a closed stream frees its place', async () => {
     await restart({ mcpMaxListensPerCaller: 1 });
     const listen = (token = TOKENS.alice, signal?: AbortSignal) =>

@@ -31,7 +31,7 @@ describe('the door refuses exactly the arguments JSON.parse would change', () =>
           // What the tool gets (the parsed arguments, as the executor sends them on) has the value that was sent.
           expect(canonical(reference(JSON.stringify(body.params.arguments)).tree)).toBe(canonical(ref.tree));
         } else {
-          expect(errors?.get(7)).toContain(JSON.stringify(ref.found.path));
+          expect(errors?.byId.get(7)).toContain(JSON.stringify(ref.found.path));
         }
       }),
       { numRuns: 3000 },
@@ -74,7 +74,7 @@ describe('each refused shape names its path and reason', () => {
     ['a number too small', '{"x":-1e-400}', 'arguments.x', 'would reach the tool as 0'],
   ])('%s', (_what, args, path, reason) => {
     const text = call('c', args, '"_meta":{}');
-    const error = inputErrorsOf(JSON.parse(text), text)?.get('c');
+    const error = inputErrorsOf(JSON.parse(text), text)?.byId.get('c');
     expect(error).toContain(JSON.stringify(path));
     expect(error).toContain(reason);
     expect(error).toMatch(/; (send it once|rename it|send it as a string)$/);
@@ -82,9 +82,9 @@ describe('each refused shape names its path and reason', () => {
 
   it('a repeated arguments or params member refuses the call', () => {
     const twice = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1},"arguments":{}}}';
-    expect(inputErrorsOf(JSON.parse(twice), twice)?.get(1)).toMatch(/^"arguments" appears more than once in one tools\/call/);
+    expect(inputErrorsOf(JSON.parse(twice), twice)?.byId.get(1)).toMatch(/^"arguments" appears more than once in one tools\/call/);
     const params = '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1}},"params":{"name":"t"}}';
-    expect(inputErrorsOf(JSON.parse(params), params)?.get(1)).toMatch(/^"params" appears more than once/);
+    expect(inputErrorsOf(JSON.parse(params), params)?.byId.get(1)).toMatch(/^"params" appears more than once/);
   });
 
   it('accepts numbers of the same value in another spelling, and quirks outside the arguments', () => {
@@ -92,11 +92,29 @@ describe('each refused shape names its path and reason', () => {
     expect(inputErrorsOf(JSON.parse(text), text)).toBeUndefined();
   });
 
+  it('finds arguments nested deeper than the bound (too deep wins over an earlier finding of the same call); the bound itself passes', () => {
+    const nested = (levels: number, inner = '{}') => '{"a":'.repeat(levels - 1) + inner + '}'.repeat(levels - 1);
+    const at = call(1, nested(5));
+    expect(inputErrorsOf(JSON.parse(at), at, 5)).toBeUndefined();
+    const past = call(1, nested(6));
+    expect(inputErrorsOf(JSON.parse(past), past, 5)).toEqual({
+      byId: new Map([[1, 'the input is nested deeper than 5 levels (mcpMaxInputDepth); send it flatter']]),
+      tooDeep: { id: 1, reason: 'the input is nested deeper than 5 levels (mcpMaxInputDepth); send it flatter' },
+    });
+    const both = call(2, `{"x":1,"x":2,"deep":${nested(8)}}`);
+    expect(inputErrorsOf(JSON.parse(both), both, 5)?.tooDeep?.id).toBe(2);
+    // The default bound: 1000 levels.
+    const deep = call(3, nested(1001));
+    expect(inputErrorsOf(JSON.parse(deep), deep)?.tooDeep?.reason).toMatch(/deeper than 1000 levels/);
+    const ok = call(3, nested(1000));
+    expect(inputErrorsOf(JSON.parse(ok), ok)).toBeUndefined();
+  });
+
   it('in a batch, refuses only the calls whose arguments would change, by their ids', () => {
     const text = `[1,${call('ok', '{"a":1}')},{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"arguments":{"a":1,"a":1}}},${call('bad', '{"a":[1e400]}')}]`;
     const errors = inputErrorsOf(JSON.parse(text), text);
-    expect([...(errors ?? new Map<string, string>()).keys()]).toEqual(['bad']);
-    expect(errors?.get('bad')).toContain('"arguments.a[0]"');
+    expect([...(errors?.byId ?? new Map<string, string>()).keys()]).toEqual(['bad']);
+    expect(errors?.byId.get('bad')).toContain('"arguments.a[0]"');
   });
 
   it('scans nothing when the body holds no tools/call', () => {

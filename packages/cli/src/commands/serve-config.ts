@@ -19,7 +19,7 @@
  * `writeCredentials` (default false: write the local credentials file for the first host and first
  * caller), `recordDir`, `tlsCert` and `tlsKey` (PEM files, both or neither; `--tls-cert`/`--tls-key`
  * win) — paths relative to the config file's directory — and every limit of `ServerOptions`
- * (DESIGN §8, README "Security") plus `mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpSessionIdleMs` and
+ * (DESIGN §8, README "Security") plus `mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpMaxInputDepth`, `mcpSessionIdleMs` and
  * `mcpMaxRequestBodyBytes`. Unknown keys
  * are rejected. The file is at most 1 MiB.
  *
@@ -93,6 +93,7 @@ const configSchema = {
     mcpMaxSessions: count,
     mcpMaxSessionsPerCaller: count,
     mcpMaxListensPerCaller: count,
+    mcpMaxInputDepth: count,
     mcpSessionIdleMs: count,
     mcpMaxRequestBodyBytes: count,
     maxDescriptionChars: count,

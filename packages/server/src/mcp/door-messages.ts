@@ -20,8 +20,15 @@ export function hasInitialize(body: unknown): boolean {
   return (Array.isArray(body) ? body : [body]).some((m) => m !== null && typeof m === 'object' && (m as { method?: unknown }).method === 'initialize');
 }
 
-/** Answer with a JSON-RPC error object and no request id. */
-export function replyError(res: ServerResponse, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
+/** Answer with a JSON-RPC error object for request `id` (`null`: none named). */
+export function replyError(
+  res: ServerResponse,
+  status: number,
+  code: number,
+  message: string,
+  headers: Record<string, string> = {},
+  id: string | number | null = null,
+): void {
   res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id: null }));
+  res.end(JSON.stringify({ jsonrpc: '2.0', error: { code, message }, id }));
 }

@@ -14,7 +14,7 @@ export interface CallerAuthenticator {
   authenticate(authorization: string | undefined, role: 'caller'): CallerPrincipal | undefined;
 }
 
-/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
+/** What the door reads (`ToolwireServerOptions.mcpMaxSessions`, `mcpMaxSessionsPerCaller`, `mcpMaxListensPerCaller`, `mcpMaxInputDepth`, `mcpSessionIdleMs`, `mcpMaxRequestBodyBytes`, `allowedOrigins`, `logger`). */
 export interface McpDoorOptions {
   /** Open MCP sessions at most. At the limit the least recently active idle session is evicted; if none is idle → HTTP 503. */
   maxSessions: number;
@@ -24,6 +24,8 @@ export interface McpDoorOptions {
   maxListensPerCaller?: number;
   /** A session with no POST or DELETE open for this long expires (its calls stop → 130), ms. Default 900000 (15 min). */
   sessionIdleMs?: number;
+  /** Levels of nesting a `tools/call`'s `arguments` may have (the object itself is level 1); deeper → HTTP 400, JSON-RPC `-32602`. Default 1000. */
+  maxInputDepth?: number;
   /** Largest POST body, bytes; more → HTTP 413. */
   maxRequestBodyBytes: number;
   /** Origins allowed to send requests with an `Origin` header (lower-case); `[]`: browsers refused. */

@@ -30,7 +30,9 @@
  * A POST body is read by the door (`raw-body.ts`): at most `maxRequestBodyBytes` (default 4 MiB;
  * more → HTTP 413), UTF-8 JSON (else HTTP 400, `-32700`); a `tools/call` whose arguments would reach
  * the tool changed (a repeated key, a `__proto__` key, a number the parse would change:
- * `input-scan.ts`) completes 65 with the path and the reason.
+ * `input-scan.ts`) completes 65 with the path and the reason; one whose arguments are nested deeper than
+ * `maxInputDepth` (default 1000 levels) is answered by the door itself, HTTP 400 with JSON-RPC `-32602`
+ * (the SDK's own parse of such a body overflows the stack).
  *
  * Limits: open sessions `maxSessions` (default 1024) in total and `maxSessionsPerCaller` (default 64)
  * per caller: at either limit a new session evicts the least recently active idle session (of that
@@ -214,8 +216,13 @@ export class McpDoor {
         return;
       }
       body = raw.body;
-      const inputErrors = inputErrorsOf(body, raw.text);
-      if (inputErrors !== undefined) state.inputErrors = inputErrors;
+      const inputErrors = inputErrorsOf(body, raw.text, this.#options.maxInputDepth);
+      if (inputErrors?.tooDeep !== undefined) {
+        // Refused here, on either era's path: the SDK's own parse of such arguments overflows the stack.
+        replyError(res, 400, -32602, `Invalid params: ${inputErrors.tooDeep.reason}`, {}, inputErrors.tooDeep.id);
+        return;
+      }
+      if (inputErrors !== undefined) state.inputErrors = inputErrors.byId;
     }
     const sessionId = req.headers['mcp-session-id'];
     if (typeof sessionId === 'string') {

@@ -7,7 +7,9 @@
  * - a number whose value does not survive `JSON.parse` → `JSON.stringify` (`12345678901234567890`,
  *   `0.1000000000000000000001`, `1e400`, `1e-400`). Value, not spelling, counts: `1.0`, `1e2` and `-0`
  *   arrive as `1`, `100` and `0`, the same numbers.
- * Strings always survive (lone surrogates are escaped on the way out).
+ * Strings always survive (lone surrogates are escaped on the way out). It also finds arguments nested
+ * deeper than a bound (`mcpMaxInputDepth`): the MCP SDK's own parse of them overflows the stack (an
+ * HTTP 500 on the 2026-07-28 path), so the door refuses them before the SDK sees them.
  *
  * The text must be JSON that `JSON.parse` accepted (the door parses first); the scan does not judge
  * syntax. It costs one walk of the text: strings outside `arguments` are skipped with `indexOf`, and
@@ -28,6 +30,8 @@ const CLOSE_ARRAY = 0x5d;
 const SMALL_OBJECT = 16;
 /** Stands for a key of a message or of its params other than `params` / `arguments` (no copy of it is made). */
 const OTHER_KEY = '\u0000';
+/** Default `mcpMaxInputDepth`: levels of nesting in a call's `arguments` (the object itself is level 1). */
+export const DEFAULT_MAX_INPUT_DEPTH = 1000;
 /** A number text longer than this is shown cut in a reason. */
 const SHOWN_NUMBER_CHARS = 40;
 
@@ -38,6 +42,8 @@ export interface InputIssue {
   /** Path from `arguments`, e.g. `arguments.list[1].a` (`params` / `arguments` for a repeated one of those). */
   path: string;
   reason: string;
+  /** The arguments are nested deeper than the bound: the door refuses the request itself (the SDK cannot parse it). */
+  tooDeep?: true;
 }
 
 function isSpace(c: number): boolean {
@@ -102,6 +108,8 @@ function shown(text: string): string {
  */
 class Scan {
   readonly issues: InputIssue[] = [];
+  /** Containers below `arguments` at most (`arguments` itself is level 1). */
+  readonly maxDepth: number;
   /** Index of a message object among the open containers: 1 in a batch, else 0. */
   readonly base: number;
   /** Per open container: `{` or `[`. */
@@ -126,8 +134,10 @@ class Scan {
   constructor(
     readonly batch: boolean,
     readonly spans: Map<number, [number, number]> | undefined,
+    maxDepth: number,
   ) {
     this.base = batch ? 1 : 0;
+    this.maxDepth = maxDepth;
   }
 
   /** Whether the innermost open container is `params.arguments` of the current message or inside it. */
@@ -182,10 +192,14 @@ class Scan {
     else if (end > 0) known[1] = end;
   }
 
-  report(where: string, reason: string): void {
-    if (this.flagged === this.message) return;
+  report(where: string, reason: string, tooDeep?: true): void {
+    if (this.flagged === this.message) {
+      // Too deep wins over an earlier finding of the same message: the SDK must not see it at all.
+      if (tooDeep) this.issues[this.issues.length - 1] = { message: this.message, path: where, reason, tooDeep };
+      return;
+    }
     this.flagged = this.message;
-    this.issues.push({ message: this.message, path: where, reason });
+    this.issues.push(tooDeep ? { message: this.message, path: where, reason, tooDeep } : { message: this.message, path: where, reason });
   }
 
   /** A key at `[i, end)` of the innermost open object. */
@@ -248,6 +262,10 @@ class Scan {
         kinds.push(c);
         at.push(0);
         this.inArgs = this.underArguments();
+        // Levels below `arguments` (its own object is level 1): one past the bound is reported once.
+        if (this.inArgs && kinds.length - this.base - 2 === this.maxDepth + 1) {
+          this.report('arguments', `the input is nested deeper than ${this.maxDepth} levels (mcpMaxInputDepth); send it flatter`, true);
+        }
         seen.push(c === OPEN_OBJECT && this.watched() ? this.keys.length : -1);
         this.sets.push(undefined);
         expectKey = c === OPEN_OBJECT;
@@ -288,8 +306,9 @@ class Scan {
  * would reach the tool changed, the first finding. `batch`: the text is a JSON array of messages.
  * An empty array in the usual case. `spans`, when given, gets for each message (by index) where its
  * `arguments` text lies: from the start of the first such value to the end of the last (the same
- * value unless the member is repeated).
+ * value unless the member is repeated). `maxDepth`: levels of nesting allowed in `arguments` (default
+ * {@link DEFAULT_MAX_INPUT_DEPTH}); a message past it gets a finding with `tooDeep`.
  */
-export function scanInput(text: string, batch: boolean, spans?: Map<number, [start: number, end: number]>): InputIssue[] {
-  return new Scan(batch, spans).run(text);
+export function scanInput(text: string, batch: boolean, spans?: Map<number, [start: number, end: number]>, maxDepth = DEFAULT_MAX_INPUT_DEPTH): InputIssue[] {
+  return new Scan(batch, spans, maxDepth).run(text);
 }

@@ -87,20 +87,30 @@ function isCall(message: unknown): message is { id: string | number } {
   return method === 'tools/call' && (typeof id === 'string' || typeof id === 'number');
 }
 
+/** What {@link inputErrorsOf} found. */
+export interface InputErrors {
+  /** Request id → why its call is refused (65). */
+  byId: Map<string | number, string>;
+  /** A call whose arguments are nested deeper than the bound: the door answers it itself (JSON-RPC `-32602`), the SDK never sees the body. */
+  tooDeep?: { id: string | number; reason: string };
+}
+
 /**
  * For each `tools/call` request in `body` (one JSON-RPC message or a batch, parsed from `text`) whose
- * arguments would reach the tool changed: request id → the reason its call is refused (65).
- * `undefined` when there is none (the usual case). The text is scanned only when it holds such a call.
+ * arguments would reach the tool changed or are nested deeper than `maxDepth` levels: request id → the
+ * reason its call is refused (65), and the first too deep one. `undefined` when there is none (the
+ * usual case). The text is scanned only when it holds such a call.
  */
-export function inputErrorsOf(body: unknown, text: string): Map<string | number, string> | undefined {
+export function inputErrorsOf(body: unknown, text: string, maxDepth?: number): InputErrors | undefined {
   const messages = Array.isArray(body) ? body : [body];
   if (!messages.some(isCall)) return undefined;
-  let errors: Map<string | number, string> | undefined;
-  for (const issue of scanInput(text, Array.isArray(body))) {
+  let errors: InputErrors | undefined;
+  for (const issue of scanInput(text, Array.isArray(body), undefined, maxDepth)) {
     const message: unknown = messages[issue.message];
     if (!isCall(message)) continue;
-    errors ??= new Map();
-    errors.set(message.id, issue.reason);
+    errors ??= { byId: new Map() };
+    errors.byId.set(message.id, issue.reason);
+    if (issue.tooDeep && errors.tooDeep === undefined) errors.tooDeep = { id: message.id, reason: issue.reason };
   }
   return errors;
 }
@@ -113,7 +123,7 @@ export function inputErrorsOf(body: unknown, text: string): Map<string | number,
  * value so that `/mcp` judges what the agent sent and refuses the call 65 with the reason.
  * `undefined` when there is none, or when `text` is not JSON.
  */
-export function argumentsAsSent(text: string): Map<string | number, string> | undefined {
+export function argumentsAsSent(text: string, maxDepth?: number): Map<string | number, string> | undefined {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -124,7 +134,7 @@ export function argumentsAsSent(text: string): Map<string | number, string> | un
   if (!messages.some(isCall)) return undefined;
   const spans = new Map<number, [number, number]>();
   let found: Map<string | number, string> | undefined;
-  for (const issue of scanInput(text, Array.isArray(body), spans)) {
+  for (const issue of scanInput(text, Array.isArray(body), spans, maxDepth)) {
     const message: unknown = messages[issue.message];
     const span = spans.get(issue.message);
     if (!isCall(message) || span === undefined) continue;
