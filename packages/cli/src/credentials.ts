@@ -5,10 +5,10 @@
  * Path: `$TOOLWIRE_HOME/credentials.json`, default `~/.toolwire/credentials.json`; mode 0600 (readable
  * only by the user), written to a temp file then renamed.
  */
-import { constants } from 'node:fs';
-import { mkdir, open, rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { readRegularFile } from './regular-file.js';
 
 /** Contents of the local credentials file. URLs are `ws://` for hosts and `http://…/mcp` for callers. */
 export interface LocalCredentials {
@@ -43,6 +43,11 @@ export async function writeLocalCredentials(creds: LocalCredentials, env: NodeJS
   return path;
 }
 
+/** A `checkMode` that refuses a file group or others may read or write. */
+function refuseShared(mode: number): void {
+  if ((mode & 0o077) !== 0) throw new Error('group or others may read or write it');
+}
+
 /** Longest credentials file read, bytes (it holds two URLs and two tokens). */
 export const MAX_CREDENTIALS_FILE_BYTES = 64 * 1024;
 
@@ -56,15 +61,9 @@ export const MAX_CREDENTIALS_FILE_BYTES = 64 * 1024;
 export async function readLocalCredentials(env: NodeJS.ProcessEnv = process.env, options: { private?: boolean } = {}): Promise<LocalCredentials | undefined> {
   let text: string;
   try {
-    const file = await open(credentialsPath(env), constants.O_RDONLY | constants.O_NONBLOCK);
-    try {
-      const st = await file.stat();
-      if (!st.isFile() || st.size > MAX_CREDENTIALS_FILE_BYTES) return undefined;
-      if (options.private === true && (st.mode & 0o077) !== 0) return undefined;
-      text = await file.readFile('utf8');
-    } finally {
-      await file.close();
-    }
+    const read = await readRegularFile(credentialsPath(env), MAX_CREDENTIALS_FILE_BYTES, options.private === true ? refuseShared : undefined);
+    if (typeof read === 'string') return undefined;
+    text = read.toString('utf8');
   } catch {
     return undefined;
   }

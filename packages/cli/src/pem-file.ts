@@ -4,8 +4,7 @@
  * read, and a file without the expected PEM block is refused here, naming the flag, instead of
  * as an OpenSSL `no start line` later or a certificate "not trusted" at the first dial.
  */
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { fileErrorReason, readRegularFile } from './regular-file.js';
 
 /** Longest PEM file read, bytes (1 MiB): a certificate chain or a key is a few KiB. */
 export const MAX_PEM_FILE_BYTES = 1024 * 1024;
@@ -17,8 +16,6 @@ const BLOCK: Record<PemKind, RegExp> = {
   certificate: /-----BEGIN (?:X509 |TRUSTED )?CERTIFICATE-----/,
   'private key': /-----BEGIN (?:[A-Z0-9]+ )?PRIVATE KEY-----/,
 };
-
-const REASONS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
 
 /** A PEM file that cannot be used; the message names the flag and the file. Callers exit 64 (`USAGE`). */
 export class PemFileError extends Error {
@@ -40,29 +37,14 @@ export async function readPemFile(path: string, flag: string, kind: PemKind): Pr
   const name = `${flag} ${path}`;
   let bytes: Buffer;
   try {
-    // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer.
-    const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    try {
-      const st = await file.stat();
-      if (!st.isFile()) throw new PemFileError(`${name} is not a regular file`);
-      if (st.size > MAX_PEM_FILE_BYTES) throw new PemFileError(`${name} is over ${MAX_PEM_FILE_BYTES} bytes; a PEM ${kind} is a few KiB`);
-      // Read at most one byte past the bound, so a file that grows after the stat stays bounded.
-      const buffer = Buffer.alloc(MAX_PEM_FILE_BYTES + 1);
-      let length = 0;
-      for (;;) {
-        const { bytesRead } = await file.read(buffer, length, buffer.length - length, null);
-        if (bytesRead === 0 || (length += bytesRead) === buffer.length) break;
-      }
-      bytes = buffer.subarray(0, length);
-    } finally {
-      await file.close();
-    }
+    const read = await readRegularFile(path, MAX_PEM_FILE_BYTES);
+    if (read === 'not a regular file') throw new PemFileError(`${name} is not a regular file`);
+    if (read === 'too large') throw new PemFileError(`${name} is over ${MAX_PEM_FILE_BYTES} bytes; a PEM ${kind} is a few KiB`);
+    bytes = read;
   } catch (error) {
     if (error instanceof PemFileError) throw error;
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new PemFileError(`cannot read ${name}: ${REASONS[code] ?? code}`);
+    throw new PemFileError(`cannot read ${name}: ${fileErrorReason(error)}`);
   }
-  if (bytes.length > MAX_PEM_FILE_BYTES) throw new PemFileError(`${name} is over ${MAX_PEM_FILE_BYTES} bytes; a PEM ${kind} is a few KiB`);
   if (!BLOCK[kind].test(bytes.toString('latin1')))
     throw new PemFileError(`${name} holds no PEM ${kind} (no "-----BEGIN …${kind === 'certificate' ? 'CERTIFICATE' : 'PRIVATE KEY'}-----" line)`);
   // Node cannot ask for a passphrase: OpenSSL would only say "bad decrypt".

@@ -2,9 +2,8 @@
  * Read a host token from a file (`toolwire host --token-file FILE`, `$TOOLWIRE_TOKEN_FILE`), so the
  * token never has to be on a command line (`ps`) or in the environment.
  */
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { ExitCode } from '@toolwire/protocol';
+import { fileErrorReason, readRegularFile } from './regular-file.js';
 
 /** Longest token file read, bytes; a token is a short line. */
 export const MAX_TOKEN_FILE_BYTES = 64 * 1024;
@@ -12,8 +11,6 @@ export const MAX_TOKEN_FILE_BYTES = 64 * 1024;
 /** What a token cannot hold (it travels as `Authorization: Bearer <token>`): whitespace, control characters, characters past U+00FF. */
 // eslint-disable-next-line no-control-regex
 export const UNSENDABLE_TOKEN = /[\s\u0000-\u001f\u007f]|[^\u0000-\u00ff]/;
-
-const REASONS: Record<string, string> = { ENOENT: 'no such file', EACCES: 'permission denied', EISDIR: 'it is a directory' };
 
 /** A token file that cannot be used; `exitCode` is 66 (`NO_INPUT`) or 77 (`NO_PERM`). The message never holds the token. */
 export class TokenFileError extends Error {
@@ -39,25 +36,17 @@ export async function readTokenFile(path: string, from: string): Promise<string>
   const name = `${from} ${path}`;
   let text: string;
   try {
-    // O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer.
-    const file = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
-    try {
-      const st = await file.stat();
-      if (!st.isFile()) throw new TokenFileError(`token file ${name} is not a regular file`, ExitCode.NO_INPUT);
-      const mode = st.mode & 0o777;
-      if ((mode & 0o077) !== 0) {
-        const octal = mode.toString(8).padStart(4, '0');
-        throw new TokenFileError(`token file ${name} has mode ${octal}: group or others may read or write it; run: chmod 600 ${path}`, ExitCode.NO_PERM);
-      }
-      if (st.size > MAX_TOKEN_FILE_BYTES) throw new TokenFileError(`token file ${name} is over ${MAX_TOKEN_FILE_BYTES} bytes`, ExitCode.NO_INPUT);
-      text = await file.readFile('utf8');
-    } finally {
-      await file.close();
-    }
+    const read = await readRegularFile(path, MAX_TOKEN_FILE_BYTES, (mode) => {
+      if ((mode & 0o077) === 0) return;
+      const octal = mode.toString(8).padStart(4, '0');
+      throw new TokenFileError(`token file ${name} has mode ${octal}: group or others may read or write it; run: chmod 600 ${path}`, ExitCode.NO_PERM);
+    });
+    if (read === 'not a regular file') throw new TokenFileError(`token file ${name} is not a regular file`, ExitCode.NO_INPUT);
+    if (read === 'too large') throw new TokenFileError(`token file ${name} is over ${MAX_TOKEN_FILE_BYTES} bytes`, ExitCode.NO_INPUT);
+    text = read.toString('utf8');
   } catch (error) {
     if (error instanceof TokenFileError) throw error;
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new TokenFileError(`cannot read token file ${name}: ${REASONS[code] ?? code}`, ExitCode.NO_INPUT);
+    throw new TokenFileError(`cannot read token file ${name}: ${fileErrorReason(error)}`, ExitCode.NO_INPUT);
   }
   const token = text.replace(/\r?\n$/, '');
   if (token.length === 0) throw new TokenFileError(`token file ${name} is empty`, ExitCode.NO_INPUT);
