@@ -21,13 +21,6 @@ export class ListenStreams {
     this.#perCaller = perCaller;
   }
 
-  /** Streams open now, over all callers. */
-  get size(): number {
-    let n = 0;
-    for (const count of this.#open.values()) n += count;
-    return n;
-  }
-
   /**
    * Count `res` as a listen stream of `caller` until it closes; or, when `caller` has
    * `mcpMaxListensPerCaller` open already, count nothing and return why (the door answers 503).
