@@ -83,7 +83,8 @@ const t0 = Date.now();
 process.on('SIGINT', () => void stopAll().then(() => process.exit(130)));
 
 const brief = (r: ArmResult): string =>
-  `${r.arm.padEnd(12)} ${shapeLabel(r.shape).padEnd(12)} ${Math.round(r.stats.callsPerSec).toString().padStart(7)} calls/s  p50 ${Math.round(r.stats.p50Us)} µs  p99 ${Math.round(r.stats.p99Us)} µs`;
+  `${r.arm.padEnd(12)} ${shapeLabel(r.shape).padEnd(12)} ${Math.round(r.stats.callsPerSec).toString().padStart(7)} calls/s  p50 ${Math.round(r.stats.p50Us)} µs  p99 ${Math.round(r.stats.p99Us)} µs` +
+  `  CPU ${r.stats.cpuUsPerCall.toFixed(1)} / ${r.hostCpuUsPerCall === undefined ? '—' : r.hostCpuUsPerCall.toFixed(1)} µs per call (server / host)`;
 
 const records: RunRecord[] = [];
 try {
