@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { ToolwireServer, type ToolwireServerOptions } from '@toolwire/server';
-import type { ServerSeams } from '../packages/server/src/options.js';
+import type { ServerSeams } from '../packages/server/src/config.js';
 import { SOURCE_NODE_ARGS } from './source-node.js';
 
 export const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..');

@@ -251,6 +251,7 @@ describe('public API: the names each package root exports', () => {
       'ToolHost',
       'checkExecutable',
       'loadManifest',
+      'loadManifestAndServers',
       'loadMcpConfig',
     ]);
     expect(exportedNames('client')).toEqual([
@@ -280,6 +281,7 @@ describe('public API: the names each package root exports', () => {
       'ToolSetChange',
       'checkExecutable',
       'loadManifest',
+      'loadManifestAndServers',
       'loadMcpConfig',
     ]);
   });

@@ -5,7 +5,7 @@
 import { expect } from 'vitest';
 import { WebSocket } from 'ws';
 import type { RoutedCall, RoutedCapture, ToolwireServerOptions } from '@toolwire/server';
-import type { ServerSeams } from '../../packages/server/src/options.js';
+import type { ServerSeams } from '../../packages/server/src/config.js';
 import { type TestServer, startServer } from '@toolwire/testing';
 import { HOST_TOKEN, defer, startServer as startServerWithSeams, text, type Started } from '../helpers.js';
 import { drivenHost, recordingLogger, waitFor, type DrivenHost } from './harness.js';

@@ -14,6 +14,6 @@ export { CallAborted, type AbortFailure } from './calls/abort.js';
 export { loadManifest, MAX_MANIFEST_BYTES } from './manifest/load.js';
 export { ManifestError } from './manifest/errors.js';
 export { type McpServerConfig, McpDefaults } from './sources/mcp/config.js';
-export { loadMcpConfig } from './sources/mcp/load.js';
+export { loadManifestAndServers, loadMcpConfig } from './sources/mcp/load.js';
 export { checkExecutable, type CheckExecutableOptions } from './manifest/executable.js';
 export { type Capture, ExitCode, type ExitCodeValue } from '@toolwire/protocol';

@@ -6,7 +6,8 @@
  * @packageDocumentation
  */
 export { ToolwireServer, type ListenInfo, type CredentialsUpdate } from './toolwire-server.js';
-export { ServerDefaults, type ToolwireServerOptions, type ServerTls, type HostCredential, type CallerCredential, type Naming, type Logger } from './options.js';
+export { ServerDefaults } from './defaults.js';
+export type { ToolwireServerOptions, ServerTls, HostCredential, CallerCredential, Naming, Logger } from './options.js';
 export type { InjectedTool, OutputChunk, OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from './seam.js';
 export type { ExecuteRequest, ExecuteResult, CompletedResult, Fallback } from './executor/request.js';
 export type { Projection } from './executor/projection.js';

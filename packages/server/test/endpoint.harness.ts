@@ -10,7 +10,8 @@ import { WebSocket } from 'ws';
 import { AuthLimiter } from '../src/auth/limiter.js';
 import { TokenTable } from '../src/auth/tokens.js';
 import { HostEndpoint } from '../src/endpoint/host-endpoint.js';
-import { type Logger, type ServerConfig, resolveServerConfig, type ToolwireServerOptions } from '../src/options.js';
+import type { Logger, ToolwireServerOptions } from '../src/options.js';
+import { type ServerConfig, resolveServerConfig } from '../src/config.js';
 import { Router, type RouterOptions } from '../src/router/router.js';
 import type { RoutedCall } from '../src/seam.js';
 

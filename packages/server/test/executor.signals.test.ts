@@ -12,7 +12,7 @@ import { RENEW_AFTER_ADDS } from '../src/churn.js';
 import { CallSignals } from '../src/executor/call-signals.js';
 import { Executor } from '../src/executor/executor.js';
 import type { ExecuteResult } from '../src/executor/request.js';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection } from './fake-injection.js';
 

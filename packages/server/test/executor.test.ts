@@ -11,7 +11,8 @@ import type { CompletedResult, ExecuteResult } from '../src/executor/request.js'
 import type { ToolControl } from '../src/executor/gates.js';
 import { project } from '../src/executor/projection.js';
 import { DiskRecord } from '../src/executor/record.js';
-import { type ToolwireServerOptions, resolveServerConfig, type Logger } from '../src/options.js';
+import type { ToolwireServerOptions, Logger } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection, type Handler } from './fake-injection.js';
 

@@ -10,7 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
 import { HostPolicy, normalizeAllowedHosts } from '../src/endpoint/http-front.js';
-import { resolveServerConfig, type ToolwireServerOptions } from '../src/options.js';
+import type { ToolwireServerOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import { type ListenInfo, ToolwireServer } from '../src/toolwire-server.js';
 
 const HOST_TOKEN = 'host-token-front-1';

@@ -19,7 +19,8 @@ import { TokenTable } from '../src/auth/tokens.js';
 import { Executor } from '../src/executor/executor.js';
 import type { ExecuteRequest, ExecuteResult } from '../src/executor/request.js';
 import { McpDoor } from '../src/mcp/door.js';
-import { type ToolwireServerOptions, resolveServerConfig } from '../src/options.js';
+import type { ToolwireServerOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection } from './fake-injection.js';
 

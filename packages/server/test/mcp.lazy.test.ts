@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { TokenTable } from '../src/auth/tokens.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { type McpSdk, sdkLoader } from '../src/mcp/sdk.js';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import { SOURCE_NODE_ARGS } from '../../../test/source-node.js';
 
 const sdkFailures = vi.hoisted(() => ({ remaining: 0 }));

@@ -14,7 +14,7 @@ import { TokenTable } from '../src/auth/tokens.js';
 import { Executor } from '../src/executor/executor.js';
 import type { ExecuteRequest, ExecuteResult } from '../src/executor/request.js';
 import { McpDoor } from '../src/mcp/door.js';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import { FakeInjection } from './fake-injection.js';
 
 const TOKEN = 'alice-token-123';

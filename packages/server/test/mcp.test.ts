@@ -10,7 +10,7 @@ import { Executor } from '../src/executor/executor.js';
 import type { ExecuteRequest, ExecuteResult } from '../src/executor/request.js';
 import { McpDoor } from '../src/mcp/door.js';
 import { OUTPUT_SCHEMA } from '../src/mcp/tool-result.js';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import { FakeInjection } from './fake-injection.js';
 
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] };

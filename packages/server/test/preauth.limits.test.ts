@@ -5,7 +5,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Logger } from '../src/options.js';
-import { ServerDefaults, resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
+import { ServerDefaults } from '../src/defaults.js';
 import { FALLBACK_OPEN_FILES, type OpenFilesLimit, parseOpenFilesLimit, readOpenFilesLimit, sizeFromOpenFiles } from '../src/preauth/fd-limit.js';
 import { ToolwireServer } from '../src/toolwire-server.js';
 

@@ -13,7 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Executor } from '../src/executor/executor.js';
 import { DiskRecord } from '../src/executor/record.js';
 import { INTERRUPTED_REASON, closeInterruptedRecords } from '../src/executor/record-recovery.js';
-import { type Logger, resolveServerConfig } from '../src/options.js';
+import type { Logger } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { ToolInjection } from '../src/seam.js';
 import { ToolwireServer } from '../src/toolwire-server.js';
 

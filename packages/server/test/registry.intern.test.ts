@@ -1,6 +1,6 @@
 /** Equal tool specs of many hosts are kept once (registry/intern.ts), and change detection still sees every change. */
 import { describe, expect, it } from 'vitest';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import { ToolRegistry } from '../src/registry/registry.js';
 
 const registry = (): ToolRegistry => new ToolRegistry(resolveServerConfig({}).router);

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { failureCapture, utf8 } from '@toolwire/protocol';
-import { resolveServerConfig, type ToolwireServerOptions } from '../src/options.js';
+import type { ToolwireServerOptions } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { HostLink } from '../src/router/host-link.js';
 import { Router } from '../src/router/router.js';
 import type { RoutedCall, RoutedCapture } from '../src/seam.js';

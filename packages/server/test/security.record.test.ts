@@ -9,7 +9,7 @@ import { utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Executor } from '../src/executor/executor.js';
 import { DiskRecord } from '../src/executor/record.js';
-import { resolveServerConfig } from '../src/options.js';
+import { resolveServerConfig } from '../src/config.js';
 import type { ToolInjection } from '../src/seam.js';
 
 let sandbox: string;

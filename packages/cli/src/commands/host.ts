@@ -15,7 +15,7 @@ import {
   TokenRefusedError,
   ToolHost,
   type ToolHostOptions,
-  loadManifest,
+  loadManifestAndServers,
   loadMcpConfig,
   type McpServerConfig,
 } from '@toolwire/client';
@@ -78,7 +78,8 @@ options:
 Logs go to stderr: JSON lines (pino), or readable lines (pino-pretty) on a terminal or with
 --log-format pretty. At info, one line per call end (call id, tool, exit code, ms).
 Tools never see TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE, or any variable holding the token.
-exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid manifest,
+exit status: 0 after SIGINT/SIGTERM, 64 bad usage or unreadable --ca, 65 invalid or unreadable manifest
+(or --mcp-config: over 4 MiB, a FIFO no process writes to, a pipe not written within 10 s),
 66 missing, unreadable or malformed token file, 77 token file readable or writable by group or others,
 69 replaced by a newer connection with the same token (another host is using it; close 4000),
 or refused for good: origin refused (HTTP 403), another HTTP 4xx, or a TLS failure (certificate
@@ -225,8 +226,10 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     // `${TOOLWIRE_TOKEN}` in a manifest expands as unset: a tool's argv or env never carries the host's credentials.
     const env = withoutCredentials(io.env, token);
     if (values.manifest !== undefined) {
-      tools = await loadManifest(values.manifest, env);
-      for (const [name, config] of await loadMcpConfig(values.manifest, env, true)) servers.set(name, config);
+      // Read once: a manifest given as a pipe (`<(cat tools.json)`, /dev/stdin) cannot be read twice.
+      const loaded = await loadManifestAndServers(values.manifest, env);
+      tools = loaded.tools;
+      for (const [name, config] of loaded.servers) servers.set(name, config);
     }
     if (values['mcp-config'] !== undefined) {
       for (const [name, config] of await loadMcpConfig(values['mcp-config'], env)) {

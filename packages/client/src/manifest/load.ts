@@ -22,13 +22,23 @@ export const MAX_MANIFEST_BYTES = 4 * 1024 * 1024;
  */
 export async function loadManifest(path: string, env: NodeJS.ProcessEnv = process.env): Promise<CommandToolSpec[]> {
   const file = resolve(path);
-  let text: string;
+  return toolsOf(readDocument(await readManifestText(file, path), path), file, path, env);
+}
+
+/**
+ * The text of the manifest file `file` (`path` as the user gave it, for messages), read once with
+ * {@link readBounded}. @throws ManifestError `manifest <path>: cannot read: …`
+ */
+export async function readManifestText(file: string, path: string): Promise<string> {
   try {
-    const bytes = await readBounded(file, MAX_MANIFEST_BYTES);
-    text = bytes.toString('utf8');
+    return (await readBounded(file, MAX_MANIFEST_BYTES)).toString('utf8');
   } catch (error) {
     throw new ManifestError('', `cannot read: ${(error as Error).message}`, path);
   }
+}
+
+/** The JSON value of a manifest's `text`. @throws ManifestError not valid JSON, or a key repeated in one object */
+export function readDocument(text: string, path: string): unknown {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -37,6 +47,11 @@ export async function loadManifest(path: string, env: NodeJS.ProcessEnv = proces
   }
   const repeated = findRepeatedKey(text);
   if (repeated !== undefined) throw new ManifestError(repeated.path, `is given twice in one object (line ${repeated.line}): JSON keeps only the last`, path);
+  return value;
+}
+
+/** The tools of the manifest `value` read from `file` (see {@link parseManifest}). @throws ManifestError naming `path` */
+export function toolsOf(value: unknown, file: string, path: string, env: NodeJS.ProcessEnv): CommandToolSpec[] {
   try {
     const baseDir = dirname(file);
     return parseManifest(value, { baseDir, env: { ...env, TOOLWIRE_MANIFEST_DIR: baseDir } });

@@ -38,7 +38,8 @@
  * per caller: at either limit a new session evicts the least recently active idle session (of that
  * caller, at the per-caller limit; idle: no request of it open), and when none is idle the answer is
  * HTTP 503 naming the limit. A session with no POST or DELETE open for `sessionIdleMs` (default
- * 15 min) expires, even with its GET notification stream open; its calls, if any, stop (130).
+ * 15 min) expires, even with its GET notification stream open; its calls, if any, stop (130)
+ * (`door-sessions.ts`).
  *
  * The MCP SDK is loaded when the first authenticated request needs it (`sdk.ts`), not when this
  * module is imported; if that import fails, the request gets HTTP 500 and the next one tries again.
@@ -46,58 +47,28 @@
 import { randomUUID } from 'node:crypto';
 import pTimeout from 'p-timeout';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { NodeMcpRequestHandler, NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
-import type { McpHttpHandler, Server } from '@modelcontextprotocol/server';
+import type { NodeMcpRequestHandler } from '@modelcontextprotocol/node';
+import type { McpHttpHandler } from '@modelcontextprotocol/server';
 import { retryAfterSeconds, tooManyFailures } from '../auth/limiter.js';
 import { originAllowed, sameOrigin } from '../auth/origin.js';
 import { unauthorized } from '../endpoint/http-front.js';
 import { type CallerPrincipal, type RequestState, authInfoOf } from './caller.js';
 import { asksLiveOutput, hasInitialize, replyError } from './door-messages.js';
-import { DEFAULT_MAX_LISTENS_PER_CALLER, DEFAULT_MAX_SESSIONS_PER_CALLER, DEFAULT_SESSION_IDLE_MS, type McpDoorDeps, type McpDoorOptions } from './door-options.js';
-import { HOLD_ANSWER_MS, PlainCalls, plainCallOf } from './plain-call.js';
+import { DEFAULT_MAX_LISTENS_PER_CALLER, type McpDoorDeps, type McpDoorOptions } from './door-options.js';
+import { type DoorSession, DoorSessions } from './door-sessions.js';
+import { PlainCalls, plainCallOf } from './plain-call.js';
 import { ListenStreams, isListen } from './listen-streams.js';
 import { inputErrorsOf, readJsonBody } from './raw-body.js';
 import { type McpSdk, loadMcpSdk } from './sdk.js';
-
-interface Session {
-  caller: string;
-  /** The principal that opened the session (revoked when its token is removed or rotated). */
-  principal: CallerPrincipal;
-  server: Server;
-  transport: NodeStreamableHTTPServerTransport;
-  /** HTTP requests of this session still open (a GET notification stream stays open). */
-  open: number;
-  /** POST and DELETE requests of this session still open (what keeps it from expiring). */
-  busy: number;
-  /** When a POST or DELETE of this session last started or ended, ms since the epoch. */
-  lastActive: number;
-  /** Its plain `tools/call`s, which the door answers itself (`plain-call.ts`). */
-  plain: PlainCalls;
-}
-
-/** Idle sessions are looked for at least this often, ms (more often when `sessionIdleMs` is shorter). */
-const SWEEP_MS = 30_000;
-
-/*
- * A session POST that asks for no live output has its answer's socket writes held (corked) for at
- * most HOLD_ANSWER_MS: the SDK answers on an SSE stream whose headers it flushes at once, and the
- * event and the stream's end follow when the call completes; held, headers, event and end leave in
- * one write. Past this, what is held goes out and the rest is written as it comes.
- */
 
 /** The MCP Streamable HTTP endpoint. Hand it every request whose path is `/mcp`. */
 export class McpDoor {
   readonly #deps: McpDoorDeps;
   readonly #options: McpDoorOptions;
-  readonly #sessions = new Map<string, Session>();
-  readonly #perCaller: number;
+  /** The 2025-era sessions, their limits and idle expiry (`door-sessions.ts`). */
+  readonly #sessions: DoorSessions;
   /** The `subscriptions/listen` streams of each caller (`listen-streams.ts`). */
   readonly #listens: ListenStreams;
-  /** Sessions being opened (admitted, not yet open), per caller and in total ({@link #reserve}). */
-  readonly #opening = new Map<string, number>();
-  #openingTotal = 0;
-  readonly #idleMs: number;
-  readonly #sweep: NodeJS.Timeout;
   /** The 2026-07-28 handler (made with the SDK, at the first modern request). */
   #modern: { handler: McpHttpHandler; node: NodeMcpRequestHandler } | undefined;
   /** The protocol revisions a session transport accepts (known once the SDK is loaded). */
@@ -112,13 +83,8 @@ export class McpDoor {
   constructor(deps: McpDoorDeps) {
     this.#deps = deps;
     this.#options = deps.options;
-    this.#perCaller = deps.options.maxSessionsPerCaller ?? DEFAULT_MAX_SESSIONS_PER_CALLER;
     this.#listens = new ListenStreams(deps.options.maxListensPerCaller ?? DEFAULT_MAX_LISTENS_PER_CALLER);
-    this.#idleMs = deps.options.sessionIdleMs ?? DEFAULT_SESSION_IDLE_MS;
-    if (!Number.isInteger(this.#perCaller) || this.#perCaller < 1) throw new RangeError(`maxSessionsPerCaller must be a positive integer, got ${this.#perCaller}`);
-    if (!Number.isInteger(this.#idleMs) || this.#idleMs < 1) throw new RangeError(`sessionIdleMs must be a positive integer (ms), got ${this.#idleMs}`);
-    this.#sweep = setInterval(() => void this.#expireIdle(), Math.max(1, Math.min(SWEEP_MS, Math.ceil(this.#idleMs / 4))));
-    this.#sweep.unref();
+    this.#sessions = new DoorSessions(deps.options);
     deps.tools.on('toolsChanged', this.#onToolsChanged);
   }
 
@@ -149,29 +115,21 @@ export class McpDoor {
   async close(answerWaitMs = 0): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#sweep);
+    this.#sessions.stopSweep();
     this.#deps.tools.off('toolsChanged', this.#onToolsChanged);
     if (answerWaitMs > 0 && this.#answering.size > 0) {
       await pTimeout(new Promise<void>((resolve) => (this.#answered = resolve)), { milliseconds: answerWaitMs, message: false });
       this.#answered = undefined;
     }
-    const sessions = [...this.#sessions.values()];
-    this.#sessions.clear();
-    await Promise.allSettled([...sessions.map((s) => s.server.close()), this.#modern?.handler.close()]);
+    await Promise.allSettled([this.#sessions.closeAll(), this.#modern?.handler.close()]);
   }
 
   /**
    * Close every session opened with a principal for which `isCurrent` is now false (a config reload
    * removed or rotated its caller token); their calls in flight settle 130. Returns how many.
    */
-  async revoke(isCurrent: (principal: CallerPrincipal) => boolean): Promise<number> {
-    const stale = [...this.#sessions].filter(([, s]) => !isCurrent(s.principal));
-    for (const [id, s] of stale) {
-      this.#sessions.delete(id);
-      this.#options.logger.warn({ session: id, caller: s.caller }, 'caller token revoked: closing its MCP session');
-    }
-    await Promise.allSettled(stale.map(([, s]) => s.server.close()));
-    return stale.length;
+  revoke(isCurrent: (principal: CallerPrincipal) => boolean): Promise<number> {
+    return this.#sessions.revoke(isCurrent);
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -236,13 +194,13 @@ export class McpDoor {
         const plain = plainCallOf(body, req.headers, this.#supported);
         if (plain !== undefined && !session.plain.has(plain.id)) {
           plain.call.inputError = state.inputErrors?.get(plain.id);
-          this.#track(session, req, res, false);
+          this.#sessions.track(session, req, res, false);
           await session.plain.serve(plain, principal, req.headers, res);
           return;
         }
       }
       (req as IncomingMessage & { auth?: unknown }).auth = authInfoOf(principal, state);
-      this.#track(session, req, res, req.method === 'POST' && !asksLiveOutput(body));
+      this.#sessions.track(session, req, res, req.method === 'POST' && !asksLiveOutput(body));
       await session.transport.handleRequest(req, res, body);
       return;
     }
@@ -272,7 +230,7 @@ export class McpDoor {
       await this.#modernHandler(sdk)(req, res, body);
       return;
     }
-    const room = this.#reserve(principal.name);
+    const room = this.#sessions.reserve(principal.name);
     if (typeof room === 'string') {
       replyError(res, 503, -32000, room);
       return;
@@ -311,7 +269,7 @@ export class McpDoor {
     const log = this.#options.logger;
     const { executor, tools } = this.#deps;
     const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
-    let session: Session | undefined;
+    let session: DoorSession | undefined;
     const transport = new sdk.NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       maxRequestBodySize: this.#options.maxRequestBodyBytes,
@@ -319,15 +277,15 @@ export class McpDoor {
         if (this.#closed) return;
         const plain = new PlainCalls(id, { executor, tools, validate: (request, result) => sdk.validateToolResult(server, request, result) });
         session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain };
-        this.#sessions.set(id, session);
+        this.#sessions.add(id, session);
         opened(); // counted as a session now, no longer as one being opened
         log.info({ session: id, caller: principal.name }, 'MCP session opened');
       },
-      onsessionclosed: (id) => this.#forget(id, server),
+      onsessionclosed: (id) => this.#sessions.forget(id, server),
     });
     server.onclose = () => {
       session?.plain.closeAll();
-      if (transport.sessionId !== undefined) this.#forget(transport.sessionId, server);
+      if (transport.sessionId !== undefined) this.#sessions.forget(transport.sessionId, server);
     };
     server.onerror = (error) => log.debug({ err: error, caller: principal.name }, 'MCP transport error');
     await server.connect(transport);
@@ -335,109 +293,8 @@ export class McpDoor {
     if (!session || this.#closed) await server.close();
   }
 
-  /**
-   * Count `res` as an open request of `session` until it closes; a POST or DELETE is also activity (a
-   * GET stream is not). With `hold` (a POST to the SDK transport that asks for no live output) its
-   * answer is held ({@link HOLD_ANSWER_MS}).
-   */
-  #track(session: Session, req: IncomingMessage, res: ServerResponse, hold: boolean): void {
-    const activity = req.method !== 'GET';
-    session.open++;
-    if (activity) {
-      session.busy++;
-      session.lastActive = Date.now();
-    }
-    let held: NodeJS.Timeout | undefined;
-    if (hold) {
-      res.cork(); // `res.end()` uncorks fully
-      held = setTimeout(() => {
-        if (!res.writableEnded) res.uncork();
-      }, HOLD_ANSWER_MS);
-    }
-    res.once('close', () => {
-      if (held !== undefined) clearTimeout(held);
-      session.open--;
-      if (!activity) return;
-      session.busy--;
-      session.lastActive = Date.now();
-    });
-  }
-
-  /**
-   * Room for one more session of `caller`, taken at once: the sessions being opened count against
-   * both limits from here until they are open (or failed to open), so initialize requests that are
-   * admitted together (e.g. all waiting on the SDK's first load) cannot pass a limit together. At a
-   * limit the least recently active idle session is evicted (its closing is `evicted`). Returns why
-   * there is no room, or the slot: `release` (idempotent) gives it back.
-   */
-  #reserve(caller: string): { evicted: Promise<unknown>; release: () => void } | string {
-    const evicted: Promise<void>[] = [];
-    let own = this.#opening.get(caller) ?? 0;
-    for (const s of this.#sessions.values()) if (s.caller === caller) own++;
-    if (own >= this.#perCaller) {
-      const closing = this.#evictIdle(caller);
-      if (closing === undefined)
-        return `Too many open sessions for caller ${JSON.stringify(caller)} (mcpMaxSessionsPerCaller ${this.#perCaller}); end one with DELETE`;
-      evicted.push(closing);
-    }
-    if (this.#sessions.size + this.#openingTotal >= this.#options.maxSessions) {
-      const closing = this.#evictIdle();
-      if (closing === undefined) return `Too many open sessions (mcpMaxSessions ${this.#options.maxSessions})`;
-      evicted.push(closing);
-    }
-    this.#opening.set(caller, (this.#opening.get(caller) ?? 0) + 1);
-    this.#openingTotal++;
-    let held = true;
-    const release = (): void => {
-      if (!held) return;
-      held = false;
-      this.#openingTotal--;
-      const left = (this.#opening.get(caller) ?? 1) - 1;
-      if (left > 0) this.#opening.set(caller, left);
-      else this.#opening.delete(caller);
-    };
-    return { evicted: Promise.allSettled(evicted), release };
-  }
-
-  /**
-   * Forget the least recently active session (of `caller`, when given) with no open request, at once,
-   * and close it: the closing, or `undefined` when every one is busy.
-   */
-  #evictIdle(caller?: string): Promise<void> | undefined {
-    let victim: [string, Session] | undefined;
-    for (const entry of this.#sessions) {
-      if (caller !== undefined && entry[1].caller !== caller) continue;
-      if (entry[1].open === 0 && (victim === undefined || entry[1].lastActive < victim[1].lastActive)) victim = entry;
-    }
-    if (victim === undefined) return undefined;
-    this.#sessions.delete(victim[0]);
-    this.#options.logger.info({ session: victim[0], caller: victim[1].caller }, 'MCP session evicted (idle, session limit reached)');
-    return victim[1].server.close();
-  }
-
-  /** End every session idle for `sessionIdleMs` or longer (their calls, if any, stop → 130). */
-  async #expireIdle(): Promise<void> {
-    const now = Date.now();
-    const expired = [...this.#sessions].filter(([, s]) => s.busy === 0 && now - s.lastActive >= this.#idleMs);
-    for (const [id, s] of expired) {
-      this.#sessions.delete(id);
-      this.#options.logger.info({ session: id, caller: s.caller, idleMs: now - s.lastActive }, 'MCP session expired (idle)');
-    }
-    await Promise.allSettled(expired.map(([, s]) => s.server.close()));
-  }
-
-  #forget(id: string, server: Server): void {
-    if (this.#sessions.get(id)?.server !== server) return;
-    this.#sessions.delete(id);
-    this.#options.logger.info({ session: id }, 'MCP session closed');
-  }
-
   #broadcastToolsChanged(): void {
     this.#modern?.handler.notify.toolsChanged();
-    for (const [id, session] of this.#sessions) {
-      session.server.sendToolListChanged().catch((error: unknown) => {
-        this.#options.logger.debug({ err: error, session: id }, 'tools/list_changed not delivered');
-      });
-    }
+    this.#sessions.sendToolListChanged();
   }
 }

@@ -1,7 +1,8 @@
 /** Reading MCP server configuration from a file (DESIGN §7 "MCP servers"). */
 import { dirname, resolve } from 'node:path';
+import type { CommandToolSpec } from '../../types.js';
 import { ManifestError } from '../../manifest/errors.js';
-import { MAX_MANIFEST_BYTES } from '../../manifest/load.js';
+import { MAX_MANIFEST_BYTES, readDocument, readManifestText, toolsOf } from '../../manifest/load.js';
 import { readBounded } from '../../manifest/read-bounded.js';
 import { findRepeatedKey } from '../../manifest/repeated-key.js';
 import { type McpServerConfig, parseMcpServers } from './config.js';
@@ -29,6 +30,29 @@ export async function loadMcpConfig(path: string, env: NodeJS.ProcessEnv = proce
   }
   const repeated = findRepeatedKey(text);
   if (repeated !== undefined) throw new ManifestError(repeated.path, `is given twice in one object (line ${repeated.line}): JSON keeps only the last`, path);
+  return serversOf(value, file, path, env, optional);
+}
+
+/**
+ * The command tools and the MCP servers (`mcp_servers` or `mcpServers`, may be absent) of one
+ * manifest file, read once: what `loadManifest(path, env)` and `loadMcpConfig(path, env, true)` give,
+ * for a file that can be read only once (a pipe: `--manifest <(cat tools.json)`, `/dev/stdin`).
+ *
+ * @param env variables for `${VAR}` expansion; default `process.env` (plus `TOOLWIRE_MANIFEST_DIR`)
+ * @throws ManifestError as `loadManifest` does, and for an invalid server entry
+ */
+export async function loadManifestAndServers(
+  path: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ tools: CommandToolSpec[]; servers: Map<string, McpServerConfig> }> {
+  const file = resolve(path);
+  const value = readDocument(await readManifestText(file, path), path);
+  const tools = toolsOf(value, file, path, env);
+  return { tools, servers: serversOf(value, file, path, env, true) };
+}
+
+/** The servers of the parsed document `value` read from `file`; see {@link loadMcpConfig}. */
+function serversOf(value: unknown, file: string, path: string, env: NodeJS.ProcessEnv, optional: boolean): Map<string, McpServerConfig> {
   const doc = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
   const key = doc.mcpServers !== undefined ? 'mcpServers' : doc.mcp_servers !== undefined ? 'mcp_servers' : undefined;
   if (doc.mcpServers !== undefined && doc.mcp_servers !== undefined) throw new ManifestError('mcp_servers', 'is given twice (mcpServers and mcp_servers)', path);
