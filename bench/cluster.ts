@@ -40,15 +40,24 @@ export interface ClusterBench {
   shapes: { same: ArmResult; cross: ArmResult; floor: ArmResult }[];
 }
 
+/**
+ * Go scheduler threads nats-server runs with (`GOMAXPROCS`): `BENCH_NATS_PROCS`, default 1. On this
+ * bench's two vCPUs, shared by four busy processes, a nats-server left to use both spins looking for
+ * work after each wake-up and takes CPU from the nodes (bench/README.md, "Session 17"); in a real
+ * cluster it has machines of its own. `BENCH_NATS_PROCS=0` leaves Go's default (one per CPU).
+ */
+const NATS_PROCS = process.env.BENCH_NATS_PROCS ?? '1';
+
 /** A nats-server with JetStream on a random port (on CPU `cpu` when given); resolves with its URL, pid and a stop. */
 export async function startNats(cpu?: string): Promise<{ url: string; pid: number; stop: () => Promise<void> }> {
   if (NATS_SERVER === undefined) throw new Error('the cluster scenario needs nats-server (apt-get install -y nats-server)');
   const store = await mkdtemp(join(tmpdir(), 'toolwire-bench-nats-'));
   const args = ['-a', '127.0.0.1', '-p', '-1', '-js', '-sd', store];
+  const env = NATS_PROCS === '0' ? process.env : { ...process.env, GOMAXPROCS: NATS_PROCS };
   const child: ChildProcess =
     cpu === undefined
-      ? spawn(NATS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'] })
-      : spawn('taskset', ['-c', cpu, NATS_SERVER, ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+      ? spawn(NATS_SERVER, args, { stdio: ['ignore', 'ignore', 'pipe'], env })
+      : spawn('taskset', ['-c', cpu, NATS_SERVER, ...args], { stdio: ['ignore', 'ignore', 'pipe'], env });
   let log = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stderr!.setEncoding('utf8');
