@@ -1,6 +1,7 @@
 /**
  * Millisecond flags of the CLI (`--timeout MS`, `--connect-timeout MS`, `--interval MS`).
  */
+import { quotedArg } from './terminal-text.js';
 
 /**
  * Largest millisecond flag, 2^31 − 1 ms (about 24.8 days): the longest a Node.js timer waits (a
@@ -20,7 +21,7 @@ export function parseMs(text: string | undefined, fallback: number): number | un
 
 /** The usage problem of a millisecond flag `parseMs` refused, e.g. `--timeout must be a positive integer (ms), got "0"; …`. */
 export function msProblem(flag: string, text: string | undefined): string {
-  return `${flag} must be a positive integer (ms), got ${JSON.stringify(text)}; the largest is ${MAX_MS}`;
+  return `${flag} must be a positive integer (ms), got ${quotedArg(text)}; the largest is ${MAX_MS}`;
 }
 
 /** `ms` capped at {@link MAX_MS}, for a timer whose delay is a sum of flags (deadline + grace + margin). */

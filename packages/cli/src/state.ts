@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ExitCode, type ExitCodeValue } from '@toolwire/protocol/constants';
 import type { CallerCredential, HostCredential } from '@toolwire/server';
+import { quotedArg } from './terminal-text.js';
 
 /** The name of the credentials file in the state folder. */
 export const TOKENS_FILE = 'tokens.json';
@@ -71,7 +72,7 @@ export function tokenDigest(token: string): string {
 
 /** What is wrong with `name` as a credential name of `role`, or `undefined` when it is good. */
 export function nameProblem(name: string, role: Role): string | undefined {
-  if (!CREDENTIAL_NAME.test(name)) return `name must match [A-Za-z0-9_-]{1,64}, got ${JSON.stringify(name)}`;
+  if (!CREDENTIAL_NAME.test(name)) return `name must match [A-Za-z0-9_-]{1,64}, got ${quotedArg(name)}`;
   if (role === 'host' && name.includes('__')) return `a host name must not contain "__" (it separates <host>__<tool>), got "${name}"`;
   return undefined;
 }

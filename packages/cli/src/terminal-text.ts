@@ -21,3 +21,13 @@ export function printable(text: string): string {
 export function shownName(name: string, max = 80): string {
   return printable(name.length > max ? `${name.slice(0, max)}…` : name);
 }
+
+/**
+ * A value the user typed (an option's argument, a name), quoted for an error line: JSON-quoted, at
+ * most `max` characters of it (default 80) then `…`, control and bidirectional characters escaped.
+ * An error line never echoes a 100 KB argument whole.
+ */
+export function quotedArg(text: string | undefined, max = 80): string {
+  if (text === undefined) return 'undefined';
+  return printable(JSON.stringify(text.length > max ? `${text.slice(0, max)}…` : text));
+}

@@ -4,6 +4,7 @@
  * such a line, naming the nearest known flag for an unknown one.
  */
 import { nearest } from './suggest.js';
+import { quotedArg } from './terminal-text.js';
 
 /** The first line of a command's help text (`usage: toolwire call NAME … [options]`). */
 export function usageLine(help: string): string {
@@ -45,7 +46,7 @@ export function argvProblem(error: unknown, flags: FlagSpec, argv: readonly stri
     if (/does not take an argument/.test(message)) return `option ${flag} takes no value`;
     // `--timeout -5`: parseArgs reads `-5` as a flag, not as the value.
     const next = argv[argv.indexOf(flag) + 1];
-    if (argv.includes(flag) && next !== undefined && /^-\d/.test(next)) return `option ${flag} must be a positive number, got ${JSON.stringify(next)}`;
+    if (argv.includes(flag) && next !== undefined && /^-\d/.test(next)) return `option ${flag} must be a positive number, got ${quotedArg(next)}`;
     // `--token -x…`: a value that starts with `-` reads as a flag; `--token=-x…` passes it.
     if (argv.includes(flag) && next !== undefined && next.startsWith('-') && !isFlag(next, flags)) {
       return `option ${flag} needs a value (a value that starts with "-" is written ${flag}=VALUE)`;

@@ -9,6 +9,9 @@
 import { describe, expect, it } from 'vitest';
 import { type StatusAnswer, statusText } from '../src/commands/status-text.js';
 import { toolLine } from '../src/commands/tools.js';
+import { tokenCommand } from '../src/commands/token.js';
+import { quotedArg } from '../src/terminal-text.js';
+import { testIO } from './helpers/cli-io.js';
 
 /** C0 and C1 controls and DEL; a single line has no newline or tab either. */
 // eslint-disable-next-line no-control-regex
@@ -53,5 +56,16 @@ describe('text printed to a terminal', () => {
     expect(text).toMatch(/ {2}c1 {2}run\\u001b\]0;x\\u0007y+… {2}on esc/);
     expect(text).toMatch(/ {2}c2 {2}\\u001b\[2Jz+… {2}exit 127/);
     for (const line of text.split('\n')) expect(line.length).toBeLessThan(400);
+  });
+
+  it('an error line quotes at most 80 characters of a bad argument, escaped, instead of echoing all of it', async () => {
+    const huge = `${'x'.repeat(100_000)}!`;
+    const io = testIO({ TOOLWIRE_HOME: '/nonexistent-toolwire-home' });
+    expect(await tokenCommand(['add', 'caller', 'agent', '--grant', huge], io)).toBe(64);
+    const line = io.err().split('\n')[0]!;
+    expect(line).toContain(`got "${'x'.repeat(80)}…"`);
+    expect(line.length).toBeLessThan(300);
+    expect(quotedArg('a\u001b[2J\u202eb')).toBe('"a\\u001b[2J\\u202eb"');
+    expect(quotedArg(undefined)).toBe('undefined');
   });
 });

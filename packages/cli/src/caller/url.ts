@@ -1,5 +1,6 @@
 /** Where the caller commands reach the server's MCP door. */
 import { withDefaultScheme } from '../endpoint.js';
+import { quotedArg } from '../terminal-text.js';
 
 /**
  * The MCP door URL for `server`: `ws://h:p[/…]` → `http://h:p/mcp` (`wss` → `https`);
@@ -13,12 +14,12 @@ export function mcpUrl(server: string): URL {
   try {
     url = new URL(withDefaultScheme(server, 'http'));
   } catch {
-    throw new TypeError(`not a URL: ${JSON.stringify(server)}`);
+    throw new TypeError(`not a URL: ${quotedArg(server)}`);
   }
   if (url.protocol === 'ws:' || url.protocol === 'wss:') {
     url = new URL(`${url.protocol === 'wss:' ? 'https:' : 'http:'}//${url.host}/mcp`);
   } else if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new TypeError(`not a ws://, wss://, http:// or https:// URL: ${JSON.stringify(server)}`);
+    throw new TypeError(`not a ws://, wss://, http:// or https:// URL: ${quotedArg(server)}`);
   } else if (url.pathname === '/' || url.pathname === '') {
     url.pathname = '/mcp';
   }

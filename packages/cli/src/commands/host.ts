@@ -28,6 +28,7 @@ import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { ConfigError, parseListen } from './listen.js';
 import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 import { ignoreHangup, reloadOnHangup, runnableTools } from './host-reload.js';
+import { quotedArg } from '../terminal-text.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
        toolwire host --mcp-config FILE [options]
@@ -181,10 +182,10 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
   const level = values['log-level'] ?? (io.env.TOOLWIRE_LOG_LEVEL || 'info');
   if (!LEVELS.includes(level)) {
     const from = values['log-level'] !== undefined ? '--log-level' : '$TOOLWIRE_LOG_LEVEL';
-    return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+    return usageError(`${from} must be one of ${LEVELS.join(', ')}, got ${quotedArg(level)}`);
   }
   const logFormat = logFormatOf(values['log-format'], process.stderr);
-  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${JSON.stringify(values['log-format'])}`);
+  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${quotedArg(values['log-format'])}`);
   let metricsAddress: { host: string; port: number } | undefined;
   try {
     if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
@@ -193,13 +194,13 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     throw error;
   }
   const envMode = values.env ?? 'inherit';
-  if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${JSON.stringify(envMode)}`);
+  if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${quotedArg(envMode)}`);
   const limits: LimitOptions = {};
   for (const [flag, option, min] of LIMIT_FLAGS) {
     const text = values[flag];
     if (text === undefined) continue;
     const n = Number(text);
-    if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min) return usageError(`--${flag} must be a whole number ≥ ${min}, got ${JSON.stringify(text)}`);
+    if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < min) return usageError(`--${flag} must be a whole number ≥ ${min}, got ${quotedArg(text)}`);
     limits[option] = n;
   }
   let server: string | undefined;

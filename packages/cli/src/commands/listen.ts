@@ -3,6 +3,7 @@
  * schema (`serve-config.ts`): `toolwire host --metrics-listen` needs these, not ajv and the config
  * schema compiled at import.
  */
+import { quotedArg } from '../terminal-text.js';
 
 /** Default `--listen`. */
 export const DEFAULT_LISTEN = '127.0.0.1:7700';
@@ -19,6 +20,6 @@ export class ConfigError extends Error {
 export function parseListen(value: string): { host: string; port: number } {
   const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(value);
   const port = match ? Number(match[3]) : NaN;
-  if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${JSON.stringify(value)}`);
+  if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${quotedArg(value)}`);
   return { host: (match[1] ?? match[2])!, port };
 }

@@ -38,6 +38,7 @@ import {
 } from '../state.js';
 import { argvProblem, misuse } from '../usage.js';
 import { generateToken } from './serve-state.js';
+import { quotedArg } from '../terminal-text.js';
 
 export const tokenUsage = `usage: toolwire token add host NAME | add caller NAME [--grant LIST] | list | revoke NAME [options]
 
@@ -76,8 +77,7 @@ export interface TokenIo {
 function parseGrant(text: string | undefined): string[] | string {
   if (text === undefined || text === '*') return ['*'];
   const grant = text.split(',').map((g) => g.trim());
-  if (grant.some((g) => !/^[A-Za-z0-9_-]{1,64}$/.test(g)))
-    return `--grant must be * or tool names [A-Za-z0-9_-]{1,64} separated by commas, got ${JSON.stringify(text)}`;
+  if (grant.some((g) => !/^[A-Za-z0-9_-]{1,64}$/.test(g))) return `--grant must be * or tool names [A-Za-z0-9_-]{1,64} separated by commas, got ${quotedArg(text)}`;
   return grant;
 }
 
