@@ -5,11 +5,21 @@
  * the tool writes it, nothing is printed twice, the exit code is the tool's, Ctrl-C has shown what
  * arrived, and `--no-stream` prints once at the end as before.
  */
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { closeSync, constants, openSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { closeAll, startHost, startServer as startKitServer } from '@toolwire/testing';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type StreamingCall, StreamingHost } from '../packages/server/test/streaming-host.js';
-import { CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, defer, finish, spawnTs, startServer, waitFor } from './helpers.js';
+import { CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, defer, finish, spawnTs, startServer, tempDir, waitFor } from './helpers.js';
+import { SOURCE_NODE_ARGS } from './source-node.js';
 
-afterEach(cleanup);
+afterEach(async () => {
+  await cleanup();
+  await closeAll();
+});
 
 const LINES = 10;
 const EVERY_MS = 200;
@@ -88,6 +98,45 @@ describe('toolwire call: live output', () => {
     expect(out).toMatch(/^(line \d+\n)+$/);
     expect(stderr).toMatch(/toolwire: cancelled by stop\n$/);
     expect(await calls[0]!.cancelled).toBe('stop');
+  });
+
+  it('on Ctrl-C while its stdout is not read (a stuck pipe): exits 130 at once, without waiting for the reader', async () => {
+    // A real tool host process running `yes`, and the CLI's stdout a real pipe (a FIFO, as in
+    // `toolwire call … | reader`) that this test never reads.
+    const dir = await tempDir();
+    const manifest = join(dir, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: { yes: { input_schema: { type: 'object' }, command: ['yes'] } } }));
+    const server = await startKitServer();
+    await startHost(server, manifest, { name: 'alpha', process: true, hostOptions: { reconnect: false } });
+    const fifo = join(dir, 'stdout');
+    execFileSync('mkfifo', [fifo]);
+    const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
+    defer(() => closeSync(reader));
+    const writer = openSync(fifo, constants.O_WRONLY);
+    const child = spawn(process.execPath, [...SOURCE_NODE_ARGS, cliPath, 'call', 'alpha__yes', '--server', server.mcpUrl, '--token', server.callerToken], {
+      stdio: ['ignore', writer, 'pipe'],
+    });
+    closeSync(writer);
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    defer(async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill('SIGKILL');
+      await exited;
+    });
+    let stderr = '';
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    // Far more than the pipe holds has been written: the CLI has output it cannot write.
+    await waitFor(() => (server.server.status().calls[0]?.bytes ?? 0) > 2 * 1024 * 1024, 'yes to write 2 MiB', 30_000);
+    const signalled = Date.now();
+    child.kill('SIGINT');
+    const [code, signal] = await Promise.race([
+      exited,
+      new Promise<[string, number]>((resolve) => setTimeout(() => resolve(['still running after ms', Date.now() - signalled]), 10_000).unref()),
+    ]);
+    expect([code, signal]).toEqual([130, null]);
+    expect(Date.now() - signalled).toBeLessThan(5_000);
+    expect(stderr).toMatch(/toolwire: cancelled by stop\n$/);
+    await waitFor(() => server.server.status().calls.length === 0, 'the call to end on the server', 10_000);
   });
 
   it('a deadline mid-stream: the streamed lines, then the reason line once; exit 124', async () => {

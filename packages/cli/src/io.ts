@@ -47,13 +47,30 @@ export async function readAll(stream: Readable, maxBytes: number): Promise<strin
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** Set once a {@link waitForSignal} listener got SIGINT or SIGTERM. */
+let stopRequested = false;
+
+/**
+ * True once SIGINT or SIGTERM reached a {@link waitForSignal} listener in this process: the user
+ * asked it to stop, so its exit must not wait for a reader that stopped reading (see `main.ts`).
+ */
+export function stopSignalled(): boolean {
+  return stopRequested;
+}
+
 /** Resolves with the first of SIGINT/SIGTERM; `dispose()` removes the listeners. */
 export function waitForSignal(signals: SignalSource): { signal: Promise<'SIGINT' | 'SIGTERM'>; dispose(): void } {
   let onInt!: () => void;
   let onTerm!: () => void;
   const signal = new Promise<'SIGINT' | 'SIGTERM'>((resolve) => {
-    onInt = () => resolve('SIGINT');
-    onTerm = () => resolve('SIGTERM');
+    onInt = () => {
+      stopRequested = true;
+      resolve('SIGINT');
+    };
+    onTerm = () => {
+      stopRequested = true;
+      resolve('SIGTERM');
+    };
   });
   signals.once('SIGINT', onInt);
   signals.once('SIGTERM', onTerm);

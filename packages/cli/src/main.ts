@@ -11,11 +11,27 @@
  * local credentials file written by `toolwire serve` is used. Exit status: see README "Failure semantics".
  */
 import { run } from './dispatch.js';
+import { stopSignalled } from './io.js';
 
-/** Let stdout/stderr drain before exiting so a large capture is not cut short. */
+/**
+ * After SIGINT or SIGTERM, how long the exit waits for stdout/stderr to drain, ms: Ctrl-C exits at
+ * once (README), even when the reader of a pipe stopped reading (`toolwire call … | stuck`).
+ */
+const SIGNALLED_DRAIN_MS = 500;
+
+/** Resolves once what was written to `stream` so far has been handed to the OS. */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  return new Promise<void>((resolve) => stream.write('', () => resolve()));
+}
+
+/**
+ * Let stdout/stderr drain before exiting so a large capture is not cut short — without a bound,
+ * unless a stop signal arrived: then at most {@link SIGNALLED_DRAIN_MS}.
+ */
 async function exit(code: number): Promise<never> {
-  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
-  await new Promise<void>((resolve) => process.stderr.write('', () => resolve()));
+  const both = Promise.all([drained(process.stdout), drained(process.stderr)]);
+  if (stopSignalled()) await Promise.race([both, new Promise<void>((resolve) => setTimeout(resolve, SIGNALLED_DRAIN_MS).unref())]);
+  else await both;
   process.exit(code);
 }
 

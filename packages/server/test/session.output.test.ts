@@ -343,6 +343,33 @@ describe.each(FRAMES)('stop, deadline and disconnect mid-stream (%s frames)', (f
     expect(chunks.map((c) => text(c.bytes))).toEqual(['started\n', 'toolwire: deadline of 300 ms exceeded\n']);
   });
 
+  it('output still in flight for a call the server ended (deadline, stop past the grace) is dropped at debug, so it cannot use up the warnings about its host; the late result is warned once', async () => {
+    const { logger, entries } = recordingLogger();
+    const h = await startEndpoint({ logger, cancelGraceMs: 100 });
+    const host = await connect(h);
+    const late = await start(h, host, { deadlineMs: 200 });
+    await late.wire.write('stdout', 'started\n');
+    expect((await late.pending)!.exitCode).toBe(124);
+    const stopped = await start(h, host);
+    await stopped.wire.write('stdout', 'started\n');
+    stopped.controller.abort();
+    expect((await stopped.pending)!.exitCode).toBe(130);
+    for (const { wire } of [late, stopped]) {
+      for (let i = 0; i < 30; i++) wire.sendChunk('stdout', Buffer.from(`in flight ${i}\n`));
+      wire.end(130, { stderr: 'toolwire: cancelled by stop\n' });
+    }
+    host.send({ type: 'output', id: 'no-such-call', stream: 'stdout', seq: 0, data: 'who?' });
+    const dropped = (e: { msg?: unknown }): boolean => /for (an unknown or settled call|a call this server ended) dropped/.test(String(e.msg));
+    const idOf = (e: { obj: unknown }): string => (e.obj as { id: string }).id;
+    await waitFor(() => entries.some((e) => dropped(e) && idOf(e) === 'no-such-call'), 'the unknown id warned');
+    expect(entries.filter((e) => e.level === 'warn' && dropped(e)).map(idOf)).toEqual([late.wire.id, stopped.wire.id, 'no-such-call']);
+    for (const { wire } of [late, stopped]) expect(entries.filter((e) => e.level === 'debug' && dropped(e) && idOf(e) === wire.id)).toHaveLength(30);
+    // The result was the host's last frame for those calls: anything after it is warned again.
+    late.wire.sendChunk('stdout', Buffer.from('after the result\n'));
+    await waitFor(() => entries.some((e) => e.level === 'warn' && dropped(e) && idOf(e) === late.wire.id), 'a chunk after the result warned');
+    expect(host.ws.readyState).toBe(WebSocket.OPEN);
+  });
+
   it('a host that disconnects mid-stream settles its call 69 with the streamed part', async () => {
     const h = await startEndpoint();
     const host = await connect(h);

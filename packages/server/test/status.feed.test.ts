@@ -6,7 +6,7 @@
 import { EventEmitter } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { StatusFeed, STALLED_MS, TICK_MS } from '../src/status/feed.js';
+import { FEED_MAX_MS, StatusFeed, STALLED_MS, TICK_MS } from '../src/status/feed.js';
 import type { StatusSnapshot } from '../src/status/snapshot.js';
 
 /** A response that takes the first `accepted` writes and then reports a full buffer (no `drain`). */
@@ -57,6 +57,25 @@ describe('StatusFeed: a viewer that does not read', () => {
     expect(reading.destroyed || reading.ended).toBe(false);
     expect(feed.size).toBe(1);
     expect(feed.add(new StuckResponse(Infinity) as unknown as ServerResponse, {}, () => true, {})).toBe(true); // the slot is free again
+    feed.close();
+  });
+
+  it(`ends every stream after ${FEED_MAX_MS} ms (the page reconnects), so a client whose kernel buffers still take the snapshots but that never reads frees its slot`, () => {
+    // A real non-reading client: the kernel's socket buffers (up to tcp_rmem's 32 MiB here) take
+    // its snapshots for hours without a full buffer, so the stall bound alone never fires.
+    const feed = new StatusFeed(snapshot, 1);
+    const unread = new StuckResponse(Infinity);
+    expect(feed.add(unread as unknown as ServerResponse, {}, () => true, {})).toBe(true);
+    vi.advanceTimersByTime(FEED_MAX_MS - TICK_MS);
+    expect(unread.ended || unread.destroyed).toBe(false);
+    expect(feed.add(new StuckResponse(Infinity) as unknown as ServerResponse, {}, () => true, {})).toBe(false); // full
+    vi.advanceTimersByTime(2 * TICK_MS);
+    expect(unread.ended).toBe(true);
+    expect(feed.size).toBe(0);
+    const next = new StuckResponse(Infinity);
+    expect(feed.add(next as unknown as ServerResponse, {}, () => true, {})).toBe(true); // the slot is free again
+    vi.advanceTimersByTime(FEED_MAX_MS - TICK_MS);
+    expect(next.ended).toBe(false); // its own time counts from its start
     feed.close();
   });
 

@@ -313,9 +313,16 @@ export class HostSession implements HostLink {
    * fails 76.
    */
   #onCallFrame(message: { type: string; id: string }, taken: boolean | string): void {
-    if (taken === false)
-      this.#log.warn({ host: this.#host, id: message.id }, `${message.type === 'chunk' ? 'output' : message.type} for an unknown or settled call dropped`);
-    else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`, 'output_protocol');
+    if (taken === false) {
+      const what = message.type === 'chunk' ? 'output' : message.type;
+      const last = message.type === 'result';
+      // Output of a call this server ended itself (deadline, stop past its grace) that the host sent
+      // before it saw the cancel is expected: a warning per chunk would use up the host's warning
+      // budget and hide the warnings that matter. Its late result is still warned (one per call).
+      if (this.#pending.endedHere(message.id, last) && !last)
+        this.#logger.debug({ host: this.#host, id: message.id }, `${what} for a call this server ended dropped`);
+      else this.#log.warn({ host: this.#host, id: message.id }, `${what} for an unknown or settled call dropped`);
+    } else if (taken !== true) this.#callFault(message.id, `broke the output protocol: ${taken}`, 'output_protocol');
   }
 
   #onError(error: Error): void {

@@ -141,6 +141,12 @@ export function sequentialCallId(): string {
 /** Draws of a fresh wire id before a call is refused (the default generator never collides in practice). */
 export const MAX_ID_DRAWS = 8;
 
+/**
+ * Wire ids remembered of calls this session ended before their host answered (deadline, stop past
+ * its grace), until that host's result for them arrives; past it the oldest is forgotten.
+ */
+export const MAX_ENDED_HERE = 256;
+
 /** Pending calls of one host session, keyed by wire id (fresh per call, never the caller's id). */
 export class PendingCalls {
   /** Renewed every {@link RENEW_AFTER_ADDS} calls (`churn.ts`). */
@@ -152,6 +158,8 @@ export class PendingCalls {
   readonly #deadlines = new Deadlines<Entry>();
   readonly #output: OutputSettings | undefined;
   readonly #logger: Logger | undefined;
+  /** Wire ids of calls ended here before the host answered, oldest first (at most {@link MAX_ENDED_HERE}). */
+  readonly #endedHere = new Set<string>();
 
   /**
    * @param sendText sends one text frame to the host (a no-op when the socket is not open)
@@ -351,7 +359,25 @@ export class PendingCalls {
   expire(entry: Entry): void {
     if (this.#calls.get(entry.id) !== entry) return;
     entry.settle(failureCapture('deadline', `deadline of ${entry.deadlineMs} ms exceeded`, entry.part()));
+    this.#endedBeforeAnswer(entry.id);
     this.#cancel(entry.id, 'deadline');
+  }
+
+  /**
+   * Whether `id`, not pending here, names a call this session ended before its host answered (its
+   * deadline, or a stop past the cancel grace): output the host sent before it saw the `cancel` is
+   * expected then, not a fault of the host. A result is the host's last frame for a call: `last`
+   * forgets `id`, so a frame after it counts as unknown again.
+   */
+  endedHere(id: string, last: boolean): boolean {
+    if (!this.#endedHere.has(id)) return false;
+    if (last) this.#endedHere.delete(id);
+    return true;
+  }
+
+  #endedBeforeAnswer(id: string): void {
+    if (this.#endedHere.size >= MAX_ENDED_HERE) this.#endedHere.delete(this.#endedHere.values().next().value!);
+    this.#endedHere.add(id);
   }
 
   /** Add each pending call's output bytes received so far, by routed call, to `into` (calls that streamed nothing are left out). */
@@ -380,7 +406,11 @@ export class PendingCalls {
     this.#deadlines.remove(entry, entry.deadlineMs);
     this.#cancel(entry.id, 'stop');
     const grace = this.#cancelGraceMs;
-    const late = (): void => entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`, entry.part()));
+    const late = (): void => {
+      if (this.#calls.get(entry.id) !== entry) return;
+      entry.settle(failureCapture('cancelled', `cancelled by stop; the host did not answer within ${grace} ms`, entry.part()));
+      this.#endedBeforeAnswer(entry.id);
+    };
     if (grace === 0) late();
     else entry.timer = setTimeout(late, grace);
   }

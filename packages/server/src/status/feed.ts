@@ -7,8 +7,9 @@
  *
  * Bounds: `statusMaxViewers` streams at once (more → HTTP 503); a viewer that does not read is sent
  * nothing more until its socket drains (one snapshot waits in its buffer at most), and is closed once
- * it has not drained for {@link STALLED_MS} (it would hold a viewer slot for its whole session); a
- * viewer whose session ended (logout, expiry, token revoked) is closed at the next tick. The timer runs only while
+ * it has not drained for {@link STALLED_MS} (it would hold a viewer slot for its whole session); every
+ * stream ends after {@link FEED_MAX_MS} (the page reconnects), which also frees the slot of a client
+ * whose kernel buffers still take writes but that never reads; a viewer whose session ended (logout, expiry, token revoked) is closed at the next tick. The timer runs only while
  * someone is watching, and `close()` ends every stream.
  */
 import type { ServerResponse } from 'node:http';
@@ -22,6 +23,12 @@ export const TICK_MS = 1_000;
 export const KEEPALIVE_MS = 15_000;
 /** A viewer whose socket has not drained for this long is closed, ms (four keep-alive periods). */
 export const STALLED_MS = 4 * KEEPALIVE_MS;
+/**
+ * Every stream is ended after this long, ms (10 min); the page's EventSource reconnects (`retry`).
+ * A client that never reads is seldom caught by {@link STALLED_MS}: the kernel's socket buffers
+ * (tens of MiB with TCP autotuning) take its snapshots for hours before a write is refused.
+ */
+export const FEED_MAX_MS = 10 * 60_000;
 
 interface Viewer {
   res: ServerResponse;
@@ -33,6 +40,8 @@ interface Viewer {
   missed: boolean;
   /** Still allowed to watch (its session is current). */
   allowed: () => boolean;
+  /** When its stream started (`Date.now()`). */
+  since: number;
 }
 
 /** The viewers of one server. */
@@ -63,7 +72,7 @@ export class StatusFeed {
    */
   add(res: ServerResponse, hello: unknown, allowed: () => boolean, headers: Record<string, string>): boolean {
     if (this.#closed || this.#viewers.size >= this.#maxViewers) return false;
-    const viewer: Viewer = { res, ready: true, stalledSince: 0, missed: false, allowed };
+    const viewer: Viewer = { res, ready: true, stalledSince: 0, missed: false, allowed, since: Date.now() };
     this.#viewers.add(viewer);
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' });
     res.on('close', () => this.#drop(viewer));
@@ -103,6 +112,9 @@ export class StatusFeed {
         this.#drop(viewer);
       } else if (!viewer.ready && now - viewer.stalledSince >= STALLED_MS) {
         viewer.res.destroy(); // not reading: what it has not read is of no use any more
+        this.#drop(viewer);
+      } else if (now - viewer.since >= FEED_MAX_MS) {
+        viewer.res.end(); // a page that reads reconnects at once; one that does not, frees its slot
         this.#drop(viewer);
       }
     }
