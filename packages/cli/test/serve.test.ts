@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -112,6 +112,26 @@ describe('toolwire serve: usage', () => {
     } finally {
       blocker.close();
     }
+  });
+
+  it('exits 73 naming the folder when disk records cannot be written under recordDir, before its port opens', async () => {
+    await writeFile(join(home, 'a-file'), 'not a folder');
+    const path = await configFile({ hosts: [], callers: [], recordDir: 'a-file/records' });
+    const run = serve(['--config', path, '--listen', '127.0.0.1:0', '--log-level', 'silent']);
+    expect(await run.exit).toBe(73);
+    expect(run.stderr()).toBe(`toolwire serve: disk records cannot be written under ${join(home, 'a-file', 'records')} (recordDir): ENOTDIR\n`);
+    expect(run.stdout()).toBe('');
+  });
+
+  it('creates a missing recordDir (mode 0700) and leaves no probe file in it', async () => {
+    const path = await configFile({ hosts: [], callers: [], recordDir: 'deep/records' });
+    const run = serve(['--config', path, '--listen', '127.0.0.1:0', '--log-level', 'silent']);
+    await banner(run);
+    const dir = join(home, 'deep', 'records');
+    expect((await stat(dir)).mode & 0o777).toBe(0o700);
+    expect(await readdir(dir)).toEqual([]);
+    run.stop.abort();
+    expect(await run.exit).toBe(0);
   });
 });
 

@@ -18,6 +18,7 @@ export type { StatusSnapshot, HostStatus, ToolStatus, CallStatus } from './statu
 export type { FinishedCall } from './status/call-board.js';
 export { generateToken } from './auth/generate-token.js';
 export { ClusterError } from './cluster/errors.js';
+export { RecordDirError } from './executor/record.js';
 export type { ClusterOptions, NatsCredentials, NatsTls } from './cluster/options.js';
 export { DEADLINE_META, WORKSPACE_META } from './mcp/caller.js';
 export { OUTPUT_NOTIFICATION, STREAM_META } from './mcp/live-output.js';

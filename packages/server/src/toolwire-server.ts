@@ -197,7 +197,8 @@ export class ToolwireServer {
   }
 
   /**
-   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`). The first call first closes
+   * Start listening. Rejects with the listen error (e.g. `EADDRINUSE`), with `RecordDirError` when
+   * `recordDir` cannot be written, with `ClusterError` when the cluster cannot be joined. The first call first closes
    * the disk records an earlier server process left in flight (with `recordDir`; logged at info);
    * once listening, the open-files limit and the connection caps are logged at info.
    * @param port TCP port, default 0 (any free port)
@@ -208,6 +209,7 @@ export class ToolwireServer {
     if (!Number.isInteger(port) || port < 0 || port > 65535) throw new RangeError(`listen: port must be an integer 0-65535, got ${port}`);
     if (this.#closing) throw new Error('listen: the server is closed');
     if (!this.#recovered) {
+      await this.executor.checkRecordDir(); // a record folder that cannot be written stops the start
       this.#recovered = true;
       await this.executor.closeInterruptedRecords(); // before the port opens: no new call races it
     }

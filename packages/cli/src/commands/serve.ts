@@ -45,6 +45,7 @@ import { pino } from 'pino';
 import {
   type CallerCredential,
   ClusterError,
+  RecordDirError,
   type HostCredential,
   type ListenInfo,
   type ServerTls,
@@ -79,7 +80,8 @@ Without --config, SIGHUP is ignored (nothing to reload).
 Changes made by "toolwire token" apply to the running server within 1 s.
 exit status: 0 after SIGINT/SIGTERM, 64 bad usage or a bad config file or credential,
 65 a bad tokens.json, 69 the address cannot be bound (e.g. the port is in use),
-73 the state folder is not a folder or cannot be written, 77 permission denied.
+73 the state folder, or the config's recordDir, is not a folder or cannot be written,
+77 permission denied.
 `;
 
 const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
@@ -246,6 +248,10 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
     if (error instanceof ClusterError) {
       stderr.write(`toolwire serve: ${error.message}\n`);
       return ExitCode.UNAVAILABLE;
+    }
+    if (error instanceof RecordDirError) {
+      stderr.write(`toolwire serve: ${error.message}\n`);
+      return ExitCode.CANT_CREATE;
     }
     const code = (error as { code?: unknown } | undefined)?.code;
     const why = code === 'EADDRINUSE' ? 'port in use (EADDRINUSE), try --listen HOST:PORT' : error instanceof Error ? error.message : String(error);

@@ -99,6 +99,15 @@ export class Executor {
   onStop: ((agent: string) => void) | undefined;
 
   /**
+   * With `recordDir`: make sure records can be written there (the folder is created if missing).
+   * Used by `ToolwireServer.listen()` before the port opens. Resolves at once without `recordDir`.
+   * @throws RecordDirError naming the folder and the file system's reason (EACCES, EROFS, ENOTDIR…)
+   */
+  checkRecordDir(): Promise<void> {
+    return this.#record?.checkWritable() ?? Promise.resolve();
+  }
+
+  /**
    * Complete the disk records an earlier server process left open (`input.json`, no `output.json`)
    * with an interrupted capture 69 (`record-recovery.ts`), leaving this executor's calls in flight
    * alone, and log how many at info. Resolves with the counts (all zero without `recordDir`);

@@ -13,6 +13,8 @@
  * files are written by one worker thread in batches (`record-writer.ts`).
  */
 import { isUtf8 } from 'node:buffer';
+import { randomBytes } from 'node:crypto';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
 import { jsonStringLength, writeJsonString } from './json-bytes.js';
@@ -50,6 +52,11 @@ export interface CallIds {
   tracestate?: string | undefined;
 }
 
+/** `listen()` found that disk records cannot be written under `recordDir` (its reason: EACCES, EROFS, ENOTDIR…). */
+export class RecordDirError extends Error {
+  override readonly name = 'RecordDirError';
+}
+
 /** Writes the records of calls under one root directory. */
 export class DiskRecord {
   /** The record root, absolute. */
@@ -62,6 +69,24 @@ export class DiskRecord {
   constructor(root: string) {
     this.root = resolve(root);
     this.#prefix = this.root.endsWith(sep) ? this.root : this.root + sep;
+  }
+
+  /**
+   * Make sure records can be written: create the root (mode 0700, with its parents) and write and
+   * remove an empty probe file in it. Called once before the server's port opens, so a folder that
+   * cannot be written stops the start instead of failing (and logging) every call.
+   * @throws RecordDirError naming the root and the file system's reason
+   */
+  async checkWritable(): Promise<void> {
+    const probe = `${this.#prefix}.toolwire-probe-${randomBytes(6).toString('hex')}`;
+    try {
+      await mkdir(this.root, { recursive: true, mode: 0o700 });
+      await writeFile(probe, '', { flag: 'wx', mode: 0o600 });
+      await rm(probe, { force: true });
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      throw new RecordDirError(`disk records cannot be written under ${this.root} (recordDir): ${code ?? (error as Error).message}`);
+    }
   }
 
   /** End the writer thread (later writes reject). Idempotent. */
