@@ -1,6 +1,6 @@
 /** How a tool host names a connection's end and its server in its log lines and errors. */
 import { CloseCode, closeCodeName } from '@toolwire/protocol';
-import type { CloseInfo } from '../connection/host-socket.js';
+import type { CloseInfo } from '../connection/host-socket-options.js';
 
 /** Close codes by which the server refuses what this host sent: 1002, 1003, 1007, 1008, 1009, 1011. */
 export const REFUSAL_CODES: ReadonlySet<number> = new Set([

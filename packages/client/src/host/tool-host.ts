@@ -9,7 +9,8 @@ import { type AdvertisedMessage, CloseCode, NAME_PATTERN, PROTOCOL_VERSION, type
 import { CallAborted } from '../calls/abort.js';
 import { Admission } from '../calls/admission.js';
 import { CallSession } from '../calls/call-session.js';
-import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
+import type { HostSocket } from '../connection/host-socket.js';
+import type { CloseInfo, SessionMessage } from '../connection/host-socket-options.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import type { McpServerConfig } from '../sources/mcp/config.js';
