@@ -5,7 +5,8 @@
  *
  * @packageDocumentation
  */
-export { ToolHost, type ToolHostEvents } from './host/tool-host.js';
+export { ToolHost } from './host/tool-host.js';
+export type { ToolHostEvents } from './host/events.js';
 export type { ToolSetChange } from './host/tool-set.js';
 export type { ToolHostOptions } from './host/options.js';
 export type { ToolContext, ToolHandler, InProcessToolSpec, CommandSpec, CommandToolSpec, Logger } from './types.js';

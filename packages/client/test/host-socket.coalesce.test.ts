@@ -7,7 +7,8 @@
 import { Socket } from 'node:net';
 import type { ResultMessage } from '@toolwire/protocol';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { HostSocket, type SessionMessage } from '../src/connection/host-socket.js';
+import { HostSocket } from '../src/connection/host-socket.js';
+import type { SessionMessage } from '../src/connection/host-socket-options.js';
 import { FakeServer } from './helpers/fake-server.js';
 
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

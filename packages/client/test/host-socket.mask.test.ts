@@ -3,7 +3,8 @@ import { createHash } from 'node:crypto';
 import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
-import { HostSocket, unmaskedIsSafe } from '../src/connection/host-socket.js';
+import { HostSocket } from '../src/connection/host-socket.js';
+import { unmaskedIsSafe } from '../src/connection/masking.js';
 
 const WS_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const silent = { debug() {}, info() {}, warn() {}, error() {} };

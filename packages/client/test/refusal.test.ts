@@ -1,6 +1,6 @@
 /** Issue 10 §4 — which failed dials are retried, and what a refusal says. */
 import { describe, expect, it } from 'vitest';
-import type { CloseInfo } from '../src/connection/host-socket.js';
+import type { CloseInfo } from '../src/connection/host-socket-options.js';
 import { displayUrl, refusalOf, retryAfterMs } from '../src/connection/refusal.js';
 import { TokenRefusedError } from '../src/host/errors.js';
 

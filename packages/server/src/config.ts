@@ -24,7 +24,7 @@ import type { RouterOptions } from './router/router.js';
 import { FrameDecoder } from './session/frame-decoder.js';
 import type { SessionOptions } from './session/host-session.js';
 import { captureCapBytes } from './session/output-stream.js';
-import { sequentialCallId } from './session/pending-calls.js';
+import { sequentialCallId } from './session/call-id.js';
 import type { StatusOptions } from './status/status-http.js';
 import { sharedWorkers } from './worker/shared.js';
 

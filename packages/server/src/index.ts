@@ -13,7 +13,7 @@ export type { ExecuteRequest, ExecuteResult, CompletedResult, Fallback } from '.
 export type { Projection } from './executor/projection.js';
 export type { Envelope } from './executor/envelope.js';
 export type { ToolControl, ToolControlRequest, ToolControlDecision } from './executor/gates.js';
-export type { HostInfo } from './router/router.js';
+export type { HostInfo } from './router/listing.js';
 export type { StatusSnapshot, HostStatus, ToolStatus, CallStatus } from './status/snapshot.js';
 export type { FinishedCall } from './status/call-board.js';
 export { generateToken } from './auth/generate-token.js';

@@ -19,8 +19,7 @@
  * (`executor/record-recovery.ts`) before the port opens, and once listening logs its open-files
  * limit and the connection caps in force.
  */
-import { type IncomingMessage, type Server as HttpServer, type ServerResponse, createServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
+import type { Server as HttpServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import pTimeout from 'p-timeout';
 import { AuthLimiter } from './auth/limiter.js';
@@ -28,17 +27,14 @@ import type { ClusterNode } from './cluster/cluster.js';
 import type { ClusterConfig } from './cluster/options.js';
 import { type Principal, TokenTable } from './auth/tokens.js';
 import { HostEndpoint } from './endpoint/host-endpoint.js';
-import { HostPolicy, answerOAuthDiscovery, refuseHost } from './endpoint/http-front.js';
-import { clientErrorStatus, rejectUpgrade } from './endpoint/http-reject.js';
-import { headerOf } from './endpoint/request-header.js';
-import { onTlsClientError } from './endpoint/tls-front.js';
+import { HostPolicy } from './endpoint/http-front.js';
+import { createHttpServer, type HttpFront } from './endpoint/http-server.js';
 import { Executor } from './executor/executor.js';
 import { McpDoor } from './mcp/door.js';
 import { ServerMetrics } from './observe/metrics.js';
-import { serveMetrics } from './observe/metrics-endpoint.js';
 import { type ServerSeams, resolveServerConfig } from './config.js';
 import type { CallerCredential, HostCredential, Logger, ToolwireServerOptions } from './options.js';
-import { type Descriptors, httpServerOptions, logDescriptors } from './preauth/config.js';
+import { type Descriptors, logDescriptors } from './preauth/config.js';
 import { PreAuthGuard } from './preauth/guard.js';
 import { Router } from './router/router.js';
 import { CallBoard } from './status/call-board.js';
@@ -162,38 +158,20 @@ export class ToolwireServer {
       secure: tls !== undefined,
       options: config.status,
     });
-    const onRequest = (req: IncomingMessage, res: ServerResponse): void => this.#onRequest(req, res);
-    const httpOptions = httpServerOptions(config.http);
-    if (tls !== undefined) {
-      const https = createHttpsServer({ ...httpOptions, cert: tls.cert, key: tls.key, minVersion: 'TLSv1.2' }, onRequest);
-      // A failed TLS handshake (wrong CA, plain HTTP on the TLS port) only concerns that socket.
-      https.on('tlsClientError', onTlsClientError(log));
-      this.#http = https;
-    } else {
-      this.#http = createServer(httpOptions, onRequest);
-    }
-    this.#http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
-    this.#http.maxHeadersCount = config.http.maxHeadersCount;
+    const front: HttpFront = {
+      hostPolicy: this.#hostPolicy,
+      hostEndpoint: this.hostEndpoint,
+      preAuth,
+      mcp: this.mcp,
+      status: this.#status,
+      metrics,
+      tokens: this.tokens,
+      limiter: this.limiter,
+      router: this.router,
+      logger: log,
+    };
+    this.#http = createHttpServer(front, config.http, tls);
     this.#secure = tls !== undefined;
-    // The TCP socket, also under TLS (its handshake is pre-auth time too).
-    preAuth.listenTo(this.#http);
-    this.#http.on('upgrade', (req, socket, head) => {
-      // Headers read from rawHeaders: a refused upgrade never builds `req.headers` (endpoint/request-header.ts).
-      const refused = this.#hostPolicy.refusal(headerOf(req, 'host'));
-      if (refused === undefined) return this.hostEndpoint.handleUpgrade(req, socket, head);
-      socket.on('error', (error) => log.debug({ err: error }, 'refused upgrade socket error'));
-      log.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'upgrade refused: Host not allowed');
-      rejectUpgrade(socket, 403, undefined, refused); // the reason, as the HTTP 403 does: a tool host shows it
-    });
-    this.#http.on('error', (error) => log.error({ err: error }, 'http server error'));
-    // A request node:http cannot take (head too large or too slow, malformed): answer as node:http
-    // would (431, 408, 400), then close.
-    this.#http.on('clientError', (error: NodeJS.ErrnoException, socket) => {
-      log.debug({ err: error }, 'http client error');
-      const status = clientErrorStatus(error);
-      if (status === undefined) socket.destroy();
-      else rejectUpgrade(socket, status);
-    });
   }
 
   /**
@@ -314,42 +292,5 @@ export class ToolwireServer {
     const metrics = this.#metrics;
     if (metrics === undefined) return undefined;
     return { contentType: metrics.contentType, text: await metrics.metrics() };
-  }
-
-  #onRequest(req: IncomingMessage, res: ServerResponse): void {
-    this.preAuth.watch(req, res);
-    const path = (req.url ?? '/').split('?', 1)[0] ?? '/';
-    const refused = this.#hostPolicy.refusal(req.headers.host);
-    if (refused !== undefined) {
-      this.#logger.debug({ remote: req.socket.remoteAddress, host: String(req.headers.host).slice(0, 100) }, 'request refused: Host not allowed');
-      refuseHost(res, path, refused);
-      return;
-    }
-    if (path === '/mcp') {
-      void this.mcp.handle(req, res); // never rejects
-      return;
-    }
-    if (path === '/status' || path.startsWith('/status/')) {
-      void this.#status.handle(req, res, path); // never rejects
-      return;
-    }
-    if (path === '/metrics' && this.#metrics !== undefined) {
-      const authenticate = (authorization: string | undefined): boolean => {
-        const ok = this.tokens.authenticate(authorization, 'caller')?.role === 'caller';
-        if (ok) this.preAuth.authenticated(req.socket); // a scraper's keep-alive connection leaves the pre-auth accounting
-        return ok;
-      };
-      void serveMetrics(req, res, { metrics: this.#metrics, authenticate, limiter: this.limiter, logger: this.#logger }); // never rejects
-      return;
-    }
-    if (path === '/healthz' && (req.method === 'GET' || req.method === 'HEAD')) {
-      const body = JSON.stringify({ ok: true, hosts: this.router.hosts().length, tools: this.router.tools().length });
-      res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store' });
-      res.end(req.method === 'HEAD' ? undefined : body);
-      return;
-    }
-    if (answerOAuthDiscovery(req, res, path)) return;
-    res.writeHead(404, { 'content-type': 'application/json' });
-    res.end(JSON.stringify({ error: 'not found' }));
   }
 }

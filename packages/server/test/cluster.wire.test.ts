@@ -9,7 +9,7 @@ import { Batcher, ITEM_HEADER, unbatch } from '../src/cluster/batch.js';
 import type { Bus } from '../src/cluster/bus.js';
 import { StatePages } from '../src/cluster/state-pages.js';
 import type { StatePage } from '../src/cluster/wire.js';
-import type { LocalHost } from '../src/router/router.js';
+import type { LocalHost } from '../src/router/listing.js';
 
 const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
 

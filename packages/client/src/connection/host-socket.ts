@@ -4,12 +4,7 @@
  * frames. Knows nothing about tools or calls; reconnecting is the supervisor's job.
  */
 import {
-  type AdvertisedMessage,
-  type CallMessage,
-  type CancelMessage,
-  type CreditMessage,
   CloseCode,
-  type HelloMessage,
   type HostMessage,
   SUBPROTOCOLS,
   TickCoalescer,
@@ -21,57 +16,8 @@ import {
 } from '@toolwire/protocol';
 import pTimeout from 'p-timeout';
 import { WebSocket } from 'ws';
-import type { Logger } from '../types.js';
-
-/** Messages after `welcome`. */
-export type SessionMessage = AdvertisedMessage | CallMessage | CancelMessage | CreditMessage;
-
-/** How a connection ended. */
-export interface CloseInfo {
-  /** True when the upgrade succeeded (a `disconnected`, not a failed dial). */
-  opened: boolean;
-  /** True when a `welcome` arrived. */
-  welcomed: boolean;
-  /** WebSocket close code (1006 when the socket was lost without a close frame). */
-  code: number;
-  reason: string;
-  /** HTTP status when the server refused the upgrade (e.g. 401). */
-  status?: number;
-  /** The refusal's `Retry-After` header, as sent (whole seconds or an HTTP date). */
-  retryAfter?: string;
-  /** The refusal carried a `WWW-Authenticate` challenge: the server checked the token and did not accept it. */
-  challenged?: boolean;
-  /** The refusal's text body (its reason, e.g. a 429's "too many failed authentications …"), at most {@link MAX_REASON_BYTES}, one line. */
-  body?: string;
-  /** The error that ended the connection, when there was one. */
-  error?: Error;
-}
-
-/** Most bytes of a refusal's body kept as its reason; the rest is discarded. */
-export const MAX_REASON_BYTES = 512;
-
-/** Options of one connection. Times in ms, sizes in bytes. */
-export interface HostSocketOptions {
-  url: string;
-  token?: string;
-  ca?: string | Buffer;
-  hello: HelloMessage;
-  /** Largest frame accepted from the server (ws `maxPayload`). */
-  maxPayload: number;
-  /** Time allowed for the upgrade and for `welcome` after `hello`. */
-  welcomeTimeoutMs: number;
-  /** Time `close()` waits for the server's close frame before terminating. */
-  closeWaitMs: number;
-  logger: Logger;
-}
-
-/** Callbacks of one connection; `onClose` is called exactly once. */
-export interface HostSocketHandlers {
-  onWelcome(welcome: WelcomeMessage): void;
-  /** `bytes`: the size of the frame that carried `message` (a call's share of the host's input-bytes bound). */
-  onMessage(message: SessionMessage, bytes: number): void;
-  onClose(info: CloseInfo): void;
-}
+import { type CloseInfo, type HostSocketHandlers, type HostSocketOptions, MAX_REASON_BYTES } from './host-socket-options.js';
+import { unmaskedIsSafe, zeroMask } from './masking.js';
 
 /**
  * The server is presumed dead after `2 × heartbeatMs + min(heartbeatMs, 1000)` ms without a ping
@@ -79,31 +25,6 @@ export interface HostSocketHandlers {
  */
 export function silenceLimitMs(heartbeatMs: number): number {
   return 2 * heartbeatMs + Math.min(heartbeatMs, 1000);
-}
-
-/**
- * Whether frames to `url` may go with an all-zero masking key, which ws sends without masking (no
- * copy of each frame) and the server's ws does not unmask: only on the loopback interface, where no
- * intermediary can sit between host and server. Client masking (RFC 6455 §5.3, §10.3) exists so
- * bytes a peer chooses (here: a tool's output) cannot pose as HTTP to an intermediary on the path;
- * across a network frames keep a random key, `wss:` included, since a TLS-terminating proxy or load
- * balancer in front of the server reads them in the clear.
- */
-export function unmaskedIsSafe(url: string): boolean {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return false;
-  }
-  if (parsed.protocol !== 'ws:' && parsed.protocol !== 'wss:') return false;
-  const host = parsed.hostname;
-  return host === 'localhost' || host === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
-}
-
-/** ws `generateMask`: the all-zero key (see {@link unmaskedIsSafe}). */
-function zeroMask(mask: Buffer): void {
-  mask.fill(0);
 }
 
 /**

@@ -6,7 +6,7 @@
  * stops with a {@link ServerRefusedError} that says so plainly. Never names the token.
  */
 import { ServerRefusedError, TokenRefusedError } from '../host/errors.js';
-import type { CloseInfo } from './host-socket.js';
+import type { CloseInfo } from './host-socket-options.js';
 
 /** Node/OpenSSL error codes of a TLS handshake that failed on the certificate (not on the network). */
 const CERT_CODES = new Map<string, string>([

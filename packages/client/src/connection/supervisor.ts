@@ -7,7 +7,8 @@ import { CloseCode, type WelcomeMessage } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import type { ServerRefusedError } from '../host/errors.js';
-import { type CloseInfo, HostSocket, type HostSocketOptions, type SessionMessage } from './host-socket.js';
+import { HostSocket } from './host-socket.js';
+import type { CloseInfo, HostSocketOptions, SessionMessage } from './host-socket-options.js';
 import { refusalOf, retryAfterMs } from './refusal.js';
 
 /** Callbacks of the supervisor; each names the connection it is about. */

@@ -9,46 +9,19 @@ import { type AdvertisedMessage, CloseCode, NAME_PATTERN, PROTOCOL_VERSION, type
 import { CallAborted } from '../calls/abort.js';
 import { Admission } from '../calls/admission.js';
 import { CallSession } from '../calls/call-session.js';
-import type { CloseInfo, HostSocket, SessionMessage } from '../connection/host-socket.js';
+import type { HostSocket } from '../connection/host-socket.js';
+import type { CloseInfo, SessionMessage } from '../connection/host-socket-options.js';
 import { ConnectionSupervisor } from '../connection/supervisor.js';
 import type { CommandSpec, CommandToolSpec, InProcessToolSpec, ToolHandler } from '../types.js';
 import type { McpServerConfig } from '../sources/mcp/config.js';
 import { McpSource } from '../sources/mcp/mcp-source.js';
 import { SOFTWARE } from '../version.js';
+import { describeClose, REFUSAL_CODES, remoteOf } from './close-report.js';
+import { type Deferred, deferred } from './deferred.js';
 import { HostReplacedError, type ServerRefusedError } from './errors.js';
+import type { ToolHostEvents } from './events.js';
 import { type ResolvedHostOptions, type ToolHostOptions, resolveHostOptions } from './options.js';
 import { ToolSet, type ToolSetChange, plainSpec } from './tool-set.js';
-
-/** Events of a {@link ToolHost} and their arguments. */
-export interface ToolHostEvents {
-  /** A connection was accepted: the server's `welcome` (identity, heartbeat, limits). */
-  connected: [welcome: WelcomeMessage];
-  /** The server's answer to an `advertise` (after every connect, and after the tool set changed while connected). */
-  advertised: [advertised: AdvertisedMessage];
-  /** An upgraded connection ended; its calls were aborted. `code` 1006 when lost without a close frame. */
-  disconnected: [info: { code: number; reason: string }];
-  /**
-   * A dial failed (unreachable, HTTP 5xx or 429, a refusal below) or a connection was dropped for a
-   * fault (heartbeat lost, no welcome, bad frame, closed by the server before welcome), or — a
-   * {@link HostReplacedError} — the server closed the connection with 4000 because a newer
-   * connection with the same token took over. Emitted only when someone listens; otherwise logged
-   * (a replacement or refusal at level error, the rest at warn).
-   */
-  error: [error: Error];
-  /**
-   * The host stopped reconnecting on its own, for good: a {@link HostReplacedError} (close 4000),
-   * a {@link TokenRefusedError} (HTTP 401 at the upgrade), or another {@link ServerRefusedError}
-   * (HTTP 403 origin, another 4xx, a TLS failure). Follows the `error` report of the same error.
-   * Only network failures, HTTP 5xx and 429 (after its `Retry-After`) are retried.
-   */
-  stopped: [error: HostReplacedError | ServerRefusedError];
-}
-
-interface Deferred<T> {
-  promise: Promise<T>;
-  resolve(value: T): void;
-  reject(error: Error): void;
-}
 
 /**
  * A tool host: tools registered here are advertised to the server and called by it.
@@ -311,43 +284,5 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
   #reportError(error: Error, willRetry: boolean, level: 'warn' | 'error'): void {
     if (this.listenerCount('error') > 0) this.emit('error', error);
     else this.#options.logger[level]({ code: (error as NodeJS.ErrnoException).code, willRetry }, `toolwire: ${error.message}`);
-  }
-}
-
-/** Close codes by which the server refuses what this host sent: 1002, 1003, 1007, 1008, 1009, 1011. */
-const REFUSAL_CODES: ReadonlySet<number> = new Set([
-  CloseCode.PROTOCOL_ERROR,
-  CloseCode.UNSUPPORTED_DATA,
-  CloseCode.INVALID_PAYLOAD,
-  CloseCode.POLICY_VIOLATION,
-  CloseCode.MESSAGE_TOO_BIG,
-  CloseCode.INTERNAL_ERROR,
-]);
-
-/** `close 1002 PROTOCOL_ERROR: <reason>` for logs and errors. */
-function describeClose(info: CloseInfo): string {
-  const name = info.code === 1005 ? 'NO_STATUS_RECEIVED' : info.code === 1006 ? 'ABNORMAL_CLOSURE' : closeCodeName(info.code);
-  return `close ${info.code} ${name}${info.reason ? `: ${info.reason}` : ''}`;
-}
-
-function deferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (error: Error) => void;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // Settling twice is a no-op; a rejection nobody awaits (start() never called… or ignored) must
-  // not become an unhandled rejection, so mark it handled here — callers still see it.
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
-
-/** The server's address in a host's log lines: `host:port` of its URL (never a user or password in it). */
-function remoteOf(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return '';
   }
 }

@@ -11,7 +11,7 @@
  * host is made for it, so a connect storm, a new version per turn, allocates per changed host only.
  */
 import type { ToolSpec } from '@toolwire/protocol';
-import type { LocalHost } from '../router/router.js';
+import type { LocalHost } from '../router/listing.js';
 import type { StateRequest } from './wire.js';
 
 /** Hosts per `state` page at most. */

@@ -4,7 +4,7 @@
  * settles with a capture. Host sessions register themselves through `bind` / `advertise` / `unbind`.
  */
 import { EventEmitter } from 'node:events';
-import { type AdvertisedMessage, type ToolSpec, failureCapture } from '@toolwire/protocol';
+import { type AdvertisedMessage, failureCapture } from '@toolwire/protocol';
 import type { Logger } from '../options.js';
 import { checkAdvertise } from '../registry/advertise-check.js';
 import { type PreparedAdvertise, prepareAdvertise } from '../registry/prepare.js';
@@ -13,7 +13,9 @@ import { acceptRemote, prepareRemote } from '../registry/remote-specs.js';
 import type { SchemaCompiler } from '../registry/schema-compiler.js';
 import type { InjectedTool, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { isStopped } from '../session/stop-watch.js';
+import { type IdentityClaim, type NameClaim, refuseTakenNames } from './claims.js';
 import type { HostLink } from './host-link.js';
+import { type HostInfo, hostInfos, type LocalHost, localHostsOf } from './listing.js';
 
 /** What the router reads: the registry's naming and tool limits, the schema compiler and the logger. */
 export interface RouterOptions extends RegistryOptions {
@@ -21,42 +23,6 @@ export interface RouterOptions extends RegistryOptions {
   compiler: SchemaCompiler;
   logger: Logger;
 }
-
-/** One connected host as `hosts()` reports it. `tools` are exposed names; `inFlight` counts pending calls. */
-export interface HostInfo {
-  name: string;
-  tools: string[];
-  inFlight: number;
-  connectedAt: Date;
-  /** The peer's address, when known. */
-  remote?: string;
-  /** The wire protocol version of the connection (1 or 2), when known. */
-  protocol?: number;
-  /** When the host last answered a heartbeat ping, when known. */
-  lastHeartbeatAt?: Date;
-  /** The cluster node the host is connected to; absent for this node. */
-  node?: string;
-}
-
-/** A host connected to this node with the tool specs it advertised (what a cluster replicates). */
-export interface LocalHost {
-  host: string;
-  remote?: string | undefined;
-  connectedAt: Date;
-  tools: ToolSpec[];
-}
-
-/**
- * Claims a host identity before its session binds (a cluster's identity lease): resolves when the
- * session may bind, rejects with the reason when it may not. Absent on a single node.
- */
-export type IdentityClaim = (host: string) => Promise<void>;
-
-/**
- * Claims exposed names cluster-wide (naming `bare`): resolves with the names among `names` that
- * another host holds, → that host. Set by a cluster; never rejects.
- */
-export type NameClaim = (host: string, names: string[]) => Promise<Map<string, string>>;
 
 /**
  * `ToolInjection` over connected tool hosts.
@@ -164,14 +130,7 @@ export class Router extends EventEmitter implements ToolInjection {
 
   /** Connected (hello done) hosts with their exposed tool names, pending call count and connect time. */
   hosts(): HostInfo[] {
-    return [...this.#links.values()].map((link) => {
-      const info: HostInfo = { name: link.host, tools: this.#registry.namesOf(link.host), inFlight: link.inFlight, connectedAt: link.connectedAt };
-      if (link.remote !== undefined) info.remote = link.remote;
-      if (link.protocol !== undefined) info.protocol = link.protocol;
-      if (link.lastHeartbeatAt !== undefined) info.lastHeartbeatAt = link.lastHeartbeatAt;
-      if (link.node !== undefined) info.node = link.node;
-      return info;
-    });
+    return hostInfos(this.#links, this.#registry);
   }
 
   /** The accepted tools of `host` as it advertised them (exposed name and spec), in advertise order. */
@@ -204,17 +163,7 @@ export class Router extends EventEmitter implements ToolInjection {
 
   /** The hosts connected to this node (not those of other cluster nodes) with their accepted tool specs. */
   localHosts(): LocalHost[] {
-    const out: LocalHost[] = [];
-    for (const link of this.#links.values()) {
-      if (link.node !== undefined) continue;
-      const tools: ToolSpec[] = [];
-      for (const name of this.#registry.namesOf(link.host)) {
-        const tool = this.#registry.lookup(name);
-        if (tool !== undefined) tools.push(tool.spec);
-      }
-      out.push({ host: link.host, remote: link.remote, connectedAt: link.connectedAt, tools });
-    }
-    return out;
+    return localHostsOf(this.#links, this.#registry);
   }
 
   /** The exposed tool names of `host` (none when it is not connected). */
@@ -285,17 +234,7 @@ export class Router extends EventEmitter implements ToolInjection {
       const wanted = checks.flatMap((c) => (c.ok ? [c.tool.name] : []));
       const taken = wanted.length === 0 ? new Map<string, string>() : await this.claimNames(link.host, wanted);
       if (!isCurrent()) return this.#counted(rejectAllReply(prepared, 'session is no longer current', this.#options.maxToolsPerHost));
-      for (let i = 0; i < checks.length; i++) {
-        const check = checks[i]!;
-        const owner = check.ok ? taken.get(check.tool.name) : undefined;
-        if (check.ok && owner !== undefined) {
-          checks[i] = {
-            ok: false,
-            name: check.tool.name,
-            reason: `name "${check.tool.name}" is already advertised by host ${owner} on another node (naming bare: the first host keeps a name)`,
-          };
-        }
-      }
+      refuseTakenNames(checks, taken);
     }
     this.#forgetDeparted(link.host);
     const { advertised, changed } = this.#registry.apply(link.host, checks, prepared.unexamined);

@@ -11,135 +11,20 @@ import {
   encodeMessage,
   type Failure,
   failureCapture,
-  FailureKind,
   fromWire,
   type OutputFrame,
   type ProgressMessage,
   type ResultMessage,
 } from '@toolwire/protocol';
-import { nanoid } from 'nanoid';
 import { RENEW_AFTER_ADDS } from '../churn.js';
-import { keepShape } from '../keep-shape.js';
 import type { Logger } from '../options.js';
-import type { OutputListener, ProgressListener, RoutedCall } from '../seam.js';
-import { Deadlines, type Expiring } from './deadlines.js';
+import type { RoutedCall } from '../seam.js';
+import { MAX_ID_DRAWS, sequentialCallId } from './call-id.js';
+import { Deadlines } from './deadlines.js';
 import { OutputStream, type OutputSettings } from './output-stream.js';
-import { isStopped, type Stoppable, unwatchCall, watchCall } from './stop-watch.js';
-
-/**
- * One pending call. A class, not an object literal with methods: methods of a literal are closures
- * made per call over the dispatching function's context (the caller's call, the promise's
- * `resolve` and through it the settled capture), which kept settled captures (their external bytes)
- * alive past their calls: more full GCs (bench/README.md item 10). It is also not an arrow
- * function per call (tsx compiles with esbuild `keepNames`, which names each named arrow function
- * as it is created, a cost on every call).
- */
-class Entry implements Expiring, Stoppable {
-  /** A stop landed: the host was sent `cancel` and the call settles 130 (with the host's partial output if it answers). */
-  stopped = false;
-  /** After a stop, the cancel-grace timer. */
-  timer: NodeJS.Timeout | undefined = undefined;
-  /** When the deadline passes (`performance.now()` ms), kept by the session's {@link Deadlines}. */
-  expiresAt = 0;
-  /** Its progress consumer threw once (logged once). */
-  progressFailed = false;
-  /** Live output since the first `output` chunk (protocol 2). */
-  output: OutputStream | undefined = undefined;
-  readonly id: string;
-  readonly deadlineMs: number;
-  /**
-   * The routed call this entry answers (found by {@link PendingCalls.stopCall}); its `signal`,
-   * `onOutput` and `onProgress` are read from it (not copied: a smaller entry per call).
-   */
-  readonly routed: RoutedCall;
-  readonly #owner: PendingCalls;
-  #resolve: ((capture: Capture) => void) | undefined;
-
-  constructor(id: string, deadlineMs: number, owner: PendingCalls, call: RoutedCall, resolve: (capture: Capture) => void) {
-    this.id = id;
-    this.deadlineMs = deadlineMs;
-    this.routed = call;
-    this.#owner = owner;
-    this.#resolve = resolve;
-  }
-
-  /** The call's consumer of live output (`RoutedCall.onOutput`). */
-  get listener(): OutputListener | undefined {
-    return this.routed.onOutput;
-  }
-
-  /** The call's consumer of progress messages (`RoutedCall.onProgress`). */
-  get progressListener(): ProgressListener | undefined {
-    return this.routed.onProgress;
-  }
-
-  /** The streamed part of the capture so far (for a synthetic capture), or `undefined` when nothing streamed. */
-  part(): { stdout: Uint8Array; stderr: Uint8Array } | undefined {
-    return this.output?.part();
-  }
-
-  /** Settle once: leave the session, its deadline and its signal's watch, clear the timer, resolve. */
-  settle(capture: Capture): void {
-    if (!this.#owner.release(this)) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    unwatchCall(this.routed, this);
-    // The consumer's last chunk (toolwire's reason line, if any) before the call settles; none after.
-    this.output?.end(capture);
-    const resolve = this.#resolve!;
-    this.#resolve = undefined;
-    resolve(capture);
-  }
-
-  /** The deadline passed (called by the session's {@link Deadlines}). */
-  expire(): void {
-    this.#owner.expire(this);
-  }
-
-  /** The call's signal aborted (called by `stop-watch.ts`). */
-  stop(): void {
-    this.#owner.stop(this);
-  }
-}
-
-// One entry kept for the life of the process (keep-shape.ts), made with no call (it holds no caller's
-// object) and with a deadline as `Deadlines.add` sets it (a fraction of a ms: the field's double
-// representation): while no call is in flight, a full GC dropped Entry's hidden classes otherwise and
-// deoptimized `dispatch`, which inlines its constructor.
-const keptEntry = new Entry('', 1, undefined as never, undefined as never, () => undefined);
-keptEntry.expiresAt = 0.5;
-keepShape(keptEntry);
-
-const STOP_REASON = 'cancelled by stop';
-const STOP_LINE = Buffer.from(`toolwire: ${STOP_REASON}\n`);
-
-/**
- * A stopped call's capture from the host's partial output: 130, stderr ending with one
- * `toolwire: cancelled by stop` line — the host's own when it already reported the stop (a tool host
- * does), else appended (DESIGN §4: one reason line, not two).
- */
-function stoppedCapture(stdout: Uint8Array, stderr: Uint8Array): Capture {
-  const tail = stderr.subarray(stderr.length - STOP_LINE.length);
-  const own = stderr.length >= STOP_LINE.length && (stderr.length === STOP_LINE.length || stderr[stderr.length - STOP_LINE.length - 1] === 0x0a);
-  if (own && STOP_LINE.equals(tail)) return { stdout, stderr, exitCode: FailureKind.cancelled, failure: 'cancelled' };
-  return failureCapture('cancelled', STOP_REASON, { stdout, stderr });
-}
-
-/** Random part of every wire id minted by {@link sequentialCallId} in this process (12 nanoid characters, 72 bits). */
-const ID_PREFIX = nanoid(12);
-let idCount = 0;
-
-/**
- * The default wire id: a random per-process prefix and a counter (base 36), e.g. `V1StGXR8_Z5j2bx`.
- * Unique among the process's calls (so among a session's pending calls) and, through the prefix,
- * across processes; `[A-Za-z0-9_-]`, at most 23 characters. Cheaper than a `nanoid()` per call.
- */
-export function sequentialCallId(): string {
-  return ID_PREFIX + (idCount++).toString(36);
-}
-
-/** Draws of a fresh wire id before a call is refused (the default generator never collides in practice). */
-export const MAX_ID_DRAWS = 8;
+import { Entry } from './pending-entry.js';
+import { isStopped, watchCall } from './stop-watch.js';
+import { STOP_REASON, stoppedCapture } from './stopped-capture.js';
 
 /**
  * Wire ids remembered of calls this session ended before their host answered (deadline, stop past

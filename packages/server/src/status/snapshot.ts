@@ -4,7 +4,7 @@
  * Times are ms since the epoch; `at` is when the snapshot was taken (the page computes "running
  * for" from it, so a snapshot that did not change is not sent again).
  */
-import type { HostInfo } from '../router/router.js';
+import type { HostInfo } from '../router/listing.js';
 import type { RegisteredTool } from '../registry/registry.js';
 import type { RoutedCall } from '../seam.js';
 import type { CallBoard, FinishedCall } from './call-board.js';
