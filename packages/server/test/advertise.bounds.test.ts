@@ -119,7 +119,11 @@ describe('a host advertising through a real socket', () => {
     expect(accepted.map((a) => a.name).slice(0, 3)).toEqual(['k0', 'k1', 'k2']);
     expect(accepted.length).toBeLessThanOrEqual(4);
     expect(rejected).toHaveLength(43 - accepted.length);
-    expect(rejected.at(-1)!.reason).toMatch(/^not compiled: host alpha has used its schema compile budget \(1 ms per 3600000 ms\); advertise again later$/);
+    // The budget refuses them either way: once it is used up, or (on a loaded machine) when the worker's
+    // answer to the batch takes longer than the budget's 1 ms and the batch is charged and refused whole.
+    expect(rejected.at(-1)!.reason).toMatch(
+      /^not compiled: (host alpha has used its schema compile budget \(1 ms per 3600000 ms\); advertise again later|the schema compiler did not finish within 1 ms \(the schema compile budget\))$/,
+    );
     expect(rejected.every((r) => /^not compiled: /.test(r.reason))).toBe(true);
     // Another host is not charged for it.
     const beta = await rawHost(h.url, BETA_TOKEN);
