@@ -85,8 +85,17 @@ export function spawnTs(args: string[], env: NodeJS.ProcessEnv = {}): ChildProce
     stdio: ['pipe', 'pipe', 'pipe'],
     detached: true,
   });
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
+  return tracked(child);
+}
+
+/**
+ * Read `child`'s stdout and stderr as UTF-8 and, at teardown, kill its process group (SIGCONT,
+ * then SIGKILL) if it is still alive. `child` must be spawned `detached` (a group of its own) with
+ * piped stdout and stderr. Returns `child`.
+ */
+export function tracked(child: ChildProcess): ChildProcess {
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
   defer(async () => {
     if (child.exitCode === null && child.signalCode === null) {
       try {

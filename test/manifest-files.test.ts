@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HOST_TOKEN, type Started, cleanup, cliPath, defer, finish, repoRoot, spawnTs, startServer, tempDir, waitFor } from './helpers.js';
+import { HOST_TOKEN, type Started, cleanup, cliPath, finish, repoRoot, spawnTs, startServer, tempDir, tracked, waitFor } from './helpers.js';
 import { SOURCE_NODE_ARGS } from './source-node.js';
 
 afterEach(cleanup);
@@ -21,20 +21,7 @@ const HOST = [process.execPath, ...SOURCE_NODE_ARGS, cliPath, 'host', '--token',
 
 /** Run `script` with bash (`$1`… = `args`): its own process group, killed at teardown if still alive. */
 function bash(script: string, args: string[]): ChildProcess {
-  const child = spawn('bash', ['-c', script, 'bash', ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  defer(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await once(child, 'exit');
-    }
-  });
-  return child;
+  return tracked(spawn('bash', ['-c', script, 'bash', ...args], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], detached: true }));
 }
 
 /** Wait until `started`'s server lists `name`, or the host process has exited (then fail with its stderr). */

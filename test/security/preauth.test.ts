@@ -12,7 +12,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
-import { CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, defer, repoRoot, tempDir, waitFor, waitForText } from '../helpers.js';
+import { CALLER_TOKEN, HOST_TOKEN, cleanup, cliPath, defer, repoRoot, tempDir, tracked, waitFor, waitForText } from '../helpers.js';
 import { SOURCE_NODE_ARGS } from '../source-node.js';
 import { slowloris } from '../soak/attacks/slowloris.js';
 
@@ -37,20 +37,7 @@ function serveLimited(config: string, home: string): ChildProcess {
     '--log-level',
     'info',
   ];
-  const child = spawn(PRLIMIT!, args, { cwd: repoRoot, env: { ...process.env, TOOLWIRE_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  child.stdout.setEncoding('utf8');
-  child.stderr.setEncoding('utf8');
-  defer(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(-child.pid!, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-      await once(child, 'exit');
-    }
-  });
-  return child;
+  return tracked(spawn(PRLIMIT!, args, { cwd: repoRoot, env: { ...process.env, TOOLWIRE_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'], detached: true }));
 }
 
 /** Descriptors `pid` has open now (0 once it is gone). */
