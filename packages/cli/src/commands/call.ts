@@ -28,7 +28,8 @@ options:
   --server URL          server URL: ws://h:p, http://h:p, http://h:p/mcp, or h:p (http:// assumed)
                         (default: $TOOLWIRE_SERVER, then the local credentials file)
   --token T             caller token (default: $TOOLWIRE_TOKEN, then the local credentials file)
-  --timeout MS          call deadline in ms (default 120000); past it the server ends the call with 124
+  --timeout MS          call deadline in ms (default 120000, sent with the call: it replaces the
+                        server's default deadline); past it the server ends the call with 124
   --workspace DIR       workspace passed to the tool (TOOLWIRE_WORKSPACE on the host)
   --connect-timeout MS  time allowed to connect to the server (default 10000)
   --no-stream           print the output once the call has ended, not as it arrives
