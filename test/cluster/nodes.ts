@@ -16,16 +16,17 @@ export interface Node {
 }
 
 /**
- * Start `toolwire serve` as cluster node `node` on `nats` (URLs, comma-separated); `logLevel`
- * (default `warn`) is `--log-level` (the JSON log lines are on the child's stderr).
+ * Spawn `toolwire serve` as cluster node `node` on `nats` (URLs, comma-separated), without waiting
+ * for it to listen; `logLevel` (default `warn`) is `--log-level` (the JSON log lines are on the
+ * child's stderr).
  */
-export async function startNode(
+export async function spawnNode(
   nats: string,
   node: string,
   cluster: Record<string, unknown> = {},
   extra: Record<string, unknown> = {},
   logLevel = 'warn',
-): Promise<Node> {
+): Promise<ChildProcess> {
   const dir = await tempDir('toolwire-node-');
   const config = join(dir, 'config.json');
   await writeFile(
@@ -40,7 +41,18 @@ export async function startNode(
       ...extra,
     }),
   );
-  const child = spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--log-level', logLevel], { TOOLWIRE_HOME: dir });
+  return spawnTs([cliPath, 'serve', '--config', config, '--listen', '127.0.0.1:0', '--log-level', logLevel], { TOOLWIRE_HOME: dir });
+}
+
+/** Start `toolwire serve` as cluster node `node` ({@link spawnNode}) and wait until it listens (20 s at most). */
+export async function startNode(
+  nats: string,
+  node: string,
+  cluster: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+  logLevel = 'warn',
+): Promise<Node> {
+  const child = await spawnNode(nats, node, cluster, extra, logLevel);
   const [, url] = await waitForText(child.stdout!, /tool hosts connect to\s+(ws:\/\/127\.0\.0\.1:\d+)[\s\S]*cluster node\s+\S+/, 20_000);
   return { child, url: url!, http: url!.replace('ws://', 'http://') };
 }

@@ -38,7 +38,9 @@ export function statusText(s: StatusAnswer): string {
   lines.push(`hosts (${s.hosts.length})`);
   if (s.hosts.length === 0) lines.push('  none connected');
   for (const h of s.hosts) {
-    const beat = h.lastHeartbeatAt === undefined ? 'no heartbeat yet' : `heartbeat ${ago(at - h.lastHeartbeatAt)} ago`;
+    // A host on another node is pinged by that node: none of its heartbeats are seen here.
+    const elsewhere = h.node !== undefined && h.node !== s.node;
+    const beat = elsewhere ? `heartbeats on node ${h.node}` : h.lastHeartbeatAt === undefined ? 'no heartbeat yet' : `heartbeat ${ago(at - h.lastHeartbeatAt)} ago`;
     const proto = h.protocol === undefined ? '' : `  v${h.protocol}`;
     lines.push(
       `  ${h.name}${onNode(h.node)}  ${h.remote ?? '?'}${proto}  connected ${ago(at - h.connectedAt)} ago  ${beat}  ${h.tools.length} tools  ${h.inFlight} in flight`,

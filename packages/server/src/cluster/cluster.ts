@@ -133,7 +133,7 @@ export class ClusterNode {
    * JetStream the node runs without leases, logged, and keeps trying to open it) and the other
    * nodes' hosts are read (one heartbeat period at least, 2 × `heartbeatMs` at most; see
    * {@link Peers.initialSync}). Rejects with a {@link ClusterError} when no NATS server can be
-   * reached or the credentials are refused.
+   * reached, the credentials are refused, or a live node already has this node's id.
    */
   static async start(config: ClusterConfig, deps: ClusterDeps): Promise<ClusterNode> {
     const { logger, router } = deps;
@@ -172,7 +172,13 @@ export class ClusterNode {
     );
     const node = new ClusterNode(config, bus, deps, leases);
     // Before the port opens: a caller's first call to a host on another node finds its tool (not 127).
-    await node.#peers.initialSync();
+    try {
+      await node.#peers.initialSync();
+    } catch (error) {
+      await node.close();
+      const why = error instanceof Error ? error.message : String(error);
+      throw new ClusterError(`cannot join cluster "${config.name}": ${why}`, { cause: error });
+    }
     logger.info({ cluster: config.name, node: config.node, leases: leases.ready, peers: node.peers().length }, 'cluster: joined');
     return node;
   }

@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
+import { IdentityTakenError } from './errors.js';
 import { type Lease, bucketGone, createBucket, createdOf, hostOf, keyOf, nameKey, writeBack } from './lease-bucket.js';
 import { decode, encode } from './wire.js';
 
@@ -52,6 +53,8 @@ export class Leases {
   #stopWatch: (() => void) | undefined;
   /** The revision of this node's lease per host it holds (a watch event older than it is stale). */
   readonly #mine = new Map<string, number>();
+  /** Claims in flight on this node, by host: the revision each wrote, `moved` once another node wrote the lease after it. */
+  readonly #claiming = new Map<string, Set<{ revision?: number; moved: boolean }>>();
   /** Aborted by {@link close}: ends a claim's pause between tries (no timer outlives the leases). */
   readonly #closing = new AbortController();
   /** Settles when the bucket is open and watched, or the leases are closed. */
@@ -132,9 +135,11 @@ export class Leases {
 
   /**
    * Take `host`'s lease for this node. When another node held it, that node is asked to close its
-   * session first. Never rejects: when the bucket does not answer within the claim time the host
-   * binds on this node anyway (logged), and the lease is taken (and the other node's session
-   * closed) once the bucket answers, while the host stays here ({@link LATER_MS} at most).
+   * session first. When the bucket does not answer within the claim time the host binds on this
+   * node anyway (logged), and the lease is taken (and the other node's session closed) once the
+   * bucket answers, while the host stays here ({@link LATER_MS} at most).
+   * @throws IdentityTakenError when another node took the lease (a newer session) while this claim
+   *   waited for the previous owner's answer: the session must not bind. Never rejects otherwise.
    */
   async claim(host: string): Promise<void> {
     const { node, logger } = this.#deps;
@@ -143,6 +148,7 @@ export class Leases {
     const key = keyOf(host);
     const value = encode({ node, at: Date.now() } satisfies Lease);
     let previous: string | undefined;
+    const claiming: { revision?: number; moved: boolean } = { moved: false };
     const take = async (): Promise<void> => {
       const kv = this.#kv ?? opened; // the bucket as created again, if it was
       const entry = await kv.get(key);
@@ -152,18 +158,29 @@ export class Leases {
       // Fails when another node wrote the key since it was read: read it again.
       const revision = entry === null ? await kv.create(key, value) : await kv.update(key, value, entry.revision);
       this.#mine.set(host, revision);
+      claiming.revision = revision;
     };
     const evict = async (): Promise<void> => {
       if (previous !== undefined && previous !== node) await this.#deps.evict(previous, host);
     };
+    const claims = this.#claiming.get(host) ?? new Set();
+    this.#claiming.set(host, claims.add(claiming));
     try {
-      await this.#retry(host, take, this.#deps.claimMs ?? CLAIM_MS);
-    } catch (error) {
-      logger.warn({ err: error, host }, 'cluster: could not take the host identity lease yet; the host binds on this node, and takes it once the bucket answers');
-      void this.#later(host, take, evict);
-      return;
+      try {
+        await this.#retry(host, take, this.#deps.claimMs ?? CLAIM_MS);
+      } catch (error) {
+        logger.warn({ err: error, host }, 'cluster: could not take the host identity lease yet; the host binds on this node, and takes it once the bucket answers');
+        void this.#later(host, take, evict);
+        return;
+      }
+      await evict();
+    } finally {
+      claims.delete(claiming);
+      if (claims.size === 0 && this.#claiming.get(host) === claims) this.#claiming.delete(host);
     }
-    await evict();
+    // While the previous owner was asked to close, a newer session on another node took the lease
+    // (its evict request found no session bound here yet): this one must not bind.
+    if (claiming.moved) throw new IdentityTakenError(`host ${host} was taken by a newer session on another node while this one waited for its lease`);
   }
 
   /** Go on taking `host`'s lease after its session bound without one, while the session stays on this node. */
@@ -324,6 +341,7 @@ export class Leases {
         const owner = decode<Lease>(entry.value)?.node;
         if (owner === undefined || owner === this.#deps.node) continue;
         const host = hostOf(entry.key);
+        for (const claim of this.#claiming.get(host) ?? []) if (claim.revision !== undefined && entry.revision > claim.revision) claim.moved = true;
         const mine = this.#mine.get(host);
         if (mine === undefined || mine > entry.revision) continue;
         this.#mine.delete(host);

@@ -9,6 +9,7 @@
 import type { Logger } from '../options.js';
 import type { Router } from '../router/router.js';
 import type { Bus } from './bus.js';
+import { ClusterError } from './errors.js';
 import type { Subjects } from './options.js';
 import { type PeerHosts, PeerState } from './peer-state.js';
 import type { RemoteCalls } from './remote-calls.js';
@@ -34,6 +35,8 @@ export interface PeersDeps {
 }
 
 const encoder = new TextEncoder();
+/** Other boots of this node's id remembered for logging once each. */
+const MAX_TWINS = 16;
 
 /** The other nodes of the cluster, and this node's announcements to them. */
 export class Peers {
@@ -51,7 +54,9 @@ export class Peers {
   #lastTick = Date.now();
   #closed = false;
   /** The wait of {@link initialSync}, while it runs. */
-  #initial: { heardAll: boolean; done: () => void } | undefined;
+  #initial: { heardAll: boolean; done: () => void; fail: (error: Error) => void } | undefined;
+  /** Other boots heard announcing this node's id (logged once each; at most {@link MAX_TWINS} kept). */
+  readonly #twins = new Set<string>();
 
   constructor(deps: PeersDeps) {
     this.#deps = deps;
@@ -89,10 +94,11 @@ export class Peers {
    * (every live node announces itself within it, and answers a new node's first heartbeat at once)
    * and a first fetch of each node heard from has ended; or after 2 × `heartbeatMs` at most (a
    * node whose hosts are not read by then is logged, and its tools arrive when they are).
+   * Rejects with a {@link ClusterError} when a live node already announces this node's id.
    */
   initialSync(): Promise<void> {
     const { heartbeatMs, logger } = this.#deps;
-    return new Promise((resolve) => {
+    return new Promise((resolve, reject) => {
       const heard = setTimeout(() => {
         if (this.#initial === undefined) return;
         this.#initial.heardAll = true;
@@ -103,13 +109,15 @@ export class Peers {
         logger.info({ nodes: unread, boundMs: 2 * heartbeatMs }, 'cluster: not every node’s hosts read at start-up; their tools arrive once read');
         done();
       }, 2 * heartbeatMs);
-      const done = (): void => {
+      const settle = (error?: Error): void => {
         clearTimeout(heard);
         clearTimeout(bound);
         this.#initial = undefined;
-        resolve();
+        if (error === undefined) resolve();
+        else reject(error);
       };
-      this.#initial = { heardAll: false, done };
+      const done = (): void => settle();
+      this.#initial = { heardAll: false, done, fail: settle };
     });
   }
 
@@ -176,7 +184,10 @@ export class Peers {
       this.#deps.logger.warn({}, 'cluster: unreadable heartbeat dropped');
       return;
     }
-    if (beat.node === this.#deps.node) return;
+    if (beat.node === this.#deps.node) {
+      if (beat.boot !== this.#deps.boot) this.#onTwin(beat.boot);
+      return;
+    }
     let peer = this.#peers.get(beat.node);
     if (peer !== undefined && peer.boot !== beat.boot) {
       this.#drop(beat.node, `node ${beat.node} restarted`);
@@ -202,6 +213,26 @@ export class Peers {
     peer.lastSeen = Date.now();
     peer.announced = beat.version;
     if (peer.applied !== peer.announced || peer.refetch) void this.#state.sync(beat.node, peer);
+  }
+
+  /**
+   * Another live process announces this node's id (two nodes given the same `node`): both would take
+   * that id's calls and the other nodes would drop and re-read it at every heartbeat. A node still
+   * joining gives up ({@link initialSync} rejects); a joined one logs it and announces itself at once
+   * (once per other boot), so a node starting with its id hears it within its start-up wait.
+   */
+  #onTwin(boot: string): void {
+    const { node, logger } = this.#deps;
+    if (this.#initial !== undefined) {
+      this.#initial.fail(new ClusterError(`node id "${node}" is already used by a live node; give each node its own id`));
+      return;
+    }
+    // Once per other boot: two joined twins answering each other at once would never stop.
+    if (this.#twins.has(boot)) return;
+    if (this.#twins.size >= MAX_TWINS) this.#twins.clear();
+    this.#twins.add(boot);
+    this.#announce();
+    logger.error({ node }, 'cluster: another live process announces this node’s id; calls to its hosts from other nodes fail until one of them stops');
   }
 
   /** Answer a `state` request: one page of this node's hosts. */

@@ -18,6 +18,7 @@ import {
   type WireError,
 } from '@toolwire/protocol';
 import { type RawData, WebSocket } from 'ws';
+import { IdentityTakenError } from '../cluster/errors.js';
 import type { Logger } from '../options.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
@@ -294,7 +295,8 @@ export class HostSession implements HostLink {
     this.#state = 'claiming';
     claim(this.#host).then(
       () => this.#guard(() => this.#state === 'claiming' && this.#open(hello)),
-      (error: unknown) => this.#guard(() => this.#internalError(error)),
+      // A newer session of this identity took the lease on another node meanwhile: 4000, never bound.
+      (error: unknown) => this.#guard(() => (error instanceof IdentityTakenError ? this.replace() : this.#internalError(error))),
     );
   }
 
