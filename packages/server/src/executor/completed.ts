@@ -64,14 +64,6 @@ export class Completed implements CompletedResult {
 
   /** Every field, as a plain object (`JSON.stringify` of a result). */
   toJSON(): CompletedResult {
-    return {
-      outcome: this.outcome,
-      id: this.id,
-      capture: this.capture,
-      projection: this.projection,
-      envelope: this.envelope,
-      startedAt: this.startedAt,
-      endedAt: this.endedAt,
-    };
+    return { outcome: this.outcome, id: this.id, capture: this.capture, projection: this.projection, envelope: this.envelope, startedAt: this.startedAt, endedAt: this.endedAt };
   }
 }
