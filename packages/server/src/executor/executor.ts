@@ -150,7 +150,7 @@ export class Executor {
     const signal = scope.signal;
     const recordKey = this.#record && `${agent}/${id}`;
     if (recordKey !== undefined) this.#liveRecords.add(recordKey);
-    // ms since the epoch, kept as numbers until the result is built (turnNow: one clock read per batch of calls)
+    // ms since the epoch, kept as numbers (one clock read each) until the result is built
     const startedMs = turnNow();
     let live: LiveCall | undefined;
     const trace = startCallTrace(id, shown(name), agent, req.traceparent, req.tracestate);
