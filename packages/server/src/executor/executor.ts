@@ -21,7 +21,6 @@ import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
 import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
 import { Completed } from './completed.js';
-import { turnNow } from '../turn-clock.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
 import { DiskRecord } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
@@ -151,7 +150,7 @@ export class Executor {
     const recordKey = this.#record && `${agent}/${id}`;
     if (recordKey !== undefined) this.#liveRecords.add(recordKey);
     // ms since the epoch, kept as numbers (one clock read each) until the result is built
-    const startedMs = turnNow();
+    const startedMs = Date.now();
     let live: LiveCall | undefined;
     const trace = startCallTrace(id, shown(name), agent, req.traceparent, req.tracestate);
     let host: string | undefined;
@@ -223,7 +222,7 @@ export class Executor {
         if (streamLog?.used) await streamLog.close(); // the logs are complete before output.json appears
       }
       const done = capture;
-      endedMs = turnNow();
+      endedMs = Date.now();
       // The projection, the envelope and the Dates are built when read (completed.ts).
       const result = new Completed(id, done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes, startedMs, endedMs);
       if (record) {
