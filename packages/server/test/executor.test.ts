@@ -190,25 +190,6 @@ describe('projection and envelope', () => {
   it('adds no extra newline when stdout is empty', () => {
     expect(envelope({ stdout: new Uint8Array(0), stderr: utf8('err'), exitCode: 0 }).text).toBe('Exit code: 0\n--- stderr ---\nerr');
   });
-
-  it('builds the projection, envelope and times of a result once, on first read, and gives them all to JSON', async () => {
-    const before = Date.now();
-    const result = completed(await make({ projectionHeadBytes: 2, projectionTailBytes: 2 }).execute({ name: 'echo', input: { text: 'abcdefgh' }, agent: 'a' }));
-    const after = Date.now();
-    expect(result.projection).toBe(result.projection);
-    expect(result.envelope).toBe(result.envelope);
-    expect(result.startedAt).toBe(result.startedAt);
-    expect(result.endedAt).toBe(result.endedAt);
-    expect(text(result.capture.stdout)).toBe('abcdefgh\n');
-    expect(result.envelope.text).toMatch(/^Exit code: 0\nab\n\[\.\.\. stdout truncated: 9 bytes/);
-    expect(result.startedAt.getTime()).toBeGreaterThanOrEqual(before);
-    expect(result.endedAt.getTime()).toBeGreaterThanOrEqual(result.startedAt.getTime());
-    expect(result.endedAt.getTime()).toBeLessThanOrEqual(after);
-    const json = JSON.parse(JSON.stringify(result)) as Record<string, unknown>;
-    expect(Object.keys(json).sort()).toEqual(['capture', 'endedAt', 'envelope', 'id', 'outcome', 'projection', 'startedAt']);
-    expect(json.envelope).toEqual(result.envelope);
-    expect(json.startedAt).toBe(result.startedAt.toISOString());
-  });
 });
 
 describe('disk record', () => {

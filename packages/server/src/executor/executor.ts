@@ -20,8 +20,9 @@ import type { CallRefusal } from '../observe/metrics.js';
 import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
 import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
-import { Completed } from './completed.js';
+import { envelope } from './envelope.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
+import { project } from './projection.js';
 import { DiskRecord } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
@@ -223,18 +224,19 @@ export class Executor {
       }
       const done = capture;
       endedMs = Date.now();
-      // The projection, the envelope and the Dates are built when read (completed.ts).
-      const result = new Completed(id, done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes, startedMs, endedMs);
+      const startedAt = new Date(startedMs);
+      const endedAt = new Date(endedMs);
       if (record) {
         const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
         try {
-          await record.writeOutput(agent, id, done, result.startedAt, result.endedAt, false, ids);
+          await record.writeOutput(agent, id, done, startedAt, endedAt, false, ids);
         } catch (error) {
           this.#writeFailed(error, 'output.json', agent, id);
         }
       }
+      const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       this.#ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);
-      return result;
+      return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
       else trace.span.end();

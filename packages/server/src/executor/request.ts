@@ -90,12 +90,7 @@ export interface ExecuteRequest {
   inputError?: string;
 }
 
-/**
- * A completed invocation: the full capture, its bounded projection and the envelope the model reads.
- * `projection`, `envelope`, `startedAt` and `endedAt` are built on first read
- * (getters of the executor's result object, `completed.ts`): an object spread copies only `outcome`,
- * `id` and `capture`; `JSON.stringify` gives every field.
- */
+/** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
 export interface CompletedResult {
   outcome: 'completed';
   id: string;
