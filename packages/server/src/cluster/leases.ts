@@ -8,7 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
-import { IdentityTakenError } from './errors.js';
+import { IdentityTakenError } from '../router/claims.js';
 import { type Lease, bucketGone, createBucket, createdOf, hostOf, keyOf, nameKey, writeBack } from './lease-bucket.js';
 import { decode, encode } from './wire.js';
 

@@ -7,9 +7,19 @@ import type { ToolCheck } from '../registry/validate-tool.js';
 
 /**
  * Claims a host identity before its session binds (a cluster's identity lease): resolves when the
- * session may bind, rejects with the reason when it may not. Absent on a single node.
+ * session may bind, rejects with the reason when it may not ({@link IdentityTakenError}: a newer
+ * session took the identity meanwhile). Absent on a single node.
  */
 export type IdentityClaim = (host: string) => Promise<void>;
+
+/**
+ * A host identity claim lost: another node took the identity's lease (a newer session) while this
+ * node's claim waited for the previous owner to close its session. The session that claimed must not
+ * bind; it is closed 4000 (REPLACED), as a bound one would be.
+ */
+export class IdentityTakenError extends Error {
+  override readonly name = 'IdentityTakenError';
+}
 
 /**
  * Claims exposed names cluster-wide (naming `bare`): resolves with the names among `names` that

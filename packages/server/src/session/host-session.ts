@@ -18,8 +18,8 @@ import {
   type WireError,
 } from '@toolwire/protocol';
 import { type RawData, WebSocket } from 'ws';
-import { IdentityTakenError } from '../cluster/errors.js';
 import type { Logger } from '../options.js';
+import { IdentityTakenError } from '../router/claims.js';
 import type { HostLink } from '../router/host-link.js';
 import type { RoutedCall, RoutedCapture } from '../seam.js';
 import { normalizeDeadline, refuseOverload } from './admission.js';
