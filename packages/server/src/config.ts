@@ -261,6 +261,7 @@ export function resolveServerConfig(options: ToolwireServerOptions = {}, seams: 
       projectionHeadBytes: o.projectionHeadBytes,
       projectionTailBytes: o.projectionTailBytes,
       maxRecordLogBytes: o.maxRecordLogBytes,
+      logLimits: { maxLogLinesPerHost: o.maxLogLinesPerHost, logWindowMs: o.logWindowMs },
       logger,
     },
     mcp: {

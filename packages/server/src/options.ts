@@ -205,7 +205,10 @@ export interface ToolwireServerOptions {
    * checked per host.
    */
   advertiseCacheBytes?: number;
-  /** Warning lines logged about one host per `logWindowMs`; default 20; more are counted and reported as one "N more … suppressed" line. */
+  /**
+   * Warning lines logged about one host per `logWindowMs`, and error lines of failed disk record writes
+   * per `logWindowMs`; default 20; more are counted and reported as one "N more … suppressed" line.
+   */
   maxLogLinesPerHost?: number;
   /** The window of `maxLogLinesPerHost`, ms; default 10000. */
   logWindowMs?: number;

@@ -15,6 +15,7 @@ import type { ToolwireServerOptions, Logger } from '../src/options.js';
 import { resolveServerConfig } from '../src/config.js';
 import type { RoutedCall } from '../src/seam.js';
 import { FakeInjection, type Handler } from './fake-injection.js';
+import { type LogEntry, recordingLogger } from './endpoint.harness.js';
 
 const echoSchema = { type: 'object', properties: { text: { type: 'string' } }, required: ['text'], additionalProperties: false };
 
@@ -259,6 +260,25 @@ describe('disk record', () => {
     const result = completed(await make({ recordDir: file, logger }).execute({ name: 'echo', input: { text: 'ok' }, agent: 'a' }));
     expect(result.envelope.text).toBe('Exit code: 0\nok\n');
     expect(error).toHaveBeenCalledTimes(2);
+  });
+
+  it('rate-limits the error lines of failing record writes (maxLogLinesPerHost per logWindowMs), then says how many it suppressed', async () => {
+    const root = await tempDir();
+    const file = join(root, 'not-a-dir');
+    await writeFile(file, '');
+    const { logger, entries } = recordingLogger();
+    const executor = make({ recordDir: file, logger, maxLogLinesPerHost: 3, logWindowMs: 200 });
+    for (let i = 0; i < 10; i++) expect(completed(await executor.execute({ name: 'echo', input: { text: 'ok' }, agent: 'a' })).capture.exitCode).toBe(0);
+    const errors = (): LogEntry[] => entries.filter((e) => e.level === 'error');
+    expect(errors().map((e) => e.msg)).toEqual(['disk record write failed', 'disk record write failed', 'disk record write failed']);
+    await new Promise((resolve) => setTimeout(resolve, 250)); // the window passes
+    await executor.execute({ name: 'echo', input: { text: 'ok' }, agent: 'a' });
+    expect(errors()[3]).toEqual({ level: 'error', obj: { suppressed: 17 }, msg: '17 more disk record write failures suppressed' });
+    expect(
+      errors()
+        .slice(4)
+        .map((e) => e.msg),
+    ).toEqual(['disk record write failed', 'disk record write failed']);
   });
 });
 

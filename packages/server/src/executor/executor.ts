@@ -31,6 +31,13 @@ import { message, quote, shown } from './reason-text.js';
 import { toolIndex, validateInput } from './validate.js';
 import type { CallBoard, LiveCall } from '../status/call-board.js';
 import { type ScopedCall, STOP_SCOPE } from '../session/stop-watch.js';
+import { LogLimiter, type LogSource } from '../session/log-limiter.js';
+
+/**
+ * Disk record write failures: a full or read-only record folder fails every call's writes, so their
+ * error lines are rate-limited (the calls go on).
+ */
+const RECORD_FAILURES: LogSource = { level: 'error', suppressed: (n) => `${n} more disk record write failures suppressed` };
 
 /** Runs invocations through the gates, the router and the disk record. */
 export class Executor {
@@ -48,6 +55,8 @@ export class Executor {
   readonly #signals = new CallSignals();
   /** `<agent>/<id>` of the calls in flight whose record is open (only with a record dir): crash recovery leaves them alone. */
   readonly #liveRecords = new Set<string>();
+  /** Error lines of failed record writes, at most `logLimits` (with `recordDir`). */
+  readonly #recordErrors: LogLimiter;
   #idle: (() => void)[] = [];
 
   constructor(deps: ExecutorDeps) {
@@ -60,6 +69,7 @@ export class Executor {
     this.#lines = new CallLines(deps.options.logger);
     this.#node = deps.node;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
+    this.#recordErrors = new LogLimiter(deps.options.logger, deps.options.logLimits, undefined, RECORD_FAILURES);
   }
 
   /** Calls admitted past the grant gate and not yet settled. */
@@ -184,7 +194,7 @@ export class Executor {
       if (scope.aborted) capture = failureCapture('cancelled', 'call stopped before it was routed');
       else if (invalid) capture = invalid;
       else {
-        const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, log);
+        const streamLog = this.#record && new RecordLog(this.#record, agent, id, this.#options.maxRecordLogBytes, this.#recordErrors);
         // `host` and `wireId` present from the start (`undefined` = not set yet): the router's writes
         // of them then change no object shape and add no property store to the call.
         // `onOutput` in the literal too: with a record every call has one, and a key added after the
@@ -317,9 +327,9 @@ export class Executor {
     return capture;
   }
 
-  /** Log a failed record write (the call goes on). */
+  /** Log a failed record write, rate-limited (the call goes on). */
   #writeFailed(error: unknown, file: string, agent: string, id: string): void {
-    this.#options.logger.error({ err: error, agent, id, file }, 'disk record write failed');
+    this.#recordErrors.line({ err: error, agent, id, file }, 'disk record write failed');
   }
 }
 

@@ -12,7 +12,7 @@ import { constants } from 'node:fs';
 import { type FileHandle, mkdir, open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { keepShape } from '../keep-shape.js';
-import type { Logger } from '../options.js';
+import type { LogLimiter } from '../session/log-limiter.js';
 import type { OutputChunk, OutputListener } from '../seam.js';
 import type { DiskRecord } from './record.js';
 
@@ -34,7 +34,8 @@ export class RecordLog {
   readonly #agent: string;
   readonly #id: string;
   readonly #maxBytes: number;
-  readonly #logger: Logger;
+  /** Where a failed append is logged (the executor's rate-limited record errors). */
+  readonly #errors: Pick<LogLimiter, 'line'>;
   #logs: { stdout: StreamLog; stderr: StreamLog } | undefined;
   /** The last write queued: writes run one at a time, in chunk order. */
   #tail: Promise<void> | undefined;
@@ -43,12 +44,12 @@ export class RecordLog {
   static #shapeKept = false;
 
   /** `agent` and `id` must be safe path segments (the executor checked them). */
-  constructor(record: DiskRecord, agent: string, id: string, maxBytes: number, logger: Logger) {
+  constructor(record: DiskRecord, agent: string, id: string, maxBytes: number, errors: Pick<LogLimiter, 'line'>) {
     this.#record = record;
     this.#agent = agent;
     this.#id = id;
     this.#maxBytes = maxBytes;
-    this.#logger = logger;
+    this.#errors = errors;
     if (!RecordLog.#shapeKept) {
       RecordLog.#shapeKept = true;
       keepShape(this);
@@ -113,7 +114,7 @@ export class RecordLog {
   #fail(error: unknown): void {
     if (this.#failed) return;
     this.#failed = true;
-    this.#logger.error({ err: error, agent: this.#agent, id: this.#id }, 'disk record: appending live output failed; the call goes on');
+    this.#errors.line({ err: error, agent: this.#agent, id: this.#id }, 'disk record: appending live output failed; the call goes on');
   }
 }
 

@@ -7,6 +7,7 @@ import { type Capture, checkTracestate, parseTraceparent } from '@toolwire/proto
 import { nanoid } from 'nanoid';
 import type { CallEnd, CallRefusal } from '../observe/metrics.js';
 import type { Logger } from '../options.js';
+import type { LogLimits } from '../session/log-limiter.js';
 import type { OutputListener, ProgressListener, RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import type { CallBoard } from '../status/call-board.js';
 import type { Envelope } from './envelope.js';
@@ -25,6 +26,8 @@ export interface ExecutorOptions {
   projectionTailBytes: number;
   /** Bytes of each stream's live output appended to the record's `stdout.log` / `stderr.log`. */
   maxRecordLogBytes: number;
+  /** Disk record write failures logged per window (`maxLogLinesPerHost` per `logWindowMs`, as a host's warnings). */
+  logLimits: LogLimits;
   logger: Logger;
 }
 

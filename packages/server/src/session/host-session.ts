@@ -381,7 +381,7 @@ export class HostSession implements HostLink {
     this.#inbox.close();
     this.#pending.failAll(ending.kind, ending.reason);
     if (wasBound) this.#router.unbind(this);
-    this.#log.flush(this.#host);
+    this.#log.flush({ host: this.#host });
     const code = ending.close?.code ?? ending.code ?? (ending.terminate ? 1006 : undefined);
     this.#logger.info({ host: this.#host, remote: this.remote, code, reason: ending.reason }, 'host session ended');
     try {
