@@ -177,6 +177,25 @@ describe('projection and envelope', () => {
     expect(result.envelope.text).toBe(`Exit code: 1\n${expected('stdout')}--- stderr ---\n${expected('stderr')}`);
   });
 
+  it('builds the projection, envelope and times of a result once, on first read, and writes them in its JSON', async () => {
+    injection.handlers.set('echo', async () => capture('0123456789abcdef', '', 0));
+    const before = Date.now();
+    const result = completed(await make({ projectionHeadBytes: 4, projectionTailBytes: 4 }).execute({ name: 'echo', input: { text: 'x' }, agent: 'a' }));
+    const after = Date.now();
+    expect(result.projection).toBe(result.projection);
+    expect(result.envelope).toBe(result.envelope);
+    expect(result.startedAt).toBe(result.startedAt);
+    expect(result.projection).toEqual(project(result.capture, 4, 4));
+    expect(result.envelope).toEqual(envelope(result.projection));
+    expect(result.startedAt.getTime()).toBeGreaterThanOrEqual(before);
+    expect(result.endedAt.getTime()).toBeGreaterThanOrEqual(result.startedAt.getTime());
+    expect(result.endedAt.getTime()).toBeLessThanOrEqual(after);
+    const json = JSON.parse(JSON.stringify(result));
+    expect(Object.keys(json).sort()).toEqual(['capture', 'endedAt', 'envelope', 'id', 'outcome', 'projection', 'startedAt']);
+    expect(json.envelope).toEqual(result.envelope);
+    expect(json.startedAt).toBe(result.startedAt.toISOString());
+  });
+
   it('formats the envelope without a stderr section when stderr is empty', () => {
     expect(envelope({ stdout: utf8('out\n'), stderr: new Uint8Array(0), exitCode: 0 })).toEqual({ text: 'Exit code: 0\nout\n', isError: false });
   });

@@ -8,7 +8,7 @@
  * 4. **disk record** `input.json` (when `recordDir` is set);
  * 5. **route** — `injection.route(call)`; `undefined` falls through to `fallback`, else capture 127;
  * 6. **disk record** `output.json`;
- * 7. **bounded projection** and **envelope**.
+ * 7. **bounded projection** and **envelope** (built when the result's reader first asks, `completed.ts`).
  *
  * `stop(agent?)` aborts the calls in flight (→ 130, by the router through `call.signal`); a stop that
  * lands before routing yields 130 without routing. A router or fallback that throws, or returns a
@@ -20,9 +20,8 @@ import type { CallRefusal } from '../observe/metrics.js';
 import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
 import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
 import { CallSignals } from './call-signals.js';
-import { envelope } from './envelope.js';
+import { Completed } from './completed.js';
 import { consultToolControl, isGranted, type ToolControl } from './gates.js';
-import { project } from './projection.js';
 import { DiskRecord } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
@@ -234,19 +233,18 @@ export class Executor {
       }
       const done = capture;
       endedMs = Date.now();
-      const startedAt = new Date(startedMs);
-      const endedAt = new Date(endedMs);
+      // The projection, the envelope and the Dates are built when first read (completed.ts).
+      const result = new Completed(id, done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes, startedMs, endedMs);
       if (record) {
         const ids = { wireId, traceparent: req.traceparent, tracestate: req.tracestate };
         try {
-          await record.writeOutput(agent, id, done, startedAt, endedAt, false, ids);
+          await record.writeOutput(agent, id, done, result.startedAt, result.endedAt, false, ids);
         } catch (error) {
           this.#writeFailed(error, 'output.json', agent, id);
         }
       }
-      const projection = project(done, this.#options.projectionHeadBytes, this.#options.projectionTailBytes);
       this.#ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);
-      return { outcome: 'completed', id, capture: done, projection, envelope: envelope(projection), startedAt, endedAt };
+      return result;
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
       else trace.span.end();

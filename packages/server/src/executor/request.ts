@@ -93,7 +93,11 @@ export interface ExecuteRequest {
   inputError?: string;
 }
 
-/** A completed invocation: the full capture, its bounded projection and the envelope the model reads. */
+/**
+ * A completed invocation: the full capture, its bounded projection and the envelope the model reads.
+ * `projection`, `envelope`, `startedAt` and `endedAt` are built on first read and kept (getters of
+ * the executor's result class: `JSON.stringify` writes them, a spread `{ ...result }` does not).
+ */
 export interface CompletedResult {
   outcome: 'completed';
   id: string;
