@@ -15,19 +15,19 @@
  * malformed capture, is converted here to capture 70.
  */
 import { type Capture, failureCapture } from '@toolwire/protocol';
-import { CallLines, type CallLineFields } from '../observe/call-lines.js';
-import type { CallRefusal } from '../observe/metrics.js';
-import { endCallTrace, startCallTrace, traceIdOf } from '../observe/tracing.js';
-import type { RoutedCall, RoutedCapture, ToolInjection } from '../seam.js';
+import { endCallTrace, startCallTrace } from '../observe/tracing.js';
+import type { RoutedCapture, ToolInjection } from '../seam.js';
+import { CallReport } from './call-report.js';
 import { CallSignals } from './call-signals.js';
 import { Completed } from './completed.js';
-import { consultToolControl, isGranted, type ToolControl } from './gates.js';
+import { consultToolControl, isGranted, type ToolControl, untilAborted } from './gates.js';
+import { isCapture, settleRouted } from './routed.js';
 import { DiskRecord } from './record.js';
 import { type RecoveryReport, closeInterruptedRecords } from './record-recovery.js';
 import { RecordLog, outputListener } from './record-log.js';
 import { type ExecuteRequest, type ExecuteResult, type ExecutorDeps, type ExecutorOptions, type Fallback, checkRequest, defaultCallId } from './request.js';
 import { message, quote, shown } from './reason-text.js';
-import { toolIndex, validateInput } from './validate.js';
+import { validateInput } from './validate.js';
 import type { CallBoard, LiveCall } from '../status/call-board.js';
 import { type ScopedCall, STOP_SCOPE } from '../session/stop-watch.js';
 import { LogLimiter, type LogSource } from '../session/log-limiter.js';
@@ -46,9 +46,8 @@ export class Executor {
   readonly #fallback: Fallback | undefined;
   readonly #record: DiskRecord | undefined;
   readonly #board: CallBoard | undefined;
-  readonly #observer: ExecutorDeps['observer'];
-  /** The info line of each completed call (issue 16). */
-  readonly #lines: CallLines;
+  /** The info line and metrics of each completed call, the metrics of each refused one (issue 16). */
+  readonly #report: CallReport;
   readonly #node: string | undefined;
   /** The stop signal of every call in flight (per agent, joined to the caller's signal). */
   readonly #signals = new CallSignals();
@@ -64,8 +63,7 @@ export class Executor {
     this.#toolControl = deps.toolControl;
     this.#fallback = deps.fallback;
     this.#board = deps.board;
-    this.#observer = deps.observer;
-    this.#lines = new CallLines(deps.options.logger);
+    this.#report = new CallReport(deps.options.logger, deps.observer, () => deps.injection.tools());
     this.#node = deps.node;
     this.#record = deps.options.recordDir === undefined ? undefined : new DiskRecord(deps.options.recordDir);
     this.#recordErrors = new LogLimiter(deps.options.logger, deps.options.logLimits, undefined, RECORD_FAILURES);
@@ -151,7 +149,7 @@ export class Executor {
     if (!isGranted(req.grant, name)) {
       const reason = `tool ${quote(name)} is not granted to agent ${quote(agent)}`;
       log.info({ id, agent, tool: shown(name) }, 'call declined by the grant gate');
-      this.#refused('declined', name);
+      this.#report.refused('declined', name);
       return { outcome: 'declined', id, reason };
     }
     // No controller or AbortSignal.any() per call: see call-signals.ts.
@@ -174,7 +172,7 @@ export class Executor {
         const verdict = await untilAborted(consultToolControl(this.#toolControl, request), signal);
         if (verdict && !verdict.pass) {
           log.info({ id, agent, tool: shown(name), reason: verdict.reason }, 'call refused by tool control');
-          this.#refused('refused', name);
+          this.#report.refused('refused', name);
           return { outcome: 'refused', id, reason: verdict.reason };
         }
       }
@@ -218,14 +216,14 @@ export class Executor {
         if (req.onProgress !== undefined) call.onProgress = req.onProgress;
         if (live !== undefined) live.routed = call;
         // The router answers almost every call; awaited here rather than in an async helper (one
-        // promise and frame fewer per call). Fallback, 127 and malformed captures: #settleRouted.
+        // promise and frame fewer per call). Fallback, 127 and malformed captures: settleRouted (routed.ts).
         let routed: RoutedCapture | undefined;
         try {
           routed = await this.#injection.route(call);
         } catch (error) {
           routed = failureCapture('host_error', `router failed: ${message(error)}`);
         }
-        capture = routed !== undefined && isCapture(routed) ? routed : await this.#settleRouted(call, routed);
+        capture = routed !== undefined && isCapture(routed) ? routed : await settleRouted(call, routed, this.#fallback);
         host = call.host;
         node = call.node ?? (host === undefined ? undefined : this.#node);
         wireId = call.wireId;
@@ -243,7 +241,7 @@ export class Executor {
           this.#writeFailed(error, 'output.json', agent, id);
         }
       }
-      this.#ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);
+      this.#report.ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);
       return result;
     } finally {
       if (capture !== undefined) endCallTrace(trace, capture, host);
@@ -255,96 +253,13 @@ export class Executor {
     }
   }
 
-  /**
-   * The one info line of a completed call (issue 16: `call`, `tool`, `host`, `agent`, `exitCode`,
-   * `failure`, `ms`, `bytesOut`; `wire` and `trace` when there are; in a cluster `node`, the node
-   * of the host that answered), and its metrics. Never the input.
-   */
-  #ended(
-    id: string,
-    tool: string,
-    agent: string,
-    host: string | undefined,
-    node: string | undefined,
-    wire: string | undefined,
-    capture: Capture,
-    ms: number,
-    traceparent: string | undefined,
-  ): void {
-    const observer = this.#observer;
-    const lines = this.#lines;
-    const logging = lines.enabled;
-    if (observer === undefined && !logging) return; // nothing to tell: no fields built
-    const bytesOut = capture.stdout.byteLength + capture.stderr.byteLength;
-    const traceId = traceIdOf(traceparent);
-    if (logging) {
-      const fields: CallLineFields = { call: id, exitCode: capture.exitCode, ms, bytesOut };
-      if (wire !== undefined) fields.wire = wire;
-      if (node !== undefined) fields.node = node;
-      if (capture.failure !== undefined) fields.failure = capture.failure;
-      if (traceId !== undefined) fields.trace = traceId;
-      lines.ended(shown(tool), host, agent, fields);
-    }
-    if (observer === undefined) return;
-    const known = host !== undefined || toolIndex(this.#injection.tools()).has(tool);
-    try {
-      observer.callEnded({ id, tool, known, host, node, exitCode: capture.exitCode, ms, bytesOut, traceId });
-    } catch (error) {
-      this.#options.logger.error({ err: error, call: id }, 'call observer failed');
-    }
-  }
-
-  /** Count a call declined (grant gate) or refused (tool control) before it ran, in the metrics. */
-  #refused(outcome: CallRefusal['outcome'], tool: string): void {
-    const observer = this.#observer;
-    if (observer === undefined) return;
-    try {
-      observer.callRefused({ outcome, tool, known: toolIndex(this.#injection.tools()).has(tool) });
-    } catch (error) {
-      this.#options.logger.error({ err: error, tool }, 'call observer failed');
-    }
-  }
-
   /** Step 3: capture 65 (or 70) when `input` fails the tool's inputSchema (`validate.ts`). */
   #validate(name: string, input: unknown): Capture | undefined {
     return validateInput(this.#injection.tools(), name, input);
-  }
-
-  /** After the router answered `routed` ("not mine" or malformed): fall back, then 127; a throw or malformed capture becomes 70. */
-  async #settleRouted(call: RoutedCall, routed: RoutedCapture | undefined): Promise<Capture> {
-    let capture = routed;
-    if (capture === undefined && this.#fallback) {
-      try {
-        capture = await this.#fallback(call);
-      } catch (error) {
-        return failureCapture('host_error', `local tool failed: ${message(error)}`);
-      }
-    }
-    if (capture === undefined) return failureCapture('not_found', `no such tool ${quote(call.name)}`);
-    if (!isCapture(capture)) return failureCapture('host_error', 'the router returned a malformed capture');
-    return capture;
   }
 
   /** Log a failed record write, rate-limited (the call goes on). */
   #writeFailed(error: unknown, file: string, agent: string, id: string): void {
     this.#recordErrors.line({ err: error, agent, id, file }, 'disk record write failed');
   }
-}
-
-/** Resolve with `promise`'s value, or `undefined` as soon as `signal` aborts. `promise` must not reject. */
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
-  if (signal.aborted) return Promise.resolve(undefined);
-  return new Promise((resolve) => {
-    const onAbort = (): void => resolve(undefined);
-    signal.addEventListener('abort', onAbort, { once: true });
-    void promise.then((value) => {
-      signal.removeEventListener('abort', onAbort);
-      resolve(value);
-    });
-  });
-}
-
-function isCapture(value: unknown): value is Capture {
-  const c = value as Partial<Capture> | null;
-  return typeof c === 'object' && c !== null && c.stdout instanceof Uint8Array && c.stderr instanceof Uint8Array && Number.isInteger(c.exitCode);
 }

@@ -61,3 +61,19 @@ export async function consultToolControl(control: ToolControl, request: ToolCont
   }
   return { pass: false, reason: 'tool control returned an invalid decision' };
 }
+
+/**
+ * Resolve with `promise`'s value, or `undefined` as soon as `signal` aborts (a stop while tool
+ * control is still deciding). `promise` must not reject ({@link consultToolControl} never does).
+ */
+export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T | undefined> {
+  if (signal.aborted) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const onAbort = (): void => resolve(undefined);
+    signal.addEventListener('abort', onAbort, { once: true });
+    void promise.then((value) => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(value);
+    });
+  });
+}
