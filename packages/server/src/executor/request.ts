@@ -95,21 +95,21 @@ export interface ExecuteRequest {
 
 /**
  * A completed invocation: the full capture, its bounded projection and the envelope the model reads.
- * `projection`, `envelope`, `startedAt` and `endedAt` are built on first read and kept (getters of
- * the executor's result class: `JSON.stringify` writes them, a spread `{ ...result }` does not).
+ * `projection`, `envelope`, `startedAt` and `endedAt` are built on first read and kept (read-only
+ * getters of the executor's result class: `JSON.stringify` writes them, a spread `{ ...result }` does not).
  */
 export interface CompletedResult {
-  outcome: 'completed';
-  id: string;
+  readonly outcome: 'completed';
+  readonly id: string;
   /** Full, uncapped capture (as the router returned it, or synthetic). */
-  capture: Capture;
+  readonly capture: Capture;
   /** stdout/stderr bounded by the projection limits (see `projection.ts`). */
-  projection: Projection;
-  envelope: Envelope;
+  readonly projection: Projection;
+  readonly envelope: Envelope;
   /** When the executor admitted the call (after the grant gate). */
-  startedAt: Date;
+  readonly startedAt: Date;
   /** When the capture was in hand (before `output.json` was written). */
-  endedAt: Date;
+  readonly endedAt: Date;
 }
 
 /**
