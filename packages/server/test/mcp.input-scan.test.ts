@@ -7,7 +7,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { numberSurvives, scanInput } from '../src/mcp/input-scan.js';
+import { scanInput } from '../src/mcp/input-scan.js';
+import { numberSurvives } from '../src/mcp/json-number.js';
 import { argumentsAsSent, inputErrorsOf } from '../src/mcp/raw-body.js';
 import { argumentsText, canonical, numberText, reference, survives } from './json-quirks.js';
 

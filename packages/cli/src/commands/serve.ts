@@ -1,5 +1,6 @@
 /**
- * `toolwire serve` — run the central server until SIGINT/SIGTERM, then close it cleanly.
+ * `toolwire serve` — run the central server until SIGINT/SIGTERM, then close it cleanly (its flags
+ * and the server they build: `serve-options.ts`).
  *
  * ```text
  * toolwire serve [--listen HOST:PORT] [--config FILE] [--tls-cert FILE --tls-key FILE] [--log-level LEVEL] [--help]
@@ -33,84 +34,17 @@
  * bound (`port in use, try --listen HOST:PORT` for EADDRINUSE); 65, 73 or 77 when the state folder
  * cannot be used (a bad `tokens.json`; not a folder or not writable; permission denied).
  */
-import { parseArgs } from 'node:util';
 import { ExitCode } from '@toolwire/protocol';
-import { toolwireHome, writeLocalCredentials } from '../credentials.js';
-import { type StateLink, applyState, ignoreHangup, watchReload, watchStop } from './serve-signals.js';
+import { writeLocalCredentials } from '../credentials.js';
+import { applyState, ignoreHangup, watchReload, watchStop } from './serve-signals.js';
 import { isLoopback } from '../loopback.js';
-import { PemFileError, readPemFile } from '../pem-file.js';
-import { StateError, readState, serverCredentials } from '../state.js';
-import { embeddedCredentials, mergeCredentials, recordLastSeen, watchState } from './serve-state.js';
-import { pino } from 'pino';
-import {
-  type CallerCredential,
-  ClusterError,
-  RecordDirError,
-  type HostCredential,
-  type ListenInfo,
-  type ServerTls,
-  ToolwireServer,
-  type ToolwireServerOptions,
-} from '@toolwire/server';
-import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
-import { argvProblem, misuse } from '../usage.js';
-import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
+import { recordLastSeen, watchState } from './serve-state.js';
+import { ClusterError, RecordDirError, type ListenInfo } from '@toolwire/server';
+import type { ServeConfig } from './serve-config.js';
 import { type MetricsListener, listenMetrics } from './metrics-listen.js';
+import { type ServeIo, prepareServe } from './serve-options.js';
 
-export const serveUsage = `usage: toolwire serve [options]
-
-  --listen HOST:PORT   address to bind (default ${DEFAULT_LISTEN}; [::1]:PORT for IPv6)
-  --config FILE        JSON config: hosts, callers, recordDir, limits (default: embedded:
-                       the state folder's credentials, with a host "local" and a caller
-                       "cli" made on first start); SIGHUP reloads its hosts and callers
-  --state-dir DIR      state folder: lasting credentials, kept as digests (default
-                       $TOOLWIRE_HOME, else ~/.toolwire); with --config only when given
-  --tls-cert FILE      PEM certificate (chain): serve wss:// and https:// (needs --tls-key)
-  --tls-key FILE       PEM private key of --tls-cert
-  --log-level LEVEL    fatal|error|warn|info|debug|trace|silent (default info), logs on stderr
-  --log-format F       pretty|json (default: pretty on a terminal, else json)
-  --metrics-listen HOST:PORT
-                       also serve GET /metrics there, without a token (on the server's
-                       port /metrics needs a caller token)
-  --nats URL[,URL]     join a cluster of server nodes over NATS (credentials, TLS: the config's
-                       "cluster" key); --cluster NAME (default "default"), --node ID (default random)
-  -h, --help           show this help
-
-Without --config, SIGHUP is ignored (nothing to reload).
-Changes made by "toolwire token" apply to the running server within 1 s.
-exit status: 0 after SIGINT/SIGTERM, 64 bad usage or a bad config file or credential,
-65 a bad tokens.json, 69 the address cannot be bound (e.g. the port is in use),
-73 the state folder, or the config's recordDir, is not a folder or cannot be written,
-77 permission denied.
-`;
-
-const LEVELS = new Set(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']);
-
-const flags = {
-  listen: { type: 'string' },
-  config: { type: 'string' },
-  'state-dir': { type: 'string' },
-  'tls-cert': { type: 'string' },
-  'tls-key': { type: 'string' },
-  'log-level': { type: 'string', default: 'info' },
-  'log-format': { type: 'string' },
-  'metrics-listen': { type: 'string' },
-  nats: { type: 'string' },
-  cluster: { type: 'string' },
-  node: { type: 'string' },
-  help: { type: 'boolean', short: 'h' },
-} as const;
-
-/** Where `serveCommand` writes and what stops it (all default to the process's own). */
-export interface ServeIo {
-  stdout?: NodeJS.WritableStream;
-  stderr?: NodeJS.WritableStream;
-  /** Environment for the credentials file location (`TOOLWIRE_HOME`). Default `process.env`. */
-  env?: NodeJS.ProcessEnv;
-  /** Aborting it stops the server as SIGINT/SIGTERM do (for embedding and tests). */
-  signal?: AbortSignal;
-}
-
+export { serveUsage, type ServeIo } from './serve-options.js';
 export { generateToken } from './serve-state.js';
 
 /** A host-reachable form of a bound address: a wildcard bind is reached through loopback. */
@@ -135,108 +69,9 @@ function firstInClear(config: ServeConfig | undefined): { host: { name: string; 
 export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<number> {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
-  const usageError = (message: string): number => {
-    stderr.write(misuse('serve', message, serveUsage));
-    return ExitCode.USAGE;
-  };
-
-  let values;
-  try {
-    values = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }).values;
-  } catch (error) {
-    return usageError(argvProblem(error, flags, argv));
-  }
-  if (values.help) {
-    stdout.write(serveUsage);
-    return ExitCode.OK;
-  }
-  const level = values['log-level'];
-  if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
-  const logFormat = logFormatOf(values['log-format'], stderr);
-  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got "${values['log-format']}"`);
-  let metricsAddress: { host: string; port: number } | undefined;
-  try {
-    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
-    throw error;
-  }
-
-  if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
-
-  let config: ServeConfig | undefined;
-  let listen: { host: string; port: number };
-  try {
-    if (values.config !== undefined) config = await loadConfig(values.config, io.env);
-    listen = parseListen(values.listen ?? config?.listen ?? DEFAULT_LISTEN);
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(error.message);
-    throw error;
-  }
-  let tls: ServerTls | undefined;
-  const certFile = values['tls-cert'] ?? config?.tls?.certFile;
-  const keyFile = values['tls-key'] ?? config?.tls?.keyFile;
-  if (certFile !== undefined && keyFile !== undefined) {
-    try {
-      tls = {
-        cert: await readPemFile(certFile, values['tls-cert'] ? '--tls-cert' : 'config tlsCert', 'certificate'),
-        key: await readPemFile(keyFile, values['tls-key'] ? '--tls-key' : 'config tlsKey', 'private key'),
-      };
-    } catch (error) {
-      if (error instanceof PemFileError) return usageError(`TLS: ${error.message}`);
-      throw error;
-    }
-  }
-
-  // Embedded default: the state folder, with a lasting host "local" and caller "cli".
-  const stateDir = values['state-dir'] ?? (config === undefined ? toolwireHome(io.env) : undefined);
-  let hosts: HostCredential[];
-  let callers: CallerCredential[];
-  let embedded: { host: { name: string; token: string }; caller: { name: string; token: string }; made: boolean } | undefined;
-  try {
-    if (config === undefined) {
-      const made = await embeddedCredentials(stateDir!);
-      embedded = made;
-      ({ hosts, callers } = serverCredentials(made.state));
-    } else {
-      ({ hosts, callers } = stateDir === undefined ? config : mergeCredentials(config, serverCredentials(await readState(stateDir))));
-    }
-  } catch (error) {
-    if (!(error instanceof StateError)) throw error;
-    stderr.write(`toolwire serve: ${error.message}\n`);
-    return error.exitCode;
-  }
-  const state: StateLink | undefined = stateDir === undefined ? undefined : { dir: stateDir, config: config && { hosts: config.hosts, callers: config.callers } };
-  const writeCredentials = config === undefined || config.writeCredentials;
-  if (config?.writeCredentials === true && (config.hosts.length === 0 || config.callers.length === 0)) {
-    return usageError('writeCredentials needs at least one host and one caller in the config');
-  }
-
-  // The server also logs a failed listen (with its stack) that `listen()` rejects with; this command
-  // reports it in one line instead, so that log entry is dropped.
-  const logger = pino(
-    {
-      level,
-      base: { name: 'toolwire' },
-      hooks: {
-        logMethod(args, method) {
-          if ((args[0] as { err?: { syscall?: unknown } } | undefined)?.err?.syscall === 'listen') return;
-          method.apply(this, args);
-        },
-      },
-    },
-    logDestination(logFormat, stderr),
-  );
-  let server: ToolwireServer;
-  try {
-    const cluster = clusterOptions(values, config);
-    server = new ToolwireServer({ ...config?.options, hosts, callers, logger, ...(tls && { tls }), ...(cluster && { cluster }) });
-  } catch (error) {
-    if (error instanceof TypeError || error instanceof RangeError) return usageError(`${values.config ? `config ${values.config}: ` : ''}${error.message}`);
-    // e.g. a TLS key that does not match the certificate, or is not PEM
-    if (tls !== undefined && error instanceof Error) return usageError(`cannot use the TLS certificate and key: ${error.message}`);
-    throw error;
-  }
+  const prepared = await prepareServe(argv, io);
+  if (typeof prepared === 'number') return prepared;
+  const { configFile, config, listen, metricsAddress, tls, stateDir, state, embedded, writeCredentials, logger, server } = prepared;
 
   const stop = watchStop(io.signal);
   let info: ListenInfo;
@@ -279,7 +114,7 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   }
 
   // Before the banner: a SIGHUP sent as soon as the banner is read is never missed.
-  const stopReload = values.config !== undefined ? watchReload(values.config, server, logger, io.env, state) : ignoreHangup(logger);
+  const stopReload = configFile !== undefined ? watchReload(configFile, server, logger, io.env, state) : ignoreHangup(logger);
   const stopState = state && watchState(state.dir, (next) => applyState(server, state, next, logger), logger);
   const seen = state && recordLastSeen(state.dir, server, logger);
   // A wildcard bind is reached at any address of this machine: name the loopback one, not 0.0.0.0.
@@ -329,19 +164,4 @@ export async function serveCommand(argv: string[], io: ServeIo = {}): Promise<nu
   await metricsListener?.close();
   logger.info('stopped');
   return ExitCode.OK;
-}
-
-/** `--nats`/`--cluster`/`--node` over the config's `cluster` key (flags win). */
-function clusterOptions(values: { nats?: string; cluster?: string; node?: string }, config: ServeConfig | undefined): ToolwireServerOptions['cluster'] {
-  const fromConfig = config?.options.cluster;
-  if (values.nats === undefined && fromConfig === undefined) {
-    if (values.cluster !== undefined || values.node !== undefined) throw new TypeError('--cluster and --node need --nats (or a config "cluster" key)');
-    return undefined;
-  }
-  return {
-    ...fromConfig,
-    nats: values.nats !== undefined ? values.nats.split(',').map((u) => u.trim()) : fromConfig!.nats,
-    ...(values.cluster !== undefined && { name: values.cluster }),
-    ...(values.node !== undefined && { node: values.node }),
-  };
 }

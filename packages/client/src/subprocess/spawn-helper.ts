@@ -11,21 +11,22 @@
  * while idle. If it cannot start (no usable `process.execPath`, Windows) tools are spawned locally
  * ({@link launchLocal}); nothing else changes. Output arrives in batches (at a tool's end, every
  * 64 KiB, else within 10 ms); once a tool has output 256 KiB the helper hands its two pipes over
- * and they are read here (one process and one copy fewer per byte; the read bound of its live-output
- * window is then kept here). If the helper dies, the calls it carried end as `lost` (exit code 70,
- * the reason on stderr, the output that had arrived) with their groups killed from here, and the
- * next call starts a new one. It kills its tools and exits when its IPC channel closes — this
- * process ended, however (SIGKILL included). Every tool it spawns is also registered with this
- * process's orphan reaper (`reaper.ts`, as tools spawned here are), which does not depend on the
- * helper: when this process and the helper are killed together, the reaper kills the tools. Tools get the environment this process builds per call
- * (`tool-env.ts`: never the host's credentials) and its umask;
- * other process attributes changed after the helper started (nice value, rlimits) do not reach them.
+ * and they are read here (`helper-pipes.ts`: one process and one copy fewer per byte; the read bound
+ * of its live-output window is then kept here). If the helper dies, the calls it carried end as
+ * `lost` (exit code 70, the reason on stderr, the output that had arrived) with their groups killed
+ * from here, and the next call starts a new one. It kills its tools and exits when its IPC channel
+ * closes — this process ended, however (SIGKILL included). Every tool it spawns is also registered
+ * with this process's orphan reaper (`reaper.ts`, as tools spawned here are), which does not depend
+ * on the helper: when this process and the helper are killed together, the reaper kills the tools.
+ * Tools get the environment this process builds per call (`tool-env.ts`: never the host's
+ * credentials) and its umask; other process attributes changed after the helper started (nice
+ * value, rlimits) do not reach them.
  * Limit: a helper killed in the instant between a fork and its report of the pid leaves that one
  * tool running until it ends by itself.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { type OnReadOpts, Socket, type SocketConstructorOpts } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { type Passed, type PipeEvent, readPassedPipe } from './helper-pipes.js';
 import { killGroup } from './process-group.js';
 import { forgetGroup, toolStarting } from './reaper.js';
 import { withoutCredentials } from './tool-env.js';
@@ -39,15 +40,6 @@ const PROGRAM = fileURLToPath(new URL('./spawn-helper.cjs', import.meta.url));
  */
 const HELPER_NODE_FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
 
-/**
- * What the pipes handed over by the helper are read into (64 KiB: a Linux pipe's default size, the
- * most one read returns): one buffer for every pipe of this process, since each read is copied out
- * (`ToolEvents.data`'s `reused`) before the event loop reads again. A new buffer per read is memory
- * V8 counts as external, and at streaming rates that starts a full garbage collection every few
- * dozen MiB.
- */
-const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
-
 /** A message from the helper (see `spawn-helper.cjs`). */
 type HelperEvent =
   | { ev: 'spawn'; id: number; pid: number }
@@ -55,20 +47,6 @@ type HelperEvent =
   | { ev: 'data'; id: number; fd: 1 | 2; chunk: Uint8Array }
   | { ev: 'exit'; id: number; code: number | null; signal: NodeJS.Signals | null }
   | { ev: 'closed'; id: number };
-
-/** The helper hands over one pipe of a tool (sent alone, with the pipe's handle). */
-interface PipeEvent {
-  ev: 'pipe';
-  id: number;
-  fd: 1 | 2;
-}
-
-/** A tool's pipes once the helper handed them over: read here. */
-interface Passed {
-  sockets: Socket[];
-  /** Pipes not closed yet (of 2). */
-  open: number;
-}
 
 interface Remote {
   /** Kept for a relaunch here until the helper answers about it (then dropped: it holds the whole input). */
@@ -232,39 +210,10 @@ class Helper {
     }
   }
 
-  /**
-   * One pipe of a tool (its bare handle), handed over by the helper after every `data` event it read:
-   * read here from now on, into {@link READ_BUFFER} (each read is copied out before the next one).
-   */
+  /** One pipe of a tool handed over by the helper: read here from now on ({@link readPassedPipe}). */
   #onPipe(m: PipeEvent, handle: object): void {
     const remote = this.#calls.get(m.id);
-    const live = (): boolean => this.#calls.get(m.id) === remote;
-    const passed = remote === undefined ? undefined : (remote.passed ??= { sockets: [], open: 2 });
-    // Returns true: the pipes are paused (both) by `pause()` when the allowance is used up.
-    const onread = (nread: number, buffer: Uint8Array): boolean => {
-      if (remote === undefined || !live()) return true;
-      if (remote.left !== undefined) {
-        remote.left -= nread;
-        if (remote.left <= 0) for (const s of passed!.sockets) s.pause();
-      }
-      remote.events.data(m.fd, buffer.subarray(0, nread), true);
-      return true;
-    };
-    // As child_process makes a socket of a received pipe handle, with the read buffer of its own.
-    const options: SocketConstructorOpts & { handle: object; onread: OnReadOpts } = { handle, readable: true, onread: { buffer: READ_BUFFER, callback: onread } };
-    const socket = new Socket(options);
-    socket.on('error', () => {}); // a destroyed pipe; the capture keeps what arrived
-    if (remote === undefined || passed === undefined) {
-      socket.destroy(); // released meanwhile
-      return;
-    }
-    passed.sockets.push(socket);
-    if (remote.left !== undefined && remote.left <= 0) socket.pause();
-    socket.on('close', () => {
-      if (--passed.open !== 0 || !live()) return;
-      remote.closed = true;
-      remote.events.closed();
-    });
+    readPassedPipe(m, handle, remote, () => this.#calls.get(m.id) === remote);
   }
 
   /**

@@ -9,7 +9,8 @@ import { KvWatchInclude, type KV } from '@nats-io/kv';
 import type { NatsConnection } from '@nats-io/transport-node';
 import type { Logger } from '../options.js';
 import { IdentityTakenError } from '../router/claims.js';
-import { type Lease, bucketGone, createBucket, createdOf, hostOf, keyOf, nameKey, writeBack } from './lease-bucket.js';
+import { type Lease, bucketGone, createBucket, createdOf, hostOf, keyOf, writeBack } from './lease-bucket.js';
+import { type NameLeaseBucket, claimNames, releaseNames } from './name-leases.js';
 import { decode, encode } from './wire.js';
 
 /**
@@ -71,12 +72,15 @@ export class Leases {
   #created: string | undefined;
   /** The check under way, if any (one at a time). */
   #checking: Promise<void> | undefined;
+  /** What the tool name leases use of these ({@link claimNames}). */
+  readonly #names: NameLeaseBucket;
 
   private constructor(nc: NatsConnection, bucket: string, deps: LeasesDeps, replicas: number) {
     this.#deps = deps;
     this.#nc = nc;
     this.#bucket = bucket;
     this.#replicas = replicas;
+    this.#names = { deps, kv: () => this.#kv, retry: (what, attempt) => this.#retry(what, attempt) };
     this.#opened = this.#open(nc, bucket, replicas);
     // A NATS server may come back without its JetStream store (the bucket gone): look at each reconnect.
     void (async () => {
@@ -198,53 +202,14 @@ export class Leases {
     await evict();
   }
 
-  /**
-   * Take the names `names` for `host` (naming `bare`: a name belongs to the first host of the
-   * cluster that advertised it while it stays). Resolves with the names another host holds, → that
-   * host. Never rejects: a name whose lease cannot be read or written is granted (logged).
-   */
-  async claimNames(host: string, names: string[]): Promise<Map<string, string>> {
-    const taken = new Map<string, string>();
-    if (this.#kv === undefined) return taken;
-    const value = encode({ host, node: this.#deps.node });
-    await Promise.all(
-      names.map(async (name) => {
-        const key = nameKey(name);
-        try {
-          await this.#retry(name, async () => {
-            const kv = this.#kv!;
-            const entry = await kv.get(key);
-            const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
-            if (lease?.host === host && lease.node === this.#deps.node) return;
-            // Another host's name; the same host's name held by another node moves here with the host.
-            if (lease?.host !== undefined && lease.host !== host) return void taken.set(name, lease.host);
-            if (entry === null) await kv.create(key, value);
-            else await kv.update(key, value, entry.revision);
-          });
-        } catch (error) {
-          this.#deps.logger.warn({ err: error, host, name }, 'cluster: could not take a tool name lease; the name is granted on this node');
-        }
-      }),
-    );
-    return taken;
+  /** Take the names `names` for `host` (naming `bare`): see {@link claimNames}. Never rejects. */
+  claimNames(host: string, names: string[]): Promise<Map<string, string>> {
+    return claimNames(this.#names, host, names);
   }
 
-  /** Give up `host`'s leases of `names` (those it still holds). Never rejects. */
-  async releaseNames(host: string, names: Iterable<string>): Promise<void> {
-    const kv = this.#kv;
-    if (kv === undefined) return;
-    await Promise.all(
-      [...names].map(async (name) => {
-        try {
-          const entry = await kv.get(nameKey(name));
-          const lease = entry !== null && entry.operation === 'PUT' ? decode<{ host?: string; node?: string }>(entry.value) : undefined;
-          if (entry === null || lease?.host !== host || lease.node !== this.#deps.node) return;
-          await kv.delete(nameKey(name), { previousSeq: entry.revision });
-        } catch {
-          // taken meanwhile, or unreachable
-        }
-      }),
-    );
+  /** Give up `host`'s leases of `names` (those it still holds): see {@link releaseNames}. Never rejects. */
+  releaseNames(host: string, names: Iterable<string>): Promise<void> {
+    return releaseNames(this.#names, host, names);
   }
 
   /** Give up `host`'s lease if this node still holds it. Never rejects. */

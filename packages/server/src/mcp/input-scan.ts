@@ -13,10 +13,12 @@
  *
  * The text must be JSON that `JSON.parse` accepted (the door parses first); the scan does not judge
  * syntax. It costs one walk of the text: strings outside `arguments` are skipped with `indexOf`, and
- * keys are read only where they matter. Separate from `worker/json-scan.ts`, which counts values of
- * host frames and keeps no keys (its string skip is shared).
+ * keys are read only where they matter (whether a number survives: `json-number.ts`). Separate from
+ * `worker/json-scan.ts`, which counts values of host frames and keeps no keys (its string skip is
+ * shared).
  */
 import { skipString } from '../worker/json-scan.js';
+import { numberSurvives } from './json-number.js';
 
 const QUOTE = 0x22;
 const COMMA = 0x2c;
@@ -54,47 +56,6 @@ function isSpace(c: number): boolean {
 function stringAt(text: string, i: number, end: number): string {
   const raw = text.slice(i + 1, end - 1);
   return raw.includes('\\') ? (JSON.parse(text.slice(i, end)) as string) : raw;
-}
-
-/** The value of a number text as `<sign><digits>e<exponent>` with no leading or trailing zero digits; `0` for zero (and -0). */
-function decimal(text: string): string {
-  let i = 0;
-  const negative = text.charCodeAt(0) === 0x2d;
-  if (negative) i++;
-  let digits = '';
-  let exponent = 0;
-  let fraction = false;
-  for (; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === 0x2e) fraction = true;
-    else if (c === 0x65 || c === 0x45) {
-      exponent += Number(text.slice(i + 1)); // "+21", "-7", "400"
-      break;
-    } else {
-      digits += text[i];
-      if (fraction) exponent--;
-    }
-  }
-  let start = 0;
-  while (start < digits.length && digits.charCodeAt(start) === 0x30) start++;
-  let end = digits.length;
-  while (end > start && digits.charCodeAt(end - 1) === 0x30) {
-    end--;
-    exponent++;
-  }
-  if (start === end) return '0'; // zero, -0 included
-  return `${negative ? '-' : ''}${digits.slice(start, end)}e${exponent}`;
-}
-
-/**
- * Whether the JSON number `text` has the same value after `JSON.parse` → `JSON.stringify`. Up to 15
- * significant digits every decimal in the double range survives, so a short plain number needs no work.
- */
-export function numberSurvives(text: string): boolean {
-  if (text.length <= 15 && !/[eE]/.test(text)) return true;
-  const value = Number(text);
-  if (!Number.isFinite(value)) return false;
-  return decimal(text) === decimal(String(value));
 }
 
 /** A number text as a reason shows it. */

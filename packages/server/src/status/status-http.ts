@@ -16,8 +16,9 @@
  * - `GET /status/status.js`, `/status/status.css` — the page's script and style (no secrets: served
  *   to anyone).
  *
- * Authentication, cookies and CSRF: `access.ts`. Unauthenticated requests get 401 and nothing of
- * the picture; every status request counts toward the pre-auth bounds until it authenticates.
+ * Authentication, cookies and CSRF: `access.ts`; replies and the bounded body read: `replies.ts`.
+ * Unauthenticated requests get 401 and nothing of the picture; every status request counts toward
+ * the pre-auth bounds until it authenticates.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -30,6 +31,7 @@ import { StatusSessions, sessionCookie } from './access.js';
 import type { CallBoard } from './call-board.js';
 import { StatusFeed } from './feed.js';
 import { ASSETS, SECURITY_HEADERS, asset, loginPage, statusPage } from './pages.js';
+import { json, notAllowed, readBody, reply, tooLarge, unauthorized } from './replies.js';
 import { type StatusCluster, type StatusRouter, statusSnapshot } from './snapshot.js';
 
 /** Largest login form body, bytes. */
@@ -258,51 +260,4 @@ export class StatusPage {
 
 function you(principal: CallerPrincipal): { caller: string; grant: readonly string[] } {
   return { caller: principal.name, grant: principal.grant ?? ['*'] };
-}
-
-function reply(res: ServerResponse, status: number, type: string, body: string | Buffer | undefined): void {
-  res.writeHead(status, { ...SECURITY_HEADERS, 'content-type': type });
-  res.end(body);
-}
-
-function json(res: ServerResponse, status: number, value: unknown): void {
-  reply(res, status, 'application/json', JSON.stringify(value));
-}
-
-function unauthorized(res: ServerResponse): void {
-  res.setHeader('www-authenticate', 'Bearer');
-  json(res, 401, { error: 'log in at /status, or send Authorization: Bearer <caller token>' });
-}
-
-function notAllowed(res: ServerResponse, allow: string): void {
-  res.setHeader('allow', allow);
-  json(res, 405, { error: 'method not allowed' });
-}
-
-function tooLarge(res: ServerResponse, req: IncomingMessage): void {
-  res.setHeader('connection', 'close');
-  json(res, 413, { error: 'request body too large' });
-  req.socket.end();
-}
-
-/** The body as text, or `undefined` once it exceeds `max` bytes (the rest is not read). */
-function readBody(req: IncomingMessage, max: number): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size > max) {
-        req.off('data', onData);
-        req.pause();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.once('error', () => resolve(undefined));
-    req.once('close', () => resolve(undefined)); // a no-op after 'end'
-  });
 }
