@@ -1,7 +1,7 @@
 import { outputFrameHeaderBytes } from '@toolwire/protocol';
 import * as ws from 'ws';
 import { describe, expect, it } from 'vitest';
-import { FRAME_WIRE_BYTES, frameDataBytes } from '../src/calls/streaming-output.js';
+import { FRAME_WIRE_BYTES, frameDataBytes } from '../src/calls/output-link.js';
 
 /** ws's own frame builder (exported by ws, not declared by @types/ws). */
 const { Sender } = ws as unknown as { Sender: { frame(data: Buffer, options: Record<string, unknown>): Buffer[] } };

@@ -7,7 +7,8 @@
 import { type CreditMessage, encodeOutputFrame, outputFrameHeaderBytes, outputFrameInPlace, type WelcomeOutput } from '@toolwire/protocol';
 import type { Logger } from '../types.js';
 import { BufferedOutput, type CallOutput, type OutputStreamName } from './output-sink.js';
-import { FRAME_WIRE_BYTES, type OutputLink, StreamingOutput } from './streaming-output.js';
+import { FRAME_WIRE_BYTES, type OutputLink } from './output-link.js';
+import { StreamingOutput } from './streaming-output.js';
 
 /**
  * Most window one call holds at once, bytes (16 MiB): a larger `windowBytes` or credit from the
