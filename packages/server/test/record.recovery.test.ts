@@ -48,7 +48,7 @@ describe('closing interrupted records', () => {
     await utimes(join(dir, 'input.json'), started, started);
     const closedAt = new Date('2030-01-02T03:05:00.000Z');
     const report = await closeInterruptedRecords(new DiskRecord(root), never, noError, () => closedAt);
-    expect(report).toEqual({ closed: 1, tempFilesRemoved: 0, failed: 0 });
+    expect(report).toEqual({ closed: 1, outputLost: 0, tempFilesRemoved: 0, failed: 0 });
     expect(await json(join(dir, 'output.json'))).toEqual({
       id: 'c1',
       stdout: '',
@@ -69,12 +69,12 @@ describe('closing interrupted records', () => {
     const cut = await call('agent', 'cut', { 'input.json': input('cut'), 'output.json.0123456789ab.tmp': '{"stdout":"par' });
     const other = await call('other', 'x', { 'input.json': input('x') });
     const record = new DiskRecord(root);
-    expect(await closeInterruptedRecords(record, never, noError)).toEqual({ closed: 2, tempFilesRemoved: 1, failed: 0 });
+    expect(await closeInterruptedRecords(record, never, noError)).toEqual({ closed: 2, outputLost: 0, tempFilesRemoved: 1, failed: 0 });
     expect(await readFile(join(done, 'output.json'), 'utf8')).toBe('{"exitCode":0}\n');
     expect((await readdir(cut)).sort()).toEqual(['input.json', 'output.json']);
     expect((await json(join(other, 'output.json'))).interrupted).toBe(true);
     const before = await readFile(join(cut, 'output.json'), 'utf8');
-    expect(await closeInterruptedRecords(record, never, noError)).toEqual({ closed: 0, tempFilesRemoved: 0, failed: 0 });
+    expect(await closeInterruptedRecords(record, never, noError)).toEqual({ closed: 0, outputLost: 0, tempFilesRemoved: 0, failed: 0 });
     expect(await readFile(join(cut, 'output.json'), 'utf8')).toBe(before);
   });
 
@@ -87,7 +87,7 @@ describe('closing interrupted records', () => {
       await call('agent', 'bad name', { 'input.json': input('bad') });
       await writeFile(join(root, 'stray.json'), '{}');
       await call('agent', 'no-input', { 'input.json.0123456789ab.tmp': '{"id":' });
-      expect(await closeInterruptedRecords(new DiskRecord(root), never, noError)).toEqual({ closed: 0, tempFilesRemoved: 0, failed: 0 });
+      expect(await closeInterruptedRecords(new DiskRecord(root), never, noError)).toEqual({ closed: 0, outputLost: 0, tempFilesRemoved: 0, failed: 0 });
       expect(await readdir(join(outside, 'c'))).toEqual(['input.json']);
       expect(await readdir(join(root, 'agent', 'bad name'))).toEqual(['input.json']);
     } finally {
@@ -96,7 +96,12 @@ describe('closing interrupted records', () => {
   });
 
   it('does nothing when the record root does not exist yet', async () => {
-    expect(await closeInterruptedRecords(new DiskRecord(join(root, 'missing')), never, noError)).toEqual({ closed: 0, tempFilesRemoved: 0, failed: 0 });
+    expect(await closeInterruptedRecords(new DiskRecord(join(root, 'missing')), never, noError)).toEqual({
+      closed: 0,
+      outputLost: 0,
+      tempFilesRemoved: 0,
+      failed: 0,
+    });
   });
 });
 
@@ -115,7 +120,7 @@ describe('the executor and the server', () => {
         await new Promise((r) => setTimeout(r, 5));
     };
     await inputWritten();
-    expect(await executor.closeInterruptedRecords()).toEqual({ closed: 1, tempFilesRemoved: 0, failed: 0 });
+    expect(await executor.closeInterruptedRecords()).toEqual({ closed: 1, outputLost: 0, tempFilesRemoved: 0, failed: 0 });
     expect(await readdir(join(root, 'agent', 'live'))).toEqual(['input.json']);
     release();
     expect((await running).outcome).toBe('completed');

@@ -41,6 +41,7 @@ export class LivePrinter {
   #next = 0;
   #gap = false;
   #chunks = 0;
+  #muted = false;
 
   constructor(io: Pick<CliIO, 'stdout' | 'stderr'>) {
     this.#io = io;
@@ -63,6 +64,7 @@ export class LivePrinter {
     if (p.seq !== this.#next) this.#gap = true;
     this.#next = (p.seq as number) + 1;
     this.#chunks++;
+    if (this.#muted) return undefined;
     const bytes = Buffer.from(p.data, p.encoding === 'base64' ? 'base64' : 'utf8');
     const to = p.stream === 'stdout' ? this.#io.stdout : this.#io.stderr;
     this.#queued += bytes.length;
@@ -71,6 +73,14 @@ export class LivePrinter {
       this.#queued -= bytes.length;
     });
     return this.#queued > HIGH_WATER_BYTES ? this.#writing : undefined;
+  }
+
+  /**
+   * Write no later chunk (stdout's reader went away): they are still counted, so {@link complete}
+   * holds and the capture is not printed either.
+   */
+  mute(): void {
+    this.#muted = true;
   }
 
   /** Resolves once every chunk received has been written. */

@@ -57,6 +57,14 @@ export interface RequestBound {
    * output), in order. A returned promise pauses reading the response until it settles (backpressure).
    */
   onNotification?: (notification: RpcMessage) => Promise<void> | undefined;
+  /**
+   * Winds the request down (the reader of its output went away): it is cancelled on the server
+   * (`notifications/cancelled`, awaited at most {@link CLOSE_TIMEOUT_MS}), then the session is ended
+   * (DELETE), which ends the response stream, and the response is read until then. So the request
+   * still resolves with the answer when the server had answered before the cancel reached it (the
+   * call had ended), else rejects with a {@link ServerLostError} (no answer: the call was stopped).
+   */
+  wind?: AbortSignal;
 }
 
 /** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
@@ -106,6 +114,8 @@ export class McpSession {
   #protocolVersion: string | undefined;
   #nextId = 0;
   #closed = false;
+  /** The session's DELETE, once started ({@link McpSession.#endSession}). */
+  #ending: Promise<void> | undefined;
 
   /** @internal use {@link connectMcp} */
   constructor(url: URL, token: string, http: { Agent: typeof HttpAgent; request: typeof httpRequest }) {
@@ -126,7 +136,7 @@ export class McpSession {
       throw new RpcError(undefined, `the server answered initialize with MCP version ${JSON.stringify(version)}, which this toolwire does not speak`);
     }
     this.#protocolVersion = version;
-    this.notify('notifications/initialized');
+    void this.notify('notifications/initialized');
   }
 
   /**
@@ -141,25 +151,41 @@ export class McpSession {
     const timer = new AbortController();
     const timeout = setTimeout(() => timer.abort(new NoAnswerError('request', options.timeoutMs, options.bound)), options.timeoutMs);
     const signal = options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal;
+    const wind = options.wind;
+    const onWind = (): void => void this.#windDown(id, wind!.reason);
+    if (wind?.aborted) onWind();
+    else wind?.addEventListener('abort', onWind, { once: true });
     try {
       const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
       return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification)).answer);
     } catch (error) {
       if (!signal.aborted) throw error;
       const reason: unknown = signal.reason;
-      this.notify('notifications/cancelled', { requestId: id, reason: reason instanceof Error ? reason.message : String(reason) });
+      void this.notify('notifications/cancelled', { requestId: id, reason: reason instanceof Error ? reason.message : String(reason) });
       throw reason;
     } finally {
       clearTimeout(timeout);
+      wind?.removeEventListener('abort', onWind);
     }
   }
 
-  /** Post notification `method` without waiting for it; {@link McpSession.close} waits for it within its bound. */
-  notify(method: string, params?: Record<string, unknown>): void {
+  /** See {@link RequestBound.wind}. Never rejects. */
+  async #windDown(id: RequestId, reason: unknown): Promise<void> {
+    const posted = this.notify('notifications/cancelled', { requestId: id, reason: reason instanceof Error ? reason.message : String(reason) });
+    await pTimeout(posted, { milliseconds: CLOSE_TIMEOUT_MS, message: false });
+    await this.#endSession();
+  }
+
+  /**
+   * Post notification `method`; {@link McpSession.close} waits for it within its bound. The returned
+   * promise settles (never rejects) once the server took it or the post failed.
+   */
+  notify(method: string, params?: Record<string, unknown>): Promise<unknown> {
     const posted: Promise<unknown> = this.#exchange('POST', { jsonrpc: '2.0', method, ...(params !== undefined && { params }) }, undefined)
       .catch(() => {})
       .finally(() => this.#posting.delete(posted));
     this.#posting.add(posted);
+    return posted;
   }
 
   /**
@@ -170,13 +196,20 @@ export class McpSession {
     if (this.#closed) return;
     this.#closed = true;
     if (flushMs > 0 && this.#posting.size > 0) await pTimeout(Promise.all(this.#posting), { milliseconds: flushMs, message: false });
-    if (this.#sessionId !== undefined) {
+    await this.#endSession();
+    this.#agent.destroy();
+  }
+
+  /** DELETE the session once (at most {@link CLOSE_TIMEOUT_MS}; failures ignored). The server then ends its response streams. */
+  #endSession(): Promise<void> {
+    this.#ending ??= (async () => {
+      if (this.#sessionId === undefined) return;
       const bound = new AbortController();
       const timer = setTimeout(() => bound.abort(new Error('no answer to DELETE')), CLOSE_TIMEOUT_MS);
       await this.#exchange('DELETE', undefined, undefined, bound.signal).catch(() => {});
       clearTimeout(timer);
-    }
-    this.#agent.destroy();
+    })();
+    return this.#ending;
   }
 
   /**

@@ -45,13 +45,21 @@ This command itself exits 64 for bad usage, invalid JSON, or input larger than t
 69 when the server is unreachable, lost during the call, or gives no answer within the wait above;
 70 on an unexpected failure of its own; 75 when the server refuses it for now (HTTP 429: too many
 failed authentications from this address; the server's reason is printed); 77 when the token is
-refused or the call declined; 130 on Ctrl-C.
+refused or the call declined; 130 on Ctrl-C, or when the reader of stdout goes away while the call
+runs (a call that had already ended keeps its exit code).
 `;
 
 /** Time the answer may take beyond the call deadline and the cancel grace, ms (network, scheduling). */
 export const RESPONSE_MARGIN_MS = 5_000;
 /** Time allowed on Ctrl-C for the `notifications/cancelled` to reach the server, ms. */
 const CANCEL_FLUSH_MS = 1_000;
+/**
+ * Once stdout's reader is gone, time allowed for the wind-down (the cancel posted, the session
+ * ended, the answer the server may already have sent read), ms; past it the call is given up, 130.
+ */
+const WIND_DOWN_MS = 3_000;
+/** What stderr says when stdout's reader went away (EPIPE). */
+const STDOUT_CLOSED = 'stdout was closed (its reader went away)';
 /** Time allowed for live output already received to be written before an error line, ms. */
 const OUTPUT_FLUSH_MS = 1_000;
 /** Largest INPUT_JSON read from stdin, bytes (the server's default maxPayload). */
@@ -226,12 +234,24 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   const controller = new AbortController();
   const stop = waitForSignal(io.signals);
   void stop.signal.then(() => controller.abort(new Error('cancelled by stop')));
-  // `toolwire call … | head`: once the reader of stdout is gone, stop the call as Ctrl-C does
-  // (an unhandled EPIPE would end the process with a stack trace and leave the call to its deadline).
+  // Live output unless --no-stream: chunks are printed as they arrive (caller/live-output.ts).
+  const live = values['no-stream'] ? undefined : new LivePrinter(io);
+  // `toolwire call … | head`: once the reader of stdout is gone, the call is wound down (an
+  // unhandled EPIPE would end the process with a stack trace and leave the call to its deadline):
+  // cancelled on the server, whose answer is still read until the session ends. A call that had
+  // already ended exits with its capture's exit code; one still running is stopped (130), at the
+  // latest after WIND_DOWN_MS.
   let stdoutProblem: string | undefined;
+  const wind = new AbortController();
+  let windTimer: NodeJS.Timeout | undefined;
+  let ended = false;
   const onStdoutError = (error: NodeJS.ErrnoException): void => {
-    stdoutProblem ??= error.code === 'EPIPE' ? 'stdout was closed (its reader went away)' : `cannot write to stdout (${error.code ?? error.message})`;
-    controller.abort(new Error(stdoutProblem));
+    if (stdoutProblem !== undefined) return;
+    stdoutProblem = error.code === 'EPIPE' ? STDOUT_CLOSED : `cannot write to stdout (${error.code ?? error.message})`;
+    if (ended) return; // the call is over: no timer after it
+    live?.mute(); // what the call writes from now on is not shown (nor the stop's reason line)
+    wind.abort(new Error(stdoutProblem));
+    windTimer = setTimeout(() => controller.abort(new Error(stdoutProblem)), WIND_DOWN_MS);
   };
   // Left in place after the call: a write's EPIPE is emitted on a later tick, after the write settled.
   io.stdout.on('error', onStdoutError);
@@ -241,24 +261,30 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   const bound = `the call's deadline ${deadlineMs} ms + cancel grace ${graceMs} ms + margin ${marginMs} ms`;
   const meta: Record<string, unknown> = { 'toolwire/deadlineMs': deadlineMs };
   if (values.workspace !== undefined) meta['toolwire/workspace'] = values.workspace;
-  // Live output unless --no-stream: chunks are printed as they arrive (caller/live-output.ts).
-  const live = values['no-stream'] ? undefined : new LivePrinter(io);
   if (live !== undefined) meta[STREAM_META] = true;
   const onNotification = live && ((n: RpcMessage) => live.take(n));
   let session: McpSession | undefined;
   try {
     session = await connectMcp(url, token, { signal: controller.signal, connectTimeoutMs });
     const params = { name, arguments: input, _meta: meta };
-    const result = await session.request('tools/call', params, { timeoutMs: waitMs, bound, signal: controller.signal, ...(onNotification && { onNotification }) });
+    const result = await session.request('tools/call', params, {
+      timeoutMs: waitMs,
+      bound,
+      signal: controller.signal,
+      wind: wind.signal,
+      ...(onNotification && { onNotification }),
+    });
     if (typeof result !== 'object' || result === null) throw new RpcError(undefined, `the server answered tools/call with ${JSON.stringify(result)}`);
     await live?.flush();
     const printed = await printResult(result as Record<string, unknown>, io, live);
-    if (printed.noSuchTool) await suggestAfterNotFound(session, name, io, connectTimeoutMs);
+    if (printed.noSuchTool && stdoutProblem === undefined) await suggestAfterNotFound(session, name, io, connectTimeoutMs);
+    // The call had ended: its exit code stands. A reader that left (EPIPE) is not news; another failure is.
+    if (stdoutProblem !== undefined && stdoutProblem !== STDOUT_CLOSED) await write(io.stderr, `toolwire: ${stdoutProblem}\n`);
     return printed.code;
   } catch (error) {
     // What arrived is shown before the reason (Ctrl-C included), within a bound (stdout may be stuck).
     if (live !== undefined) await pTimeout(live.flush(), { milliseconds: OUTPUT_FLUSH_MS, message: false });
-    if (controller.signal.aborted) {
+    if (controller.signal.aborted || stdoutProblem !== undefined) {
       await write(io.stderr, stdoutProblem !== undefined ? `toolwire: ${stdoutProblem}; the call was stopped\n` : 'toolwire: cancelled by stop\n');
       return ExitCode.CANCELLED;
     }
@@ -266,6 +292,8 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
     await write(io.stderr, failure.message);
     return failure.code;
   } finally {
+    ended = true;
+    clearTimeout(windTimer);
     stop.dispose();
     await session?.close(controller.signal.aborted ? CANCEL_FLUSH_MS : 0);
   }

@@ -116,16 +116,23 @@ export class Executor {
 
   /**
    * Complete the disk records an earlier server process left open (`input.json`, no `output.json`)
-   * with an interrupted capture 69 (`record-recovery.ts`), leaving this executor's calls in flight
+   * with an interrupted capture 69, and those of calls that ended but whose `output.json` could not be
+   * written (`input.ended.<code>.json`) with capture 70 (`record-recovery.ts`), leaving this executor's calls in flight
    * alone, and log how many at info. Resolves with the counts (all zero without `recordDir`);
    * never rejects (a failure is logged at error).
    */
   async closeInterruptedRecords(): Promise<RecoveryReport> {
     const log = this.#options.logger;
-    if (this.#record === undefined) return { closed: 0, tempFilesRemoved: 0, failed: 0 };
+    if (this.#record === undefined) return { closed: 0, outputLost: 0, tempFilesRemoved: 0, failed: 0 };
     const live = (agent: string, id: string): boolean => this.#liveRecords.has(`${agent}/${id}`);
     const report = await closeInterruptedRecords(this.#record, live, (error, path) => log.error({ err: error, path }, 'cannot close an interrupted disk record'));
     log.info({ recordDir: this.#record.root, ...report }, `closed ${report.closed} disk record(s) of calls interrupted by an earlier server stop`);
+    if (report.outputLost > 0) {
+      log.info(
+        { recordDir: this.#record.root, outputLost: report.outputLost },
+        `closed ${report.outputLost} disk record(s) of calls that ended but whose output.json could not be written`,
+      );
+    }
     return report;
   }
 
@@ -179,10 +186,12 @@ export class Executor {
       live = this.#board?.begin(id, agent, shown(name), startedMs);
       const invalid = req.inputError !== undefined ? failureCapture('invalid_input', req.inputError) : this.#validate(name, input);
       const record = this.#record;
+      let inputWritten = false;
       if (record) {
         // Awaited inline (no closure or async helper per write); a failure is logged and never loses the capture.
         try {
           await record.writeInput(agent, id, name, input);
+          inputWritten = true;
         } catch (error) {
           this.#writeFailed(error, 'input.json', agent, id);
         }
@@ -239,6 +248,9 @@ export class Executor {
           await record.writeOutput(agent, id, done, result.startedAt, result.endedAt, false, ids);
         } catch (error) {
           this.#writeFailed(error, 'output.json', agent, id);
+          // Tell the next start's recovery that the call ended (its exit code), not that it was interrupted.
+          if (inputWritten)
+            await record.markEnded(agent, id, done.exitCode).catch((markError: unknown) => this.#writeFailed(markError, 'input.json (ended marker)', agent, id));
         }
       }
       this.#report.ended(id, name, agent, host, node, wireId, done, endedMs - startedMs, trace.traceparent);

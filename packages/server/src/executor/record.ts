@@ -9,12 +9,16 @@
  *   UTF-8; times ISO-8601; `failure` only for a synthetic capture; `interrupted: true` only when a
  *   later server start closed the record of a call its process left in flight (`record-recovery.ts`).
  *
+ * - `input.ended.<exit code>.json`: `input.json` renamed when `output.json` could not be written (a
+ *   full disk, EIO) — a rename needs no free space — so the next start's recovery records that the
+ *   call ended with that exit code but its output is lost, not that it was interrupted.
+ *
  * Directories are created mode 0700 and files mode 0600 (inputs and outputs may be sensitive). The
  * files are written by one worker thread in batches (`record-writer.ts`).
  */
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
 import type { Capture } from '@toolwire/protocol';
 import { jsonStringLength, writeJsonString } from './json-bytes.js';
@@ -44,6 +48,12 @@ export function recordBytes(bytes: Uint8Array): RecordedBytes {
 
 /** A temp file of a record write (`record-writer.ts`): `input.json.<12 hex>.tmp` or `output.json.<12 hex>.tmp`. */
 export const TEMP_FILE = /^(?:input|output)\.json\.[0-9a-f]{12}\.tmp$/;
+
+/**
+ * The marker of a call that ended but whose `output.json` could not be written: `input.json` renamed
+ * to `input.ended.<exit code>.json` ({@link DiskRecord.markEnded}); group 1 is the exit code.
+ */
+export const ENDED_FILE = /^input\.ended\.(-?\d{1,10})\.json$/;
 
 /** What `output.json` records beside the capture (issue 16): the host connection's id of the call and the caller's trace context. */
 export interface CallIds {
@@ -114,6 +124,20 @@ export class DiskRecord {
     try {
       const dir = this.dirOf(agent, id);
       return this.#writer.write({ path: dir + sep + 'input.json', text: jsonText({ id, name, input }), dir, mkdir: 'always' });
+    } catch (error) {
+      return Promise.reject(asError(error));
+    }
+  }
+
+  /**
+   * After a failed `output.json` write: rename the call's `input.json` to
+   * `input.ended.<exitCode>.json` ({@link ENDED_FILE}), in place, so no free space is needed.
+   * Rejects on an I/O error (e.g. ENOENT when `input.json` was not written either).
+   */
+  markEnded(agent: string, id: string, exitCode: number): Promise<void> {
+    try {
+      const dir = this.dirOf(agent, id);
+      return rename(dir + sep + 'input.json', `${dir}${sep}input.ended.${Math.trunc(exitCode)}.json`);
     } catch (error) {
       return Promise.reject(asError(error));
     }
