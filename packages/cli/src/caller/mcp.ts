@@ -2,7 +2,7 @@
  * The caller side of the server's MCP door, for `toolwire tools` and `toolwire call`: JSON-RPC over
  * MCP Streamable HTTP with `node:http` (`node:https` for an https URL), a bearer token, bounds on
  * connecting and on waiting, and noticing a lost server (the typed failures are in `errors.ts`,
- * their exit statuses in `failure.ts`, the door's URL in `url.ts`, reading JSON-RPC messages in
+ * their exit statuses in `failure.ts`, the door's URL in `url.ts`, bounded bodies in `http-text.ts`, reading JSON-RPC messages in
  * `rpc.ts`; a request's notifications, e.g. live output, go to its `onNotification`). It speaks only
  * what the two commands need, so a run loads no MCP SDK and no schema library.
  *
@@ -15,11 +15,12 @@
  * 4. `DELETE` of the session, so none is left open on the server.
  * Every later request carries `Mcp-Session-Id` and `Mcp-Protocol-Version`.
  */
-import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
+import type { Agent, ClientRequest, RequestOptions } from 'node:http';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { createParser } from 'eventsource-parser';
 import pTimeout from 'p-timeout';
 import { HttpStatusError, NoAnswerError, RpcError, ServerLostError } from './errors.js';
+import { asError, describe, readText } from './http-text.js';
 import { type RpcMessage, answerOf, errorDetail, notificationsOf, parseJson, resultOf } from './rpc.js';
 import { VERSION } from '../version.js';
 
@@ -29,8 +30,6 @@ export type { RpcMessage } from './rpc.js';
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 /** Time allowed for the session's DELETE at the end, ms (a server that does not answer keeps its session). */
 const CLOSE_TIMEOUT_MS = 1_000;
-/** Largest error or JSON body read, bytes (more is cut off: only its start is shown or parsed). */
-const MAX_BODY_BYTES = 1024 * 1024;
 /** The MCP version asked for in `initialize`, then the older ones this caller also speaks. */
 const PROTOCOL_VERSIONS = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
@@ -65,35 +64,6 @@ export interface RequestBound {
    * call had ended), else rejects with a {@link ServerLostError} (no answer: the call was stopped).
    */
   wind?: AbortSignal;
-}
-
-/** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
-function describe(error?: unknown): string {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (error === undefined || code === 'ECONNRESET' || (error instanceof Error && error.message === 'aborted')) return 'the connection was closed';
-  if (typeof code === 'string') return code;
-  return error instanceof Error ? error.message : typeof error === 'string' ? error : 'the connection failed';
-}
-
-/** `error` as an Error (a rejection reason is always one). */
-function asError(error: unknown): Error {
-  return error instanceof Error ? error : new Error(typeof error === 'string' ? error : 'unknown failure');
-}
-
-/** Read `res` as UTF-8, at most {@link MAX_BODY_BYTES} (the rest is dropped). */
-function readText(res: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let text = '';
-    res.setEncoding('utf8');
-    res.on('data', (chunk: string) => {
-      if (text.length < MAX_BODY_BYTES) text += chunk;
-    });
-    res.on('end', () => resolve(text));
-    res.on('error', reject);
-    res.on('close', () => {
-      if (!res.complete) reject(new ServerLostError(`the response broke (${describe()})`));
-    });
-  });
 }
 
 /** What one HTTP exchange with the door gave: the answer to its request (if it carried one) and the response headers. */
