@@ -16,7 +16,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { failureCapture } from '@toolwire/protocol';
 import { Backoff } from '../../connection/backoff.js';
-import { withoutCredentials } from '../../subprocess/tool-env.js';
+import { DEFAULT_ENV_POLICY, type EnvPolicy, mcpServerEnv } from '../../subprocess/tool-env.js';
 import type { Logger } from '../../types.js';
 import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
@@ -44,6 +44,8 @@ export interface McpSourceOptions {
   root: string;
   /** SIGTERM → SIGKILL grace when the server is stopped. */
   cancelGraceMs: number;
+  /** What is removed from a stdio server's environment (the host's credentials); default: TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE. */
+  env?: EnvPolicy;
   logger: Logger;
   /** Restart backoff; default 250 → 30000 ms, full jitter. */
   restart?: { baseMs: number; maxMs: number };
@@ -171,7 +173,7 @@ export class McpSource implements ToolSource {
             command: c.command!,
             args: c.args ?? [],
             cwd: c.cwd ?? o.root,
-            env: { ...withoutCredentials(process.env), ...c.env },
+            env: mcpServerEnv(c.env, o.env ?? DEFAULT_ENV_POLICY),
             maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
             killGraceMs: o.cancelGraceMs,
           });
