@@ -5,6 +5,7 @@
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
 import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
@@ -132,5 +133,25 @@ describe('a refusal of the MCP door says what the server said', () => {
       'toolwire: token refused by http://vm:7700/mcp (HTTP 401): bad?[31m token\n',
     );
     expect(mcpFailure(new HttpStatusError(401, ''), url).message).toBe('toolwire: token refused by http://vm:7700/mcp (HTTP 401)\n');
+  });
+});
+
+describe('toolwire host --server with a URL the WebSocket client cannot dial', () => {
+  it('a ws:// URL with a fragment (#…) is misuse (64) with one line, not an uncaught SyntaxError (exit 1)', async () => {
+    for (const server of ['ws://127.0.0.1:9/#frag', 'ws://127.0.0.1:9#']) {
+      const { done } = toolwire([
+        'host',
+        '--server',
+        server,
+        '--token',
+        HOST_TOKEN,
+        '--manifest',
+        fileURLToPath(new URL('../../../examples/tools.json', import.meta.url)),
+      ]);
+      const { code, stderr } = await done;
+      expect(stderr).not.toMatch(/SyntaxError|at .*\(/);
+      expect(stderr.split('\n')[0]).toBe(`toolwire host: --server must be a ws:// or wss:// URL without a #fragment, got ${JSON.stringify(server)}`);
+      expect(code).toBe(64);
+    }
   });
 });
