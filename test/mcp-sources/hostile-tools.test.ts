@@ -45,3 +45,16 @@ describe('an MCP server listing tools the MCP schema refuses', () => {
     expect(String(failed.msg)).toBe('toolwire: MCP server raw did not start: tools/list answered without a tools array');
   });
 });
+
+describe('an MCP server answering a call with a response that is not JSON-RPC', () => {
+  it('("result": null, a string, an array): the call ends 70 at once with the reason, not 124 at its deadline; the server keeps serving', async () => {
+    const { started } = await hostWith({ raw: { command: process.execPath, args: [RAW, 'badanswer'] } }, ['alpha__raw_null', 'alpha__raw_ok']);
+    for (const tool of ['null', 'string', 'array']) {
+      const result = await run(started, `alpha__raw_${tool}`, {}, { deadlineMs: 5_000 });
+      expect(result.capture.exitCode, tool).toBe(70);
+      expect(Buffer.from(result.capture.stderr).toString(), tool).toMatch(/^toolwire: MCP server raw failed the call: .*not a JSON-RPC/);
+    }
+    const ok = await run(started, 'alpha__raw_ok');
+    expect(ok.capture.exitCode).toBe(0);
+  });
+});
