@@ -155,3 +155,33 @@ describe('toolwire host --server with a URL the WebSocket client cannot dial', (
     }
   });
 });
+
+describe('toolwire call with an INPUT_JSON that JSON.parse would hand on changed', () => {
+  it('a repeated key or a number a double cannot hold is refused 65 by the server with the reason, as at the MCP door; the tool does not run', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const seen: unknown[] = [];
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent }).tool('echo', { inputSchema: { type: 'object' } }, (input) => {
+      seen.push(input);
+      return `${JSON.stringify(input)}\n`;
+    });
+    cleanups.push(() => host.close());
+    await host.start();
+    await poll(() => server.router.tools().length === 1, 10_000);
+    for (const [input, path] of [
+      ['{"path":"a","path":"b"}', 'arguments.path'],
+      ['{"n":12345678901234567890}', 'arguments.n'],
+      ['{"list":[{"a":1,"a":2}]}', 'arguments.list[0].a'],
+    ] as const) {
+      const t = io();
+      expect(await callCommand(['alpha__echo', input, '--server', mcpUrl, '--token', TOKEN], t), input).toBe(65);
+      expect(t.err(), input).toContain(path);
+    }
+    expect(seen).toEqual([]);
+    // Same values in another spelling pass as those values (README "Connect an agent").
+    const t = io();
+    expect(await callCommand(['alpha__echo', '{"x":1.0,"y":1e2}', '--server', mcpUrl, '--token', TOKEN], t)).toBe(0);
+    expect(t.out()).toBe('{"x":1,"y":100}\n');
+  });
+});

@@ -57,6 +57,11 @@ export interface RequestBound {
    * output), in order. A returned promise pauses reading the response until it settles (backpressure).
    */
   onNotification?: (notification: RpcMessage) => Promise<void> | undefined;
+  /**
+   * Text that the body carries in place of the JSON of `placeholder` (a string value in `params`):
+   * arguments sent as they were written, so the door judges those (README "Connect an agent").
+   */
+  asSent?: { placeholder: string; text: string };
 }
 
 /** The most telling words of a socket error (none: the connection closed): its errno code or its message. */
@@ -143,7 +148,7 @@ export class McpSession {
     const signal = options.signal ? AbortSignal.any([options.signal, timer.signal]) : timer.signal;
     try {
       const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
-      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification)).answer);
+      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification, options.asSent)).answer);
     } catch (error) {
       if (!signal.aborted) throw error;
       const reason: unknown = signal.reason;
@@ -189,9 +194,11 @@ export class McpSession {
     id: RequestId | undefined,
     signal?: AbortSignal,
     onNotification?: RequestBound['onNotification'],
+    asSent?: RequestBound['asSent'],
   ): Promise<Exchange> {
     return new Promise<Exchange>((resolve, reject) => {
-      const body = message === undefined ? undefined : JSON.stringify(message);
+      let body = message === undefined ? undefined : JSON.stringify(message);
+      if (body !== undefined && asSent !== undefined) body = body.replace(JSON.stringify(asSent.placeholder), () => asSent.text);
       const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json, text/event-stream' };
       if (body !== undefined) {
         headers['content-type'] = 'application/json';
