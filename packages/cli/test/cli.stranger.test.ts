@@ -5,6 +5,9 @@
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
@@ -183,5 +186,22 @@ describe('toolwire call with an INPUT_JSON that JSON.parse would hand on changed
     const t = io();
     expect(await callCommand(['alpha__echo', '{"x":1.0,"y":1e2}', '--server', mcpUrl, '--token', TOKEN], t)).toBe(0);
     expect(t.out()).toBe('{"x":1,"y":100}\n');
+  });
+});
+
+describe('toolwire host given a binary file as its manifest or MCP config', () => {
+  it('exits 65 with one printable line: the parser quoting the file does not put its control bytes on the terminal', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolwire-binary-config-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const binary = join(dir, 'config.bin');
+    await writeFile(binary, Buffer.from([0x1b, 0x5b, 0x32, 0x4a, 0x1b, 0x5d, 0x30, 0x3b, 0x78, 0x07, 0x00, 0x9b, 0x0a, 0x41]));
+    for (const flag of ['--mcp-config', '--manifest']) {
+      const { done } = toolwire(['host', '--server', 'ws://127.0.0.1:9', '--token', HOST_TOKEN, flag, binary]);
+      const { code, stderr } = await done;
+      expect(code, flag).toBe(65);
+      expect(stderr, flag).toMatch(/^toolwire host: manifest .*config\.bin: .*\n$/);
+      // eslint-disable-next-line no-control-regex
+      expect(stderr.slice(0, -1), flag).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    }
   });
 });

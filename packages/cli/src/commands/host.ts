@@ -28,7 +28,7 @@ import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { ConfigError, parseListen } from './listen.js';
 import { type MetricsListener, listenMetrics } from './metrics-listen.js';
 import { ignoreHangup, reloadOnHangup, runnableTools } from './host-reload.js';
-import { quotedArg } from '../terminal-text.js';
+import { printable, quotedArg } from '../terminal-text.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
        toolwire host --mcp-config FILE [options]
@@ -241,7 +241,8 @@ export async function hostCommand(argv: string[], io: CliIO = processIO(), deps:
     if (values.ca !== undefined) ca = await readPemFile(values.ca, '--ca', 'certificate');
   } catch (error) {
     // A ManifestError (65) or a PemFileError (64) names its file and flag.
-    await write(io.stderr, `toolwire host: ${(error as Error).message}\n`);
+    // The parser's message may quote the file's bytes (a binary file given by mistake): shown printable, on one line.
+    await write(io.stderr, `toolwire host: ${printable((error as Error).message)}\n`);
     return error instanceof ManifestError ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
   const logger = deps.logger ?? pino({ level }, logDestination(logFormat, process.stderr));
