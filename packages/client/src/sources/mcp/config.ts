@@ -128,6 +128,9 @@ function parseServer(entry: Json, at: string, baseDir: string, env: NodeJS.Proce
     if (typeof entry.url !== 'string') throw new ManifestError(`${at}.url`, 'must be a string');
     const url = expandVars(entry.url, env, `${at}.url`);
     if (!/^https?:\/\//.test(url) || !URL.canParse(url)) throw new ManifestError(`${at}.url`, 'must be an http:// or https:// URL');
+    // fetch refuses such a URL (the server could never be reached) and its error quotes it, password included, at every retry.
+    const parsed = new URL(url);
+    if (parsed.username !== '' || parsed.password !== '') throw new ManifestError(`${at}.url`, 'must not hold user:password@ (give credentials in "headers")');
     config.url = url;
     if (entry.headers !== undefined) config.headers = stringMap(entry.headers, `${at}.headers`, env);
   }
