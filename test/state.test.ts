@@ -4,7 +4,8 @@
  */
 import { once } from 'node:events';
 import type { ChildProcess } from 'node:child_process';
-import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PassThrough } from 'node:stream';
@@ -211,6 +212,24 @@ describe('the state folder', () => {
     expect(corrupt.code).toBe(65);
     expect(corrupt.stderr).toMatch(/not JSON/);
   });
+  it('a FIFO or device in the state folder is refused at once, not waited on: tokens.json 65 naming it; last-seen.json read as empty', async () => {
+    const home = await tempDir();
+    expect((await token(home, ['add', 'host', 'laptop'])).code).toBe(0);
+    await rm(join(home, 'tokens.json'));
+    await finish(spawn('mkfifo', ['-m', '600', join(home, 'tokens.json')], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    for (const args of [['list'], ['add', 'host', 'desk'], ['revoke', 'laptop']]) {
+      const r = await token(home, args);
+      expect({ args, code: r.code }).toEqual({ args, code: 65 });
+      expect(r.stderr).toBe(`toolwire token: ${join(home, 'tokens.json')}: not a regular file\n`);
+    }
+    await rm(join(home, 'tokens.json'));
+    expect((await token(home, ['add', 'host', 'laptop'])).code).toBe(0);
+    await finish(spawn('mkfifo', ['-m', '600', join(home, 'last-seen.json')], { stdio: ['ignore', 'pipe', 'pipe'] }));
+    const listed = await token(home, ['list']);
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^laptop +host .* never/m);
+  });
+
   it('a missing --state-dir: list and revoke exit 66 and make nothing; add makes it and says so on stderr', async () => {
     const home = await tempDir();
     const typo = join(home, 'typo', 'state');

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ExitCode, type ExitCodeValue } from '@toolwire/protocol/constants';
 import type { CallerCredential, HostCredential } from '@toolwire/server';
+import { readRegularFile } from './regular-file.js';
 import { quotedArg } from './terminal-text.js';
 
 /** The name of the credentials file in the state folder. */
@@ -206,9 +207,11 @@ export async function readState(dir: string): Promise<StateFile> {
   const path = join(dir, TOKENS_FILE);
   let text: string;
   try {
-    const info = await stat(path);
-    if (info.size > MAX_STATE_BYTES) throw new StateError(`${path}: larger than ${MAX_STATE_BYTES} bytes`, ExitCode.DATA_ERR);
-    text = await readFile(path, 'utf8');
+    // A FIFO or device is refused, not waited on or read without end (regular-file.ts).
+    const read = await readRegularFile(path, MAX_STATE_BYTES);
+    if (read === 'not a regular file') throw new StateError(`${path}: not a regular file`, ExitCode.DATA_ERR);
+    if (read === 'too large') throw new StateError(`${path}: larger than ${MAX_STATE_BYTES} bytes`, ExitCode.DATA_ERR);
+    text = read.toString('utf8');
   } catch (error) {
     if (error instanceof StateError) throw error;
     if ((error as { code?: unknown }).code === 'ENOENT') return { schema: 1, credentials: [] };
@@ -238,7 +241,9 @@ export function writeState(dir: string, state: StateFile): Promise<void> {
 /** Read `DIR/last-seen.json`: `"<role>:<name>"` → ISO time; absent or unreadable → empty. */
 export async function readLastSeen(dir: string): Promise<Record<string, string>> {
   try {
-    const value = JSON.parse(await readFile(join(dir, LAST_SEEN_FILE), 'utf8')) as unknown;
+    const read = await readRegularFile(join(dir, LAST_SEEN_FILE), MAX_STATE_BYTES);
+    if (typeof read === 'string') return {}; // not a regular file, or too large: as unreadable
+    const value = JSON.parse(read.toString('utf8')) as unknown;
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
     return Object.fromEntries(Object.entries(value as Record<string, unknown>).filter((e): e is [string, string] => typeof e[1] === 'string'));
   } catch {

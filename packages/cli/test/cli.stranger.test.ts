@@ -5,6 +5,10 @@
  * what reaches stderr); a real ToolwireServer and ToolHost on 127.0.0.1, port 0.
  */
 import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { ToolHost } from '@toolwire/client';
 import { ToolwireServer } from '@toolwire/server';
 import { pino } from 'pino';
@@ -132,5 +136,72 @@ describe('a refusal of the MCP door says what the server said', () => {
       'toolwire: token refused by http://vm:7700/mcp (HTTP 401): bad?[31m token\n',
     );
     expect(mcpFailure(new HttpStatusError(401, ''), url).message).toBe('toolwire: token refused by http://vm:7700/mcp (HTTP 401)\n');
+  });
+});
+
+describe('toolwire host --server with a URL the WebSocket client cannot dial', () => {
+  it('a ws:// URL with a fragment (#…) is misuse (64) with one line, not an uncaught SyntaxError (exit 1)', async () => {
+    for (const server of ['ws://127.0.0.1:9/#frag', 'ws://127.0.0.1:9#']) {
+      const { done } = toolwire([
+        'host',
+        '--server',
+        server,
+        '--token',
+        HOST_TOKEN,
+        '--manifest',
+        fileURLToPath(new URL('../../../examples/tools.json', import.meta.url)),
+      ]);
+      const { code, stderr } = await done;
+      expect(stderr).not.toMatch(/SyntaxError|at .*\(/);
+      expect(stderr.split('\n')[0]).toBe(`toolwire host: --server must be a ws:// or wss:// URL without a #fragment, got ${JSON.stringify(server)}`);
+      expect(code).toBe(64);
+    }
+  });
+});
+
+describe('toolwire call with an INPUT_JSON that JSON.parse would hand on changed', () => {
+  it('a repeated key or a number a double cannot hold is refused 65 by the server with the reason, as at the MCP door; the tool does not run', async () => {
+    const server = new ToolwireServer({ hosts: [{ name: 'alpha', token: HOST_TOKEN }], callers: [{ name: 'agent', token: TOKEN }], logger: silent });
+    const { url, mcpUrl } = await server.listen(0, '127.0.0.1');
+    cleanups.push(() => server.close());
+    const seen: unknown[] = [];
+    const host = new ToolHost({ server: url, token: HOST_TOKEN, logger: silent }).tool('echo', { inputSchema: { type: 'object' } }, (input) => {
+      seen.push(input);
+      return `${JSON.stringify(input)}\n`;
+    });
+    cleanups.push(() => host.close());
+    await host.start();
+    await poll(() => server.router.tools().length === 1, 10_000);
+    for (const [input, path] of [
+      ['{"path":"a","path":"b"}', 'arguments.path'],
+      ['{"n":12345678901234567890}', 'arguments.n'],
+      ['{"list":[{"a":1,"a":2}]}', 'arguments.list[0].a'],
+    ] as const) {
+      const t = io();
+      expect(await callCommand(['alpha__echo', input, '--server', mcpUrl, '--token', TOKEN], t), input).toBe(65);
+      expect(t.err(), input).toContain(path);
+    }
+    expect(seen).toEqual([]);
+    // Same values in another spelling pass as those values (README "Connect an agent").
+    const t = io();
+    expect(await callCommand(['alpha__echo', '{"x":1.0,"y":1e2}', '--server', mcpUrl, '--token', TOKEN], t)).toBe(0);
+    expect(t.out()).toBe('{"x":1,"y":100}\n');
+  });
+});
+
+describe('toolwire host given a binary file as its manifest or MCP config', () => {
+  it('exits 65 with one printable line: the parser quoting the file does not put its control bytes on the terminal', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'toolwire-binary-config-'));
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    const binary = join(dir, 'config.bin');
+    await writeFile(binary, Buffer.from([0x1b, 0x5b, 0x32, 0x4a, 0x1b, 0x5d, 0x30, 0x3b, 0x78, 0x07, 0x00, 0x9b, 0x0a, 0x41]));
+    for (const flag of ['--mcp-config', '--manifest']) {
+      const { done } = toolwire(['host', '--server', 'ws://127.0.0.1:9', '--token', HOST_TOKEN, flag, binary]);
+      const { code, stderr } = await done;
+      expect(code, flag).toBe(65);
+      expect(stderr, flag).toMatch(/^toolwire host: manifest .*config\.bin: .*\n$/);
+      // eslint-disable-next-line no-control-regex
+      expect(stderr.slice(0, -1), flag).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/);
+    }
   });
 });

@@ -37,6 +37,12 @@ describe('MCP server configuration', () => {
     expect(bad({ command: 'a', args: [1] })).toThrow(/mcpServers\.s\.args must be an array of strings/);
     expect(bad({ command: 'a', prefix: 'a b' })).toThrow(/prefix must match/);
     expect(bad({ command: 'a', max_tools: 0 })).toThrow(/max_tools must be a positive integer/);
+    // fetch refuses a URL with credentials, so such a server could never be reached; its error (with the password) would be logged at every retry.
+    expect(bad({ url: 'http://user:secret-pw@127.0.0.1:1/mcp' })).toThrow(/mcpServers\.s\.url must not hold user:password@ \(give credentials in "headers"\)$/);
+    expect(bad({ url: 'http://user:secret-pw@127.0.0.1:1/mcp' })).not.toThrow(/secret-pw/);
+    // A timer cannot wait longer: Node would fire it after 1 ms (TimeoutOverflowWarning), failing every start.
+    expect(bad({ command: 'a', startup_timeout_ms: 1e20 })).toThrow(/startup_timeout_ms must be a positive integer \(ms\), at most 2147483647/);
+    expect(parseMcpServers({ s: { command: 'a', startup_timeout_ms: 2147483647 } }, 'mcpServers', '/').get('s')!.startupTimeoutMs).toBe(2147483647);
     expect(() => parseMcpServers({ 'a.b': { command: 'a' } }, 'mcpServers', '/')).toThrow(ManifestError);
   });
 

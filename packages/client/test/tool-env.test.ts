@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { resolveHostOptions } from '../src/host/options.js';
 import { runCommandTool } from '../src/subprocess/run-command.js';
-import { type EnvPolicy, toolEnv } from '../src/subprocess/tool-env.js';
+import { type EnvPolicy, mcpServerEnv, toolEnv } from '../src/subprocess/tool-env.js';
 import type { CallFacts, CommandSpec } from '../src/types.js';
 
 const TOKEN = 'tok-secret-0123456789abcdef';
@@ -53,6 +53,15 @@ describe('a tool environment never carries the host credentials', () => {
     expect(e.MY_TOKEN).toBe(TOKEN); // no token known: only names are scrubbed
     expect(() => resolveHostOptions({ server: 'ws://127.0.0.1:1', scrubEnv: 'X' as unknown as string[] })).toThrow(TypeError);
     expect(() => resolveHostOptions({ server: 'ws://127.0.0.1:1', inheritEnv: 'no' as unknown as boolean })).toThrow(TypeError);
+  });
+
+  it("a stdio MCP server's environment: the host's and the server's env, minus TOOLWIRE_TOKEN(_FILE), scrubEnv and any variable holding the token", () => {
+    const { env } = resolveHostOptions({ server: 'ws://127.0.0.1:1', token: TOKEN, scrubEnv: ['PASSED_VAR'], inheritEnv: false });
+    const e = mcpServerEnv({ FROM_CONFIG: TOKEN, OK: 'yes' }, env);
+    expect(e.KEPT_VAR).toBe('kept'); // a server inherits the host's environment whatever inheritEnv says (README)
+    expect(e.OK).toBe('yes');
+    for (const name of ['TOOLWIRE_TOKEN', 'TOOLWIRE_TOKEN_FILE', 'MY_TOKEN', 'MY_TOKEN_NL', 'FROM_CONFIG', 'PASSED_VAR']) expect(e).not.toHaveProperty(name);
+    expect(Object.values(e).some((v) => v?.includes(TOKEN))).toBe(false);
   });
 
   it('inheritEnv: false passes only the base variables, env_passthrough and the tool env (credentials never, even when named)', () => {

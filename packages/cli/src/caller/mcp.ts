@@ -64,6 +64,11 @@ export interface RequestBound {
    * call had ended), else rejects with a {@link ServerLostError} (no answer: the call was stopped).
    */
   wind?: AbortSignal;
+  /**
+   * Text that the body carries in place of the JSON of `placeholder` (a string value in `params`):
+   * arguments sent as they were written, so the door judges those (README "Connect an agent").
+   */
+  asSent?: { placeholder: string; text: string };
 }
 
 /** What one HTTP exchange with the door gave: the answer to its request (if it carried one) and the response headers. */
@@ -127,7 +132,7 @@ export class McpSession {
     else wind?.addEventListener('abort', onWind, { once: true });
     try {
       const message = { jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) };
-      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification)).answer);
+      return resultOf((await this.#exchange('POST', message, id, signal, options.onNotification, options.asSent)).answer);
     } catch (error) {
       if (!signal.aborted) throw error;
       const reason: unknown = signal.reason;
@@ -192,9 +197,11 @@ export class McpSession {
     id: RequestId | undefined,
     signal?: AbortSignal,
     onNotification?: RequestBound['onNotification'],
+    asSent?: RequestBound['asSent'],
   ): Promise<Exchange> {
     return new Promise<Exchange>((resolve, reject) => {
-      const body = message === undefined ? undefined : JSON.stringify(message);
+      let body = message === undefined ? undefined : JSON.stringify(message);
+      if (body !== undefined && asSent !== undefined) body = body.replace(JSON.stringify(asSent.placeholder), () => asSent.text);
       const headers: Record<string, string> = { authorization: this.#authorization, accept: 'application/json, text/event-stream' };
       if (body !== undefined) {
         headers['content-type'] = 'application/json';

@@ -1,6 +1,7 @@
 /**
  * `toolwire call` — call one tool through the server's MCP door and exit with its exit code.
  */
+import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pTimeout from 'p-timeout';
 import { Defaults, ExitCode } from '@toolwire/protocol/constants';
@@ -266,13 +267,17 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   let session: McpSession | undefined;
   try {
     session = await connectMcp(url, token, { signal: controller.signal, connectTimeoutMs });
-    const params = { name, arguments: input, _meta: meta };
+    // Arguments whose text JSON.parse would change (a repeated key, a number a double cannot hold) go
+    // as written, so the server refuses the call 65 naming the path, as at its door; else the parsed value.
+    const asSent = await changedByParse(text);
+    const params = { name, arguments: asSent === undefined ? input : asSent.placeholder, _meta: meta };
     const result = await session.request('tools/call', params, {
       timeoutMs: waitMs,
       bound,
       signal: controller.signal,
       wind: wind.signal,
       ...(onNotification && { onNotification }),
+      ...(asSent && { asSent }),
     });
     if (typeof result !== 'object' || result === null) throw new RpcError(undefined, `the server answered tools/call with ${JSON.stringify(result)}`);
     await live?.flush();
@@ -297,6 +302,36 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
     stop.dispose();
     await session?.close(controller.signal.aborted ? CANCEL_FLUSH_MS : 0);
   }
+}
+
+/** A run of digits or an exponent that a double may not hold, or a key that `JSON.parse` makes special. */
+const MAYBE_LOSSY = /__proto__|\d{16}|[eE][+-]?\d{3}/;
+
+/**
+ * Might `JSON.parse(text)` (valid JSON) hand on something other than what `text` says? Conservative
+ * and cheap: `__proto__`, 16 digits in a row, a 3-digit exponent, or a key (a string followed by `:`)
+ * that occurs twice anywhere. Strings are matched left to right, which in valid JSON finds each string.
+ */
+function mayChangeByParse(text: string): boolean {
+  if (MAYBE_LOSSY.test(text)) return true;
+  const keys = new Set<string>();
+  for (const match of text.matchAll(/"(?:[^"\\]|\\.)*"\s*:/g)) {
+    const key = JSON.parse(match[0].slice(0, match[0].lastIndexOf('"') + 1)) as string;
+    if (keys.has(key)) return true;
+    keys.add(key);
+  }
+  return false;
+}
+
+/**
+ * `{placeholder, text}` when `JSON.parse(text)` (an object) would not be what `text` says (the exact
+ * check of the server's door, `argumentsAsSent`, loaded only when {@link mayChangeByParse}); else `undefined`.
+ */
+async function changedByParse(text: string): Promise<{ placeholder: string; text: string } | undefined> {
+  if (!mayChangeByParse(text)) return undefined;
+  const { argumentsAsSent } = await import('@toolwire/server');
+  const sent = argumentsAsSent(`{"jsonrpc":"2.0","id":0,"method":"tools/call","params":{"name":"","arguments":${text}}}`)?.get(0);
+  return sent === undefined ? undefined : { placeholder: `toolwire/arguments-as-sent/${randomUUID()}`, text: sent };
 }
 
 async function usageError(io: CliIO, problem: string): Promise<number> {

@@ -25,7 +25,7 @@ import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { ConfigError, parseListen } from './listen.js';
 import { runnableTools } from './host-reload.js';
-import { quotedArg } from '../terminal-text.js';
+import { printable, quotedArg } from '../terminal-text.js';
 
 export const hostUsage = `usage: toolwire host --manifest FILE [options]
        toolwire host --mcp-config FILE [options]
@@ -249,7 +249,8 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
     if (values.ca !== undefined) ca = await readPemFile(values.ca, '--ca', 'certificate');
   } catch (error) {
     // A ManifestError (65) or a PemFileError (64) names its file and flag.
-    await write(io.stderr, `toolwire host: ${(error as Error).message}\n`);
+    // The parser's message may quote the file's bytes (a binary file given by mistake): shown printable, on one line.
+    await write(io.stderr, `toolwire host: ${printable((error as Error).message)}\n`);
     return error instanceof ManifestError ? ExitCode.DATA_ERR : ExitCode.USAGE;
   }
   const logger = deps.logger ?? pino({ level }, logDestination(logFormat, process.stderr));

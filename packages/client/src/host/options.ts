@@ -154,6 +154,10 @@ export function resolveHostOptions(options: ToolHostOptions): ResolvedHostOption
   if (url.protocol !== 'ws:' && url.protocol !== 'wss:') {
     throw new TypeError(`ToolHostOptions.server must be a ws:// or wss:// URL, got ${JSON.stringify(options.server)}`);
   }
+  // The WebSocket client throws on a fragment at the dial (outside any handler); `ws://h:p#` has an empty `hash`.
+  if (url.hash !== '' || url.href.includes('#')) {
+    throw new TypeError(`ToolHostOptions.server must be a ws:// or wss:// URL without a #fragment, got ${JSON.stringify(options.server)}`);
+  }
   if (options.token !== undefined && (typeof options.token !== 'string' || options.token.length === 0)) {
     throw new TypeError('ToolHostOptions.token must be a non-empty string');
   }

@@ -97,7 +97,7 @@ export class ToolHost extends EventEmitter<ToolHostEvents> {
     if (this.#tools.sources().some((s) => s.label === `mcp:${name}`)) throw new TypeError(`MCP server ${JSON.stringify(name)} is already added`);
     if (this.#closing) throw new Error('ToolHost is closed');
     const o = this.#options;
-    const source = new McpSource({ name, config, root: o.root, cancelGraceMs: o.cancelGraceMs, logger: o.logger });
+    const source = new McpSource({ name, config, root: o.root, cancelGraceMs: o.cancelGraceMs, env: o.env, logger: o.logger });
     this.#tools.addSource(source);
     void source.start();
     return this;

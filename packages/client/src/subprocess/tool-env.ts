@@ -37,13 +37,7 @@ export function toolEnv(spec: CommandSpec, ctx: CallFacts, policy: EnvPolicy = D
   else for (const name of BASE_ENV_VARS) copyOne(env, base, name);
   if (spec.envPassthrough !== undefined) for (const name of spec.envPassthrough) copyOne(env, base, name);
   if (spec.env !== undefined) copyEnv(env, spec.env);
-  const secret = policy.secret;
-  for (const key of Object.keys(env)) {
-    const value = env[key];
-    if (policy.scrub.has(key) || (secret !== undefined && value !== undefined && (value === secret || value.replace(/\r?\n$/, '') === secret))) {
-      delete env[key];
-    }
-  }
+  dropCredentials(env, policy);
   env.TOOLWIRE_CALL_ID = ctx.id;
   env.TOOLWIRE_AGENT = ctx.agent;
   env.TOOLWIRE_WORKSPACE = ctx.workspace;
@@ -54,6 +48,35 @@ export function toolEnv(spec: CommandSpec, ctx: CallFacts, policy: EnvPolicy = D
   if (ctx.tracestate !== undefined && ctx.traceparent !== undefined) env.TRACESTATE = ctx.tracestate;
   else delete env.TRACESTATE;
   return env;
+}
+
+/**
+ * The environment of a stdio MCP server the host starts (DESIGN §7 "MCP servers"): the whole host
+ * environment (`base`; `policy.inherit` does not apply: a server serves every call) + the server's
+ * `env`, then without the host's credentials, as for a tool: every name in `policy.scrub` and every
+ * variable whose value is the host's token, whichever layer set it.
+ */
+export function mcpServerEnv(
+  extra: Readonly<Record<string, string>> | undefined,
+  policy: EnvPolicy = DEFAULT_ENV_POLICY,
+  base: NodeJS.ProcessEnv = process.env,
+): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  copyEnv(env, base);
+  if (extra !== undefined) copyEnv(env, extra);
+  dropCredentials(env, policy);
+  return env;
+}
+
+/** Remove from `env` every name in `policy.scrub` and every variable whose value is `policy.secret` (or it with one trailing newline). */
+function dropCredentials(env: NodeJS.ProcessEnv, policy: EnvPolicy): void {
+  const secret = policy.secret;
+  for (const key of Object.keys(env)) {
+    const value = env[key];
+    if (policy.scrub.has(key) || (secret !== undefined && value !== undefined && (value === secret || value.replace(/\r?\n$/, '') === secret))) {
+      delete env[key];
+    }
+  }
 }
 
 /** `env` without {@link CREDENTIAL_VARS}: what a process the host starts for itself (the spawn helper) gets. */

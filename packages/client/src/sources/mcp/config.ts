@@ -76,6 +76,9 @@ function stringMap(value: unknown, path: string, env: NodeJS.ProcessEnv, keys?: 
   return Object.fromEntries(entries);
 }
 
+/** The longest a timer can wait, ms (2^31 − 1). */
+const MAX_TIMER_MS = 2_147_483_647;
+
 function positive(value: unknown, path: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value <= 0) throw new ManifestError(path, 'must be a positive integer');
   return value;
@@ -125,6 +128,9 @@ function parseServer(entry: Json, at: string, baseDir: string, env: NodeJS.Proce
     if (typeof entry.url !== 'string') throw new ManifestError(`${at}.url`, 'must be a string');
     const url = expandVars(entry.url, env, `${at}.url`);
     if (!/^https?:\/\//.test(url) || !URL.canParse(url)) throw new ManifestError(`${at}.url`, 'must be an http:// or https:// URL');
+    // fetch refuses such a URL (the server could never be reached) and its error quotes it, password included, at every retry.
+    const parsed = new URL(url);
+    if (parsed.username !== '' || parsed.password !== '') throw new ManifestError(`${at}.url`, 'must not hold user:password@ (give credentials in "headers")');
     config.url = url;
     if (entry.headers !== undefined) config.headers = stringMap(entry.headers, `${at}.headers`, env);
   }
@@ -134,7 +140,14 @@ function parseServer(entry: Json, at: string, baseDir: string, env: NodeJS.Proce
     if (typeof entry.prefix !== 'string' || !/^[A-Za-z0-9_-]{0,32}$/.test(entry.prefix)) throw new ManifestError(`${at}.prefix`, 'must match [A-Za-z0-9_-]{0,32}');
     config.prefix = entry.prefix;
   }
-  if (entry.startup_timeout_ms !== undefined) config.startupTimeoutMs = positive(entry.startup_timeout_ms, `${at}.startup_timeout_ms`);
+  if (entry.startup_timeout_ms !== undefined) {
+    const ms = entry.startup_timeout_ms;
+    // The longest a timer waits; past it Node fires after 1 ms (TimeoutOverflowWarning), so every start would fail.
+    if (typeof ms !== 'number' || !Number.isInteger(ms) || ms <= 0 || ms > MAX_TIMER_MS) {
+      throw new ManifestError(`${at}.startup_timeout_ms`, `must be a positive integer (ms), at most ${MAX_TIMER_MS}`);
+    }
+    config.startupTimeoutMs = ms;
+  }
   if (entry.max_message_bytes !== undefined) config.maxMessageBytes = positive(entry.max_message_bytes, `${at}.max_message_bytes`);
   if (entry.max_tools !== undefined) config.maxTools = positive(entry.max_tools, `${at}.max_tools`);
   return config;

@@ -16,7 +16,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { Tool } from '@modelcontextprotocol/sdk/types.js';
 import { failureCapture } from '@toolwire/protocol';
 import { Backoff } from '../../connection/backoff.js';
-import { withoutCredentials } from '../../subprocess/tool-env.js';
+import { DEFAULT_ENV_POLICY, type EnvPolicy, mcpServerEnv } from '../../subprocess/tool-env.js';
 import type { Logger } from '../../types.js';
 import { SOFTWARE_VERSION } from '../../version.js';
 import type { RunStart, SourceCall, SourceTool, ToolSource } from '../source.js';
@@ -25,7 +25,7 @@ import { McpCall, type McpConnection } from './call.js';
 import { connectionFetch, sendLoss } from './http-watch.js';
 import { StdioServerTransport } from './stdio-transport.js';
 import { ToolCalls } from './tool-calls.js';
-import { selectTools } from './tool-map.js';
+import { checkedTool, selectTools } from './tool-map.js';
 import { type McpClientSdk, loadMcpClientSdk } from './sdk.js';
 
 /** A tool of an MCP server: its advertised face and its name on the server. */
@@ -44,6 +44,8 @@ export interface McpSourceOptions {
   root: string;
   /** SIGTERM → SIGKILL grace when the server is stopped. */
   cancelGraceMs: number;
+  /** What is removed from a stdio server's environment (the host's credentials); default: TOOLWIRE_TOKEN, TOOLWIRE_TOKEN_FILE. */
+  env?: EnvPolicy;
   logger: Logger;
   /** Restart backoff; default 250 → 30000 ms, full jitter. */
   restart?: { baseMs: number; maxMs: number };
@@ -171,7 +173,7 @@ export class McpSource implements ToolSource {
             command: c.command!,
             args: c.args ?? [],
             cwd: c.cwd ?? o.root,
-            env: { ...withoutCredentials(process.env), ...c.env },
+            env: mcpServerEnv(c.env, o.env ?? DEFAULT_ENV_POLICY),
             maxMessageBytes: c.maxMessageBytes ?? McpDefaults.maxMessageBytes,
             killGraceMs: o.cancelGraceMs,
           });
@@ -248,17 +250,26 @@ export class McpSource implements ToolSource {
     const max = o.config.maxTools ?? McpDefaults.maxTools;
     const listed: Tool[] = [];
     let cursor: string | undefined;
+    let examined = 0;
     let more = 0;
     try {
       do {
-        const page = await live.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, live.sdk.ListToolsResultSchema, {
+        const page = await live.client.request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, live.sdk.PaginatedResultSchema, {
           timeout,
         });
-        for (const tool of page.tools) {
-          if (listed.length < max) listed.push(tool);
-          else more++;
+        if (!Array.isArray(page.tools)) throw new Error('tools/list answered without a tools array');
+        // Each entry is checked on its own: one the MCP schema refuses is logged and not served, the
+        // others are (it counts towards max_tools, which so also bounds these log lines).
+        for (const entry of page.tools as unknown[]) {
+          if (examined++ >= max) {
+            more++;
+            continue;
+          }
+          const tool = checkedTool(entry, live.sdk.ToolSchema);
+          if ('inputSchema' in tool) listed.push(tool);
+          else o.logger.warn({ server: o.name, tool: tool.name }, `toolwire: MCP server ${o.name}: tool ${tool.name} not served: ${tool.reason}`);
         }
-        if (listed.length >= max && page.nextCursor !== undefined) more++;
+        if (examined >= max && page.nextCursor !== undefined) more++;
         // A page without tools that names a next page (or the same cursor again) would list forever: stop there.
         const stuck = page.nextCursor !== undefined && (page.tools.length === 0 || page.nextCursor === cursor);
         if (stuck) {
@@ -267,7 +278,7 @@ export class McpSource implements ToolSource {
             `toolwire: MCP server ${o.name}: tools/list gave a page without tools (or the same cursor again) and a next cursor; the listing stops there`,
           );
         }
-        cursor = listed.length < max && !stuck ? page.nextCursor : undefined;
+        cursor = examined < max && !stuck ? page.nextCursor : undefined;
       } while (cursor !== undefined && !live.isDown);
     } catch (error) {
       if (first) throw error;

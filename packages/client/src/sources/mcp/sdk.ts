@@ -10,7 +10,13 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { CallToolResultSchema, JSONRPCMessageSchema, ListToolsResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import type {
+  CallToolResultSchema,
+  JSONRPCMessageSchema,
+  PaginatedResultSchema,
+  ToolListChangedNotificationSchema,
+  ToolSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /** The SDK values the MCP source uses. */
 export interface McpClientSdk {
@@ -21,7 +27,9 @@ export interface McpClientSdk {
   /** One message as a line of the stdio transport. */
   serializeMessage: typeof serializeMessage;
   JSONRPCMessageSchema: typeof JSONRPCMessageSchema;
-  ListToolsResultSchema: typeof ListToolsResultSchema;
+  /** A `tools/list` page before its tools are checked, each on its own (`ToolSchema`). */
+  PaginatedResultSchema: typeof PaginatedResultSchema;
+  ToolSchema: typeof ToolSchema;
   CallToolResultSchema: typeof CallToolResultSchema;
   ToolListChangedNotificationSchema: typeof ToolListChangedNotificationSchema;
 }
@@ -39,7 +47,8 @@ async function importSdk(): Promise<McpClientSdk> {
     StreamableHTTPError: http.StreamableHTTPError,
     serializeMessage: stdio.serializeMessage,
     JSONRPCMessageSchema: types.JSONRPCMessageSchema,
-    ListToolsResultSchema: types.ListToolsResultSchema,
+    PaginatedResultSchema: types.PaginatedResultSchema,
+    ToolSchema: types.ToolSchema,
     CallToolResultSchema: types.CallToolResultSchema,
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
   };

@@ -71,6 +71,14 @@ function isResultResponse(value: unknown): value is JSONRPCMessage {
   );
 }
 
+/** The id of `value` when it looks like a response (an id, no method, a result or an error key). */
+function responseId(value: unknown): string | number | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const v = value as Record<string, unknown>;
+  if (v.method !== undefined || !('result' in v || 'error' in v)) return undefined;
+  return typeof v.id === 'string' || Number.isSafeInteger(v.id) ? (v.id as string | number) : undefined;
+}
+
 /** What to run. */
 export interface StdioLaunch {
   command: string;
@@ -267,11 +275,17 @@ export class StdioServerTransport implements Transport {
   /** One line: JSON (a `\r` before the newline is whitespace to it), then a JSON-RPC message. */
   #line(text: string): void {
     let message: JSONRPCMessage;
+    let value: unknown;
     try {
-      const value: unknown = JSON.parse(text);
+      value = JSON.parse(text);
       message = isResultResponse(value) ? value : this.#sdk!.JSONRPCMessageSchema.parse(value);
     } catch (error) {
-      this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${error instanceof Error ? error.message.slice(0, 200) : String(error)}`));
+      const why = (error instanceof Error ? error.message : String(error)).replace(/\s+/g, ' ').slice(0, 200); // zod's is multi-line JSON
+      this.onerror?.(new Error(`wrote a line that is not a JSON-RPC message: ${why}`));
+      // A response to a request of ours that is not JSON-RPC (`"result": null`, a string…): its request
+      // fails now with the reason, rather than waiting for its deadline (a call: 124) or timeout.
+      const id = responseId(value);
+      if (id !== undefined) this.onmessage?.({ jsonrpc: '2.0', id, error: { code: -32603, message: `its answer is not a JSON-RPC response (${why})` } });
       return;
     }
     this.onmessage?.(message);

@@ -7,12 +7,28 @@ import type { Logger } from '../../types.js';
 import type { ToolSource } from '../source.js';
 import type { McpServerConfig } from './config.js';
 import type { McpTool } from './mcp-source.js';
+import type { McpClientSdk } from './sdk.js';
 import { type Capture, type ContentBlock, MAX_CONTENT_BLOCKS, NAME_PATTERN, type ToolAnnotations, type ToolSpec, utf8 } from '@toolwire/protocol';
 
 const HINTS = ['readOnlyHint', 'destructiveHint', 'idempotentHint', 'openWorldHint'] as const;
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * One entry of a `tools/list` page checked against the MCP `Tool` schema (`toolSchema`, the SDK's
+ * zod schema): the tool, or why it is not one — its name (or `(no name)`) and the first problem, on
+ * one line. Each entry is checked on its own, so one malformed tool does not refuse the page.
+ */
+export function checkedTool(entry: unknown, toolSchema: McpClientSdk['ToolSchema']): Tool | { name: string; reason: string } {
+  const parsed = toolSchema.safeParse(entry);
+  if (parsed.success) return parsed.data;
+  const raw = isObject(entry) ? entry.name : undefined;
+  const name = typeof raw === 'string' ? JSON.stringify(raw.slice(0, 80)) : '(no name)';
+  const issue = parsed.error.issues[0];
+  const at = issue === undefined || issue.path.length === 0 ? '' : `${issue.path.map(String).join('.')}: `;
+  return { name, reason: `not a valid MCP tool (${at}${(issue?.message ?? 'invalid').replace(/\s+/g, ' ').slice(0, 200)})` };
 }
 
 /** The advertised face of MCP tool `tool` under `name`, or why it cannot be served. */
