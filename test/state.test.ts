@@ -146,6 +146,30 @@ describe('the state folder', () => {
     },
   );
 
+  it('token revoke of a caller while its toolwire call runs: the call is stopped and the CLI exits 130 with the answer', { timeout: 60_000 }, async () => {
+    const home = await tempDir();
+    const { url } = await serve(home);
+    const added = await token(home, ['add', 'host', 'laptop', '--server', url]);
+    const tokenFile = join(home, 'host-token');
+    await writeFile(tokenFile, `${printedToken(added.stdout)}\n`, { mode: 0o600 });
+    const host = spawnTs([cliPath, 'host', '--server', url, '--token-file', tokenFile, '--manifest', join(repoRoot, 'examples', 'tools.json')], {
+      TOOLWIRE_HOME: join(home, 'elsewhere'),
+    });
+    await waitForText(host.stderr!, /"host":"laptop"[^\n]*toolwire: connected/);
+    const caller = await token(home, ['add', 'caller', 'agent']);
+    expect(caller.code).toBe(0);
+    const call = spawnTs([cliPath, 'call', 'laptop__sleep', '{"seconds":30}'], {
+      TOOLWIRE_HOME: join(home, 'elsewhere'),
+      TOOLWIRE_SERVER: `${url.replace(/^ws:/, 'http:')}/mcp`,
+      TOOLWIRE_TOKEN: printedToken(caller.stdout),
+    });
+    await waitForText(call.stdout!, /sleeping 30 s/); // live output: the call runs on the host
+    expect((await token(home, ['revoke', 'agent'])).code).toBe(0);
+    const ended = await finish(call);
+    expect(ended.stderr).not.toContain('lost the server');
+    expect(ended.code).toBe(130);
+  });
+
   it('token add host says when the local server listens on loopback only, and not for 0.0.0.0 or a given --server', async () => {
     const credentials = (host: string) =>
       JSON.stringify({

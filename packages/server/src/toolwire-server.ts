@@ -235,7 +235,8 @@ export class ToolwireServer {
    * Token rotation without a restart (e.g. on a config reload): replace the host and caller
    * credentials at once, then close every host session whose token was removed or changed (close
    * 1008 "token revoked", its pending calls settle 69) and every MCP session opened with a caller
-   * token that was removed or changed (its calls settle 130). Sessions of unchanged tokens are kept.
+   * token that was removed or changed (its calls settle 130, and their answers are written first:
+   * this waits at most `cancelGraceMs` + 1000 ms for them). Sessions of unchanged tokens are kept.
    * Other options are not reloaded.
    *
    * @throws TypeError (as the constructor) when the new credentials are invalid; nothing changes then
@@ -244,7 +245,8 @@ export class ToolwireServer {
     this.tokens.update(hosts, callers);
     const isCurrent = (principal: { role: string; name: string }): boolean => this.tokens.isCurrent(principal as Principal);
     const closedHosts = this.hostEndpoint.revoke(isCurrent);
-    const closedCallers = await this.mcp.revoke(isCurrent);
+    // The revoked callers' calls stop (130) and their answers are written before their sessions close.
+    const closedCallers = await this.mcp.revoke(isCurrent, this.#cancelGraceMs + 2 * STOP_MARGIN_MS);
     this.#logger.info({ hosts: hosts.length, callers: callers.length, closedHosts, closedCallers }, 'credentials updated');
     return { closedHosts, closedCallers };
   }

@@ -10,7 +10,7 @@ import { type AddressInfo, connect } from 'node:net';
 import { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import { type Capture, failureCapture, utf8 } from '@toolwire/protocol';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { TokenTable } from '../src/auth/tokens.js';
+import { type Principal, TokenTable } from '../src/auth/tokens.js';
 import { Executor } from '../src/executor/executor.js';
 import type { ExecuteRequest, ExecuteResult } from '../src/executor/request.js';
 import { McpDoor } from '../src/mcp/door.js';
@@ -25,6 +25,7 @@ let door: McpDoor;
 let http: HttpServer;
 let port: number;
 let executions: Promise<ExecuteResult>[];
+let auth: TokenTable;
 
 beforeEach(async () => {
   router = new FakeInjection();
@@ -47,7 +48,8 @@ beforeEach(async () => {
       return pending;
     },
   };
-  door = new McpDoor({ executor: spy, tools: router, auth: new TokenTable([], [{ name: 'alice', token: TOKEN }]), options: options.mcp });
+  auth = new TokenTable([], [{ name: 'alice', token: TOKEN }]);
+  door = new McpDoor({ executor: spy, tools: router, auth, options: options.mcp });
   http = createServer((req, res) => void door.handle(req, res));
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   port = (http.address() as AddressInfo).port;
@@ -206,6 +208,31 @@ describe('what the SDK transport still serves, and how a plain call ends', () =>
     const del = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'DELETE', headers });
     expect(del.status).toBe(200);
     expect(await body).toBe('');
+  });
+
+  it('answers the calls of a revoked caller token 130 (plain and SDK-served) before it closes their session', async () => {
+    const headers = await session();
+    const plain = post(headers, { jsonrpc: '2.0', id: 'p1', method: 'tools/call', params: { name: 'slow', arguments: {} } });
+    const served = post(headers, { jsonrpc: '2.0', id: 's1', method: 'tools/call', params: { name: 'slow', arguments: {}, _meta: { progressToken: 't' } } });
+    await expect.poll(() => executions.length).toBe(2);
+    auth.update([], [{ name: 'alice', token: 'alice-token-rotated-456' }]);
+    expect(await door.revoke((principal) => auth.isCurrent(principal as Principal), 5_000)).toBe(1);
+    expect(door.sessionCount).toBe(0);
+    for (const [pending, id] of [
+      [plain, 'p1'],
+      [served, 's1'],
+    ] as const) {
+      const res = await pending;
+      expect(res.status).toBe(200);
+      const answers = (await res.text())
+        .split('\n')
+        .filter((line) => line.startsWith('data: '))
+        .map((line) => JSON.parse(line.slice(6)) as { id?: unknown; result?: { isError?: boolean; content?: { text: string }[] } })
+        .filter((m) => m.id === id);
+      expect(answers).toHaveLength(1);
+      expect(answers[0]!.result?.isError).toBe(true);
+      expect(answers[0]!.result?.content?.[0]?.text).toMatch(/^Exit code: 130\n/);
+    }
   });
 
   it('stops a plain call whose session is deleted (130) and ends its stream without an answer', async () => {

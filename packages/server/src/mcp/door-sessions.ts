@@ -7,6 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { NodeStreamableHTTPServerTransport } from '@modelcontextprotocol/node';
 import type { Server } from '@modelcontextprotocol/server';
+import pTimeout from 'p-timeout';
 import type { Logger } from '../options.js';
 import type { CallerPrincipal } from './caller.js';
 import { DEFAULT_MAX_SESSIONS_PER_CALLER, DEFAULT_SESSION_IDLE_MS, type McpDoorOptions } from './door-options.js';
@@ -27,6 +28,13 @@ export interface DoorSession {
   lastActive: number;
   /** Its plain `tools/call`s, which the door answers itself (`plain-call.ts`). */
   plain: PlainCalls;
+  /**
+   * Stops the session's other calls (those its SDK `Server` answers) with their answers still written:
+   * aborted when its caller token is revoked ({@link DoorSessions.revoke}).
+   */
+  stop: AbortController;
+  /** Told when {@link busy} falls to 0 (set while a revoke waits for the session's answers). */
+  onIdle: (() => void) | undefined;
 }
 
 /** Room for one session being opened: `evicted` settles once the evicted session (if any) closed; `release` (idempotent) gives it back. */
@@ -103,13 +111,22 @@ export class DoorSessions {
     return Promise.allSettled(sessions.map((s) => s.server.close()));
   }
 
-  /** Close every session opened with a principal for which `isCurrent` is now false; returns how many. */
-  async revoke(isCurrent: (principal: CallerPrincipal) => boolean): Promise<number> {
+  /**
+   * Close every session opened with a principal for which `isCurrent` is now false; returns how many.
+   * Their calls in flight are stopped first (130) and their answers written, waiting at most
+   * `answerWaitMs` (ms, default 0) for the sessions' requests to end, so each caller reads its
+   * call's 130 rather than a stream cut off without an answer; then the sessions close.
+   */
+  async revoke(isCurrent: (principal: CallerPrincipal) => boolean, answerWaitMs = 0): Promise<number> {
     const stale = [...this.#sessions].filter(([, s]) => !isCurrent(s.principal));
+    const reason = new Error('the caller token was revoked');
     for (const [id, s] of stale) {
       this.#sessions.delete(id);
       this.#logger.warn({ session: id, caller: s.caller }, 'caller token revoked: closing its MCP session');
+      s.stop.abort(reason);
+      s.plain.stopAll(reason);
     }
+    if (answerWaitMs > 0) await Promise.allSettled(stale.map(([, s]) => pTimeout(whenIdle(s), { milliseconds: answerWaitMs, message: false })));
     await Promise.allSettled(stale.map(([, s]) => s.server.close()));
     return stale.length;
   }
@@ -146,8 +163,8 @@ export class DoorSessions {
       if (held !== undefined) clearTimeout(held);
       session.open--;
       if (!activity) return;
-      session.busy--;
       session.lastActive = Date.now();
+      if (--session.busy === 0) session.onIdle?.();
     });
   }
 
@@ -213,4 +230,15 @@ export class DoorSessions {
     }
     await Promise.allSettled(expired.map(([, s]) => s.server.close()));
   }
+}
+
+/** Resolves once `session` has no POST or DELETE open (at once when it has none). */
+function whenIdle(session: DoorSession): Promise<void> {
+  if (session.busy === 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    session.onIdle = () => {
+      session.onIdle = undefined;
+      resolve();
+    };
+  });
 }

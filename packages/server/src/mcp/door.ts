@@ -126,10 +126,11 @@ export class McpDoor {
 
   /**
    * Close every session opened with a principal for which `isCurrent` is now false (a config reload
-   * removed or rotated its caller token); their calls in flight settle 130. Returns how many.
+   * removed or rotated its caller token): their calls in flight settle 130 and, within
+   * `answerWaitMs` (ms, default 0), their answers are written before the sessions close. Returns how many.
    */
-  revoke(isCurrent: (principal: CallerPrincipal) => boolean): Promise<number> {
-    return this.#sessions.revoke(isCurrent);
+  revoke(isCurrent: (principal: CallerPrincipal) => boolean, answerWaitMs = 0): Promise<number> {
+    return this.#sessions.revoke(isCurrent, answerWaitMs);
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -268,7 +269,8 @@ export class McpDoor {
   async #open(sdk: McpSdk, principal: CallerPrincipal, req: IncomingMessage, res: ServerResponse, body: unknown, opened: () => void): Promise<void> {
     const log = this.#options.logger;
     const { executor, tools } = this.#deps;
-    const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log });
+    const stop = new AbortController();
+    const server = sdk.createMcpServer({ executor, tools, caller: principal, progressIntervalMs: this.#options.progressIntervalMs, logger: log, stop: stop.signal });
     let session: DoorSession | undefined;
     const transport = new sdk.NodeStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
@@ -276,7 +278,7 @@ export class McpDoor {
       onsessioninitialized: (id) => {
         if (this.#closed) return;
         const plain = new PlainCalls(id, { executor, tools, validate: (request, result) => sdk.validateToolResult(server, request, result) });
-        session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain };
+        session = { caller: principal.name, principal, server, transport, open: 0, busy: 0, lastActive: Date.now(), plain, stop, onIdle: undefined };
         this.#sessions.add(id, session);
         opened(); // counted as a session now, no longer as one being opened
         log.info({ session: id, caller: principal.name }, 'MCP session opened');

@@ -39,6 +39,8 @@ export interface McpServerDeps {
   /** `notifications/progress` at least this often while a call with a progress token runs, ms. */
   progressIntervalMs: number;
   logger: Logger;
+  /** The session's stop: aborted, it stops the session's calls (130), whose answers are still written. */
+  stop?: AbortSignal;
 }
 
 function principalOf(authInfo: AuthInfo | undefined, fallback: CallerPrincipal): CallerPrincipal {
@@ -52,27 +54,31 @@ function requestStateOf(authInfo: AuthInfo | undefined): RequestState | undefine
 }
 
 /**
- * A signal that aborts when `signal` does (`notifications/cancelled`, the session closed) or when the
- * HTTP response the call's answer is to be written to closes before it was finished (the client went
- * away or the connection dropped: without resumability the answer can never be delivered).
- * `release` forgets both listeners.
+ * A signal that aborts when `signal` does (`notifications/cancelled`, the session closed), when the
+ * session's `stop` does (its caller token was revoked), or when the HTTP response the call's answer
+ * is to be written to closes before it was finished (the client went away or the connection dropped:
+ * without resumability the answer can never be delivered). `release` forgets the listeners.
  */
-function callSignal(signal: AbortSignal, response: ServerResponse | undefined): { signal: AbortSignal; release: () => void } {
-  if (response === undefined) return { signal, release: () => {} };
+function callSignal(signal: AbortSignal, response: ServerResponse | undefined, sessionStop: AbortSignal | undefined): { signal: AbortSignal; release: () => void } {
+  if (response === undefined && sessionStop === undefined) return { signal, release: () => {} };
   const stop = new AbortController();
   const onAbort = (): void => stop.abort(signal.reason);
+  const onStop = (): void => stop.abort(sessionStop!.reason);
   const onClose = (): void => {
-    if (!response.writableFinished) stop.abort(new Error('the response stream closed before the result'));
+    if (!response!.writableFinished) stop.abort(new Error('the response stream closed before the result'));
   };
   if (signal.aborted) onAbort();
-  else if (response.destroyed || response.closed) onClose();
+  else if (sessionStop?.aborted) onStop();
+  else if (response !== undefined && (response.destroyed || response.closed)) onClose();
   signal.addEventListener('abort', onAbort, { once: true });
-  response.once('close', onClose);
+  sessionStop?.addEventListener('abort', onStop, { once: true });
+  response?.once('close', onClose);
   return {
     signal: stop.signal,
     release: () => {
       signal.removeEventListener('abort', onAbort);
-      response.off('close', onClose);
+      sessionStop?.removeEventListener('abort', onStop);
+      response?.off('close', onClose);
     },
   };
 }
@@ -116,7 +122,7 @@ export function createMcpServer(deps: McpServerDeps): Server {
       response: http?.response,
       logger: deps.logger,
     });
-    const stop = callSignal(ctx.mcpReq.signal, http?.response);
+    const stop = callSignal(ctx.mcpReq.signal, http?.response, deps.stop);
     const call: ToolCall = {
       name: request.params.name,
       arguments: request.params.arguments,

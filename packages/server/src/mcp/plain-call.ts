@@ -167,6 +167,11 @@ export class PlainCalls {
     }
   }
 
+  /** Stop every call (130) with `reason`; each answer is still written (its caller's token was revoked). */
+  stopAll(reason: Error): void {
+    for (const running of this.#running.values()) running.stop.abort(reason);
+  }
+
   /** The session ended: every call stops (130) and its stream ends without an answer. */
   closeAll(): void {
     for (const running of this.#running.values()) {
