@@ -58,3 +58,16 @@ describe('an MCP server answering a call with a response that is not JSON-RPC', 
     expect(ok.capture.exitCode).toBe(0);
   });
 });
+
+describe('an MCP server failing a call with a hostile error message', () => {
+  it('(100 KB, terminal escapes, line breaks): the reason line is one line of at most 1024 of its characters, escapes shown as \\uXXXX', async () => {
+    const { started } = await hostWith({ raw: { command: process.execPath, args: [RAW, 'badanswer'] } }, ['alpha__raw_hostile']);
+    const result = await run(started, 'alpha__raw_hostile', {}, { deadlineMs: 5_000 });
+    expect(result.capture.exitCode).toBe(70);
+    const stderr = Buffer.from(result.capture.stderr).toString();
+    expect(stderr).toMatch(/^toolwire: MCP server raw failed the call: .*boom\\u001b\[2J\\u001b\]52;c;cHduZWQ=\\u0007\\u000asecond line\\u000d\\u000axxx/);
+    expect([...stderr].filter((c) => c < ' ' && c !== '\n')).toEqual([]); // no control character but the line end
+    expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(stderr.length).toBeLessThan(1024 + 200);
+  });
+});

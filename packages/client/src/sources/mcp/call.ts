@@ -12,6 +12,22 @@ import type { CallContext } from '../../calls/tool-context.js';
 import type { ToolCallHandler } from './tool-calls.js';
 import { captureOf } from './tool-map.js';
 
+/** Most characters of an MCP server's error text kept in a call's reason line; the rest is cut (`…`). */
+export const MAX_SERVER_REASON_CHARS = 1024;
+
+// eslint-disable-next-line no-control-regex -- an MCP server's text must reach no terminal or log line as escapes or extra lines
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+/**
+ * An MCP server's error text as part of one reason line (a capture's `toolwire:` stderr line, read
+ * by terminals, logs and models): at most {@link MAX_SERVER_REASON_CHARS} characters, then `…`;
+ * each control, bidirectional formatting and line separator character as its `\uXXXX` escape.
+ */
+export function serverReason(text: string): string {
+  const cut = text.length > MAX_SERVER_REASON_CHARS ? `${text.slice(0, MAX_SERVER_REASON_CHARS)}…` : text;
+  return cut.replace(CONTROL, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** The connection a call runs on, as the call sees it. */
 export interface McpConnection {
   /** The MCP server's name (for reasons). */
@@ -53,7 +69,9 @@ export class McpCall implements ToolCallHandler {
   failed(reason: string): void {
     const down = this.#connection.down();
     this.#settle(
-      down !== undefined ? failureCapture('unavailable', down) : failureCapture('host_error', `MCP server ${this.#connection.server} failed the call: ${reason}`),
+      down !== undefined
+        ? failureCapture('unavailable', down)
+        : failureCapture('host_error', `MCP server ${this.#connection.server} failed the call: ${serverReason(reason)}`),
     );
   }
 
