@@ -362,7 +362,19 @@ describe('toolwire mcp when the answer to a call can no longer come', () => {
     expect(Date.now() - cutAt).toBeLessThan(5_000);
   });
 
-  it('a call whose session the server closes (its caller token revoked) is answered with an error, not left waiting', { timeout: 30_000 }, async () => {
+  it('a call whose caller token is revoked is stopped and answered with its 130 result before the session closes', { timeout: 30_000 }, async () => {
+    const { client } = await stdioClient();
+    const call = client.callTool({ name: 'alpha__wait', arguments: {} });
+    await poll(() => waits.started === 1, 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the door's answer hold: the answer stream is open
+    await server.updateCredentials([{ name: 'alpha', token: HOST_TOKEN }], []);
+    await poll(() => waits.stopped === 1, 10_000);
+    const result = (await call) as { isError?: boolean; content: { type: string; text: string }[] };
+    expect(result.isError).toBe(true);
+    expect(result.content[0]?.text).toMatch(/^Exit code: 130\n/);
+  });
+
+  it('a call whose session the server closes at once (its door closed) is answered with an error, not left waiting', { timeout: 30_000 }, async () => {
     const { client } = await stdioClient();
     const call = client.callTool({ name: 'alpha__wait', arguments: {} }).then(
       () => 'answered',
@@ -370,7 +382,7 @@ describe('toolwire mcp when the answer to a call can no longer come', () => {
     );
     await poll(() => waits.started === 1, 10_000);
     await new Promise((resolve) => setTimeout(resolve, 1_200)); // past the door's answer hold: the answer stream is open
-    await server.updateCredentials([{ name: 'alpha', token: HOST_TOKEN }], []);
+    await server.mcp.close(); // no wait for answers: the session's streams end without them
     await poll(() => waits.stopped === 1, 10_000);
     expect(await call).toMatch(/toolwire mcp: the server ended the answer stream of the request without its answer/);
   });
