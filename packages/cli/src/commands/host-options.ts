@@ -224,6 +224,12 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
     await write(io.stderr, missingEndpointMessage('server', io.env));
     return ExitCode.USAGE;
   }
+  let serverUrl: string;
+  try {
+    serverUrl = withDefaultScheme(server, 'ws');
+  } catch (error) {
+    return usageError(`--server ${(error as Error).message}`);
+  }
   if (token === undefined && values.name === undefined) {
     await write(io.stderr, missingEndpointMessage('token', io.env, 'host'));
     return ExitCode.USAGE;
@@ -259,7 +265,7 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
   let host: ToolHost;
   try {
     host = new ToolHost({
-      server: withDefaultScheme(server, 'ws'),
+      server: serverUrl,
       ...(token !== undefined ? { token } : {}),
       ...(values.name !== undefined ? { name: values.name } : {}),
       root,
