@@ -213,7 +213,7 @@ export class McpSource implements ToolSource {
       if (up.isDown || this.#closed) return;
       // The SDK's timeout says only "Request timed out": name the request and the setting that bounds it.
       const why =
-        error instanceof sdk.McpError && error.code === sdk.ErrorCode.RequestTimeout
+        error instanceof sdk.McpError && error.code === (sdk.ErrorCode.RequestTimeout as number)
           ? `no answer to ${up.calls === undefined ? 'initialize' : 'tools/list'} within ${timeout} ms (startup_timeout_ms)`
           : error instanceof Error
             ? error.message
