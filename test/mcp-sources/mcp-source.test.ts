@@ -214,6 +214,19 @@ describe('bad MCP servers are bounded and the host keeps serving its other tools
   });
 });
 
+describe('an MCP server that does not start in time', () => {
+  it("the start failure names startup_timeout_ms and its value; the restart line does not blame the server for toolwire's own SIGTERM", async () => {
+    const { log } = await hostWith({ mute: fake('noinit', { startupTimeoutMs: 300 }) }, [], (host) =>
+      host.tool('local', { inputSchema: { type: 'object' } }, () => 'ok'),
+    );
+    const failed = await waitFor(() => log.entries.find((e) => String(e.msg).includes('MCP server mute did not start')), 'the startup timeout', 10_000);
+    expect(String(failed.msg)).toBe('toolwire: MCP server mute did not start: no answer to initialize within 300 ms (startup_timeout_ms)');
+    const restart = await waitFor(() => log.entries.find((e) => String(e.msg).includes('restarting in')), 'the restart line', 10_000);
+    expect(String(restart.msg)).toMatch(/^toolwire: MCP server mute was stopped by toolwire \(it did not start\); restarting in \d+ ms$/);
+    expect(log.entries.some((e) => String(e.msg).includes('killed by'))).toBe(false);
+  });
+});
+
 describe('a tools/list that never ends', () => {
   it('empty pages with a next cursor, forever: the listing stops (logged) and the tools listed so far are served', async () => {
     const dir = await tempDir();

@@ -5,6 +5,7 @@
  */
 import { statSync } from 'node:fs';
 import { type LocalCredentials, credentialsPath, readLocalCredentials } from './credentials.js';
+import { quotedArg } from './terminal-text.js';
 import { UNSENDABLE_TOKEN, readTokenFile } from './token-file.js';
 
 /** Which half of the credentials file applies: a tool host (`.server`, `.host.token`) or a caller (`.mcp`, `.caller.token`). */
@@ -53,10 +54,17 @@ export async function resolveEndpoint(role: Role, flags: EndpointFlags, env: Nod
 /**
  * `server` with `<scheme>://` put in front when it names none: `127.0.0.1:7700` →
  * `ws://127.0.0.1:7700` for a host, `http://127.0.0.1:7700` for a caller. A given scheme (`wss://`,
- * `https://`…) is kept.
+ * `https://`…) is kept, with its default port when it names none (as curl does).
+ *
+ * @throws TypeError for a `server` with neither a scheme nor a port (`127.0.0.1`): toolwire has no default port to dial
  */
 export function withDefaultScheme(server: string, scheme: 'ws' | 'http'): string {
-  return /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server) ? server : `${scheme}://${server}`;
+  if (/^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(server)) return server;
+  // HOST:PORT (HOST a name, an IPv4 address or a [bracketed] IPv6 address), then an optional path.
+  if (!/^(?:\[[^\]/]*\]|[^\s/?#[\]:]+):\d+(?:[/?#]|$)/.test(server)) {
+    throw new TypeError(`has no port: write HOST:PORT (e.g. 127.0.0.1:7700) or a URL with a scheme, got ${quotedArg(server)}`);
+  }
+  return `${scheme}://${server}`;
 }
 
 /**

@@ -4,7 +4,6 @@
  * such a line, naming the nearest known flag for an unknown one.
  */
 import { nearest } from './suggest.js';
-import { quotedArg } from './terminal-text.js';
 
 /** The first line of a command's help text (`usage: toolwire call NAME … [options]`). */
 export function usageLine(help: string): string {
@@ -44,9 +43,7 @@ export function argvProblem(error: unknown, flags: FlagSpec, argv: readonly stri
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && quoted !== undefined) {
     const flag = quoted.split(' ')[0]!;
     if (/does not take an argument/.test(message)) return `option ${flag} takes no value`;
-    // `--timeout -5`: parseArgs reads `-5` as a flag, not as the value.
     const next = argv[argv.indexOf(flag) + 1];
-    if (argv.includes(flag) && next !== undefined && /^-\d/.test(next)) return `option ${flag} must be a positive number, got ${quotedArg(next)}`;
     // `--token -x…`: a value that starts with `-` reads as a flag; `--token=-x…` passes it.
     if (argv.includes(flag) && next !== undefined && next.startsWith('-') && !isFlag(next, flags)) {
       return `option ${flag} needs a value (a value that starts with "-" is written ${flag}=VALUE)`;
@@ -55,6 +52,28 @@ export function argvProblem(error: unknown, flags: FlagSpec, argv: readonly stri
   }
   if (code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL' && quoted !== undefined) return `unexpected argument ${JSON.stringify(quoted)}`;
   return message;
+}
+
+/**
+ * `argv` with each negative number that follows a flag taking a value joined to it (`--timeout -5` →
+ * `--timeout=-5`), as getopt and curl read it: `parseArgs` would read `-5` as a flag and fail with
+ * its own message, while the command's check of that value names the flag's own rule (`--max-queued
+ * must be a whole number ≥ 0`). No toolwire flag is a digit, so nothing else changes.
+ */
+export function joinNegativeValues(argv: readonly string[], flags: FlagSpec): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const next = argv[i + 1];
+    if (arg === '--') return [...out, ...argv.slice(i)];
+    if (arg.startsWith('--') && !arg.includes('=') && flags[arg.slice(2)]?.type === 'string' && next !== undefined && /^-\.?\d/.test(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
 }
 
 /** Whether `arg` names one of `flags` (`--name`, `--name=…` or `-s`). */

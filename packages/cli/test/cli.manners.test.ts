@@ -16,7 +16,9 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { callCommand, callUsage, suggestTools } from '../src/commands/call.js';
 import { hostCommand, hostUsage } from '../src/commands/host.js';
+import { mcpCommand } from '../src/commands/mcp.js';
 import { serveCommand, serveUsage } from '../src/commands/serve.js';
+import { statusCommand } from '../src/commands/status.js';
 import { toolsCommand, toolsUsage } from '../src/commands/tools.js';
 import { isLoopback } from '../src/loopback.js';
 import { editDistance, nearest } from '../src/suggest.js';
@@ -122,10 +124,29 @@ describe('misuse: one line naming the problem, the usage line, and where the opt
     expect(flagNext.err().split('\n')[0]).toBe('toolwire tools: option --token needs a value');
   });
 
-  it('a negative number as a value is named as a bad value, not a missing one', async () => {
+  it('a negative number as a value is named as a bad value by the command itself, as any other bad value of that flag', async () => {
     const t = io();
     expect(await callCommand(['x', '--timeout', '-5'], t)).toBe(64);
-    expect(t.err().split('\n')[0]).toBe('toolwire call: option --timeout must be a positive number, got "-5"');
+    expect(t.err().split('\n')[0]).toBe('toolwire call: --timeout must be a positive integer (ms), got "-5"; the largest is 2147483647');
+    const c = io();
+    expect(await toolsCommand(['--connect-timeout', '-1'], c)).toBe(64);
+    expect(c.err().split('\n')[0]).toBe('toolwire tools: --connect-timeout must be a positive integer (ms), got "-1"; the largest is 2147483647');
+    const s = io();
+    expect(await statusCommand(['--watch', '--interval', '-1'], s)).toBe(64);
+    expect(s.err().split('\n')[0]).toBe('toolwire status: --interval must be a positive integer (ms), got "-1"; the largest is 2147483647');
+    const m = io();
+    expect(await mcpCommand(['--connect-timeout', '-1'], m)).toBe(64);
+    expect(m.err().split('\n')[0]).toBe('toolwire mcp: --connect-timeout must be a positive integer (ms), got "-1"; the largest is 2147483647');
+    // --max-queued takes 0, so the message must not say "positive".
+    for (const [flag, min] of [
+      ['--max-queued', 0],
+      ['--max-concurrent', 1],
+      ['--max-input-bytes', 1],
+    ] as const) {
+      const h = io();
+      expect(await hostCommand(['--manifest', 'm.json', flag, '-1'], h)).toBe(64);
+      expect(h.err().split('\n')[0]).toBe(`toolwire host: ${flag} must be a whole number ≥ ${min}, got "-1"`);
+    }
   });
 
   it('input on stdin over the 16 MiB bound: "input too large", exit 64, nothing sent', async () => {

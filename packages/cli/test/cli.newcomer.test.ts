@@ -13,6 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { mcpUrl } from '../src/caller/url.js';
 import { callCommand, callUsage } from '../src/commands/call.js';
 import { hostCommand, hostUsage } from '../src/commands/host.js';
+import { mcpCommand } from '../src/commands/mcp.js';
+import { statusCommand } from '../src/commands/status.js';
 import { toolsCommand, toolsUsage } from '../src/commands/tools.js';
 import { testIO } from './helpers/cli-io.js';
 import { poll } from '../../client/test/helpers/process.js';
@@ -68,6 +70,33 @@ describe('--server without a scheme', () => {
     expect(mcpUrl('[::1]:7700/mcp').href).toBe('http://[::1]:7700/mcp');
     expect(mcpUrl('https://h.example:8443').href).toBe('https://h.example:8443/mcp');
     expect(mcpUrl('wss://h.example:8443').href).toBe('https://h.example:8443/mcp');
+  });
+
+  it('a host name without a port and without a scheme is refused: mcpUrl throws naming HOST:PORT, not a dial to port 80', () => {
+    for (const server of ['127.0.0.1', 'localhost', 'vm.example', '[::1]', '127.0.0.1:', 'vm/mcp']) {
+      expect(() => mcpUrl(server)).toThrow(`has no port: write HOST:PORT (e.g. 127.0.0.1:7700) or a URL with a scheme, got ${JSON.stringify(server)}`);
+    }
+    // With a scheme the URL is taken as written (its default port), as curl does.
+    expect(mcpUrl('https://h.example').href).toBe('https://h.example/mcp');
+  });
+
+  it('host, tools, call, status and mcp exit 64 with one line for --server 127.0.0.1 (no port) instead of dialing port 80', async () => {
+    const manifest = join(home, 'tools.json');
+    await writeFile(manifest, JSON.stringify({ schema: 1, tools: {} }));
+    const problem = 'has no port: write HOST:PORT (e.g. 127.0.0.1:7700) or a URL with a scheme, got "127.0.0.1"';
+    const h = io();
+    expect(await hostCommand(['--manifest', manifest, '--server', '127.0.0.1', '--token', HOST], h, { logger: silent })).toBe(64);
+    expect(h.err().split('\n')[0]).toBe(`toolwire host: --server ${problem}`);
+    for (const [name, command] of [
+      ['tools', toolsCommand],
+      ['call', (argv: string[], t: ReturnType<typeof testIO>) => callCommand(['alpha__x', ...argv], t)],
+      ['status', statusCommand],
+      ['mcp', mcpCommand],
+    ] as const) {
+      const t = testIO({ TOOLWIRE_HOME: home, TOOLWIRE_TOKEN: CALLER });
+      expect(await command(['--server', '127.0.0.1'], t), name).toBe(64);
+      expect(t.err().split('\n')[0], name).toBe(`toolwire ${name}: --server ${problem}`);
+    }
   });
 
   it('tools, call and host accept 127.0.0.1:PORT (http:// for callers, ws:// for hosts)', async () => {

@@ -1,5 +1,6 @@
 import { once } from 'node:events';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { type AddressInfo, type Socket, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROTOCOL_VERSION, fromWire } from '@toolwire/protocol';
@@ -334,6 +335,22 @@ describe('ToolHost against a fake server', () => {
     const url = closedPort.url;
     await closedPort.close();
     await expect(host({ server: url, reconnect: false }).start()).rejects.toThrow(/ECONNREFUSED/);
+  });
+
+  it('a server that accepts TCP but never answers the upgrade: the error names its URL and the timeout, not only "Opening handshake has timed out"', async () => {
+    const sockets = new Set<Socket>();
+    const silentServer = createServer((socket) => sockets.add(socket.on('error', () => {})));
+    silentServer.listen(0, '127.0.0.1');
+    await once(silentServer, 'listening');
+    try {
+      const url = `ws://127.0.0.1:${(silentServer.address() as AddressInfo).port}`;
+      await expect(host({ server: url, reconnect: false, welcomeTimeoutMs: 200 }).start()).rejects.toThrow(
+        `the server ${url} did not answer the WebSocket upgrade within 200 ms (is that address a toolwire server?)`,
+      );
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      silentServer.close();
+    }
   });
 
   it('close() kills running work, closes 1000, leaves no timer and does not reconnect', async () => {

@@ -13,7 +13,7 @@ import { LivePrinter, STREAM_META } from '../caller/live-output.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, type RpcMessage, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs, timerMs } from '../ms.js';
-import { argvProblem, misuse } from '../usage.js';
+import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 import { printResult, suggestAfterNotFound } from './call-result.js';
 
 export { suggestTools } from './call-result.js';
@@ -98,7 +98,7 @@ export async function callCommand(argv: string[], io: CliIO = processIO(), deps:
   let values: { server?: string; token?: string; timeout?: string; workspace?: string; 'connect-timeout'?: string; 'no-stream'?: boolean; help?: boolean };
   let positionals: string[];
   try {
-    ({ values, positionals } = parseArgs({ args: argv, options: flags, allowPositionals: true, strict: true }));
+    ({ values, positionals } = parseArgs({ args: joinNegativeValues(argv, flags), options: flags, allowPositionals: true, strict: true }));
   } catch (error) {
     return usageError(io, argvProblem(error, flags, argv));
   }

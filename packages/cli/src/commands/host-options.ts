@@ -21,7 +21,7 @@ import { missingEndpointMessage, resolveEndpoint, withDefaultScheme } from '../e
 import { type CliIO, write } from '../io.js';
 import { readPemFile } from '../pem-file.js';
 import { TokenFileError } from '../token-file.js';
-import { argvProblem, misuse } from '../usage.js';
+import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 import { ConfigError, parseListen } from './listen.js';
 import { runnableTools } from './host-reload.js';
@@ -178,7 +178,7 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
     return ExitCode.USAGE;
   };
   try {
-    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: joinNegativeValues(argv, flags), options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
     return usageError(argvProblem(error, flags, argv));
   }
@@ -224,6 +224,12 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
     await write(io.stderr, missingEndpointMessage('server', io.env));
     return ExitCode.USAGE;
   }
+  let serverUrl: string;
+  try {
+    serverUrl = withDefaultScheme(server, 'ws');
+  } catch (error) {
+    return usageError(`--server ${(error as Error).message}`);
+  }
   if (token === undefined && values.name === undefined) {
     await write(io.stderr, missingEndpointMessage('token', io.env, 'host'));
     return ExitCode.USAGE;
@@ -259,7 +265,7 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
   let host: ToolHost;
   try {
     host = new ToolHost({
-      server: withDefaultScheme(server, 'ws'),
+      server: serverUrl,
       ...(token !== undefined ? { token } : {}),
       ...(values.name !== undefined ? { name: values.name } : {}),
       root,

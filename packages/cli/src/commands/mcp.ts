@@ -11,7 +11,7 @@ import { DEFAULT_CONNECT_TIMEOUT_MS } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
 import { TokenFileError, readTokenFile } from '../token-file.js';
-import { argvProblem, misuse } from '../usage.js';
+import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 
 export const mcpUsage = `usage: toolwire mcp [--server URL] [--token-file FILE] [options]
 
@@ -43,7 +43,7 @@ const flags = {
 export async function mcpCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
   let values: { server?: string; 'token-file'?: string; 'connect-timeout'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: joinNegativeValues(argv, flags), options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
     return usageError(io, argvProblem(error, flags, argv));
   }

@@ -11,7 +11,7 @@ import { type CliIO, processIO, waitForSignal, write } from '../io.js';
 import { tlsReason } from '../caller/tls-reason.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
-import { argvProblem, misuse } from '../usage.js';
+import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 import { type StatusAnswer, statusText } from './status-text.js';
 
 // eslint-disable-next-line no-control-regex -- a server's text must not carry terminal escapes to the terminal
@@ -112,7 +112,7 @@ function fetchSnapshot(url: URL, token: string, timeoutMs: number): Promise<Stat
 export async function statusCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
   let values: { server?: string; token?: string; json?: boolean; watch?: boolean; interval?: string; 'connect-timeout'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: joinNegativeValues(argv, flags), options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
     return usageError(io, argvProblem(error, flags, argv));
   }

@@ -10,7 +10,7 @@ import { mcpFailure } from '../caller/failure.js';
 import { DEFAULT_CONNECT_TIMEOUT_MS, type McpSession, connectMcp } from '../caller/mcp.js';
 import { mcpUrl } from '../caller/url.js';
 import { msProblem, parseMs } from '../ms.js';
-import { argvProblem, misuse } from '../usage.js';
+import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 import { printable } from '../terminal-text.js';
 
 /** An MCP tool definition as `tools/list` gives it (only the fields this command reads are typed). */
@@ -86,7 +86,7 @@ function toolsPage(result: unknown): { tools: Tool[]; nextCursor: string | undef
 export async function toolsCommand(argv: string[], io: CliIO = processIO()): Promise<number> {
   let values: { server?: string; token?: string; json?: boolean; 'connect-timeout'?: string; help?: boolean };
   try {
-    ({ values } = parseArgs({ args: argv, options: flags, allowPositionals: false, strict: true }));
+    ({ values } = parseArgs({ args: joinNegativeValues(argv, flags), options: flags, allowPositionals: false, strict: true }));
   } catch (error) {
     return usageError(io, argvProblem(error, flags, argv));
   }

@@ -18,6 +18,10 @@ import pTimeout from 'p-timeout';
 import { WebSocket } from 'ws';
 import { type CloseInfo, type HostSocketHandlers, type HostSocketOptions, MAX_REASON_BYTES } from './host-socket-options.js';
 import { unmaskedIsSafe, zeroMask } from './masking.js';
+import { displayUrl } from './refusal.js';
+
+/** The message of the error `ws` emits when its `handshakeTimeout` passes with no upgrade answer. */
+const HANDSHAKE_TIMED_OUT = 'Opening handshake has timed out';
 
 /**
  * The server is presumed dead after `2 × heartbeatMs + min(heartbeatMs, 1000)` ms without a ping
@@ -76,6 +80,12 @@ export class HostSocket {
     });
     const ws = this.#ws;
     ws.on('error', (error) => {
+      // ws says only "Opening handshake has timed out": name the server and the bound, as the other dial failures do.
+      if (error.message === HANDSHAKE_TIMED_OUT) {
+        error = new Error(
+          `the server ${displayUrl(options.url)} did not answer the WebSocket upgrade within ${options.welcomeTimeoutMs} ms (is that address a toolwire server?)`,
+        );
+      }
       this.#error ??= error;
     });
     this.#closed = new Promise((resolve) => {

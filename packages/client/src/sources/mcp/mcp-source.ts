@@ -60,6 +60,8 @@ interface Live extends McpConnection {
   isDown: boolean;
   /** Why a Streamable HTTP server's connection was taken down ({@link McpSource.#lost}), if it was. */
   lostReason?: string;
+  /** It did not start and toolwire stopped it (its SIGTERM is then toolwire's, not a death to report). */
+  startFailed?: boolean;
   /** A listing after `tools/list_changed` runs; `relist`: another change came meanwhile, list once more after it. */
   listing?: boolean;
   relist?: boolean;
@@ -209,10 +211,15 @@ export class McpSource implements ToolSource {
       await this.#list(up, timeout, true);
     } catch (error) {
       if (up.isDown || this.#closed) return;
-      o.logger.error(
-        { server: o.name, err: error instanceof Error ? error.message : String(error) },
-        `toolwire: MCP server ${o.name} did not start: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      // The SDK's timeout says only "Request timed out": name the request and the setting that bounds it.
+      const why =
+        error instanceof sdk.McpError && error.code === (sdk.ErrorCode.RequestTimeout as number)
+          ? `no answer to ${up.calls === undefined ? 'initialize' : 'tools/list'} within ${timeout} ms (startup_timeout_ms)`
+          : error instanceof Error
+            ? error.message
+            : String(error);
+      o.logger.error({ server: o.name, err: why }, `toolwire: MCP server ${o.name} did not start: ${why}`);
+      up.startFailed = true;
       await this.#stop(up);
       return;
     }
@@ -337,20 +344,25 @@ export class McpSource implements ToolSource {
 
   #downReason(live: Live): string {
     const name = this.#o.name;
-    if (!(live.transport instanceof StdioServerTransport)) return live.lostReason ?? `MCP server ${name} closed its connection`;
-    const { exit, cut } = live.transport;
-    if (exit === undefined && cut === undefined) return `MCP server ${name} closed its connection`;
-    const how =
-      cut === 'unread'
-        ? `did not read its stdin (over ${2 * (this.#o.config.maxMessageBytes ?? McpDefaults.maxMessageBytes)} bytes waited) and was stopped`
-        : cut !== undefined
-          ? `closed its ${cut} and was stopped`
-          : exit!.error !== undefined
-            ? `could not start: ${exit!.error.message}`
-            : exit!.signal !== null
-              ? `was killed by ${exit!.signal}`
-              : `exited with code ${exit!.code}`;
-    const tail = (exit?.stderr ?? live.transport.stderr).trim().split('\n').pop();
+    const stdio = live.transport instanceof StdioServerTransport ? live.transport : undefined;
+    const { exit, cut } = stdio ?? {};
+    let how: string;
+    // After a failed start the SIGTERM (or SIGKILL) is toolwire's own: not reported as the server's death.
+    if (live.startFailed === true) how = 'was stopped by toolwire (it did not start)';
+    else if (stdio === undefined) return live.lostReason ?? `MCP server ${name} closed its connection`;
+    else if (exit === undefined && cut === undefined) return `MCP server ${name} closed its connection`;
+    else
+      how =
+        cut === 'unread'
+          ? `did not read its stdin (over ${2 * (this.#o.config.maxMessageBytes ?? McpDefaults.maxMessageBytes)} bytes waited) and was stopped`
+          : cut !== undefined
+            ? `closed its ${cut} and was stopped`
+            : exit!.error !== undefined
+              ? `could not start: ${exit!.error.message}`
+              : exit!.signal !== null
+                ? `was killed by ${exit!.signal}`
+                : `exited with code ${exit!.code}`;
+    const tail = stdio !== undefined ? (exit?.stderr ?? stdio.stderr).trim().split('\n').pop() : undefined;
     return `MCP server ${name} ${how}${tail ? ` (stderr: ${tail.slice(0, 200)})` : ''}`;
   }
 }

@@ -12,7 +12,9 @@ import type { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelc
 import type { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type {
   CallToolResultSchema,
+  ErrorCode,
   JSONRPCMessageSchema,
+  McpError,
   PaginatedResultSchema,
   ToolListChangedNotificationSchema,
   ToolSchema,
@@ -32,6 +34,9 @@ export interface McpClientSdk {
   ToolSchema: typeof ToolSchema;
   CallToolResultSchema: typeof CallToolResultSchema;
   ToolListChangedNotificationSchema: typeof ToolListChangedNotificationSchema;
+  /** What a request rejects with for a JSON-RPC error, and its codes (`RequestTimeout`: no answer within its timeout). */
+  McpError: typeof McpError;
+  ErrorCode: typeof ErrorCode;
 }
 
 async function importSdk(): Promise<McpClientSdk> {
@@ -51,6 +56,8 @@ async function importSdk(): Promise<McpClientSdk> {
     ToolSchema: types.ToolSchema,
     CallToolResultSchema: types.CallToolResultSchema,
     ToolListChangedNotificationSchema: types.ToolListChangedNotificationSchema,
+    McpError: types.McpError,
+    ErrorCode: types.ErrorCode,
   };
 }
 
