@@ -82,6 +82,26 @@ describe('--version and --help', () => {
 });
 
 describe('misuse: one line naming the problem, the usage line, and where the options are', () => {
+  it('serve and host quote at most 80 characters of a bad --log-level, --log-format or --metrics-listen, escaped', async () => {
+    const long = `\u001b[2J${'x'.repeat(100_000)}`;
+    for (const flag of ['--log-level', '--log-format', '--metrics-listen']) {
+      const errs: string[] = [];
+      for (const run of [
+        (t: ReturnType<typeof io>) => serveCommand([flag, long], { stdout: new PassThrough(), stderr: t.stderr, env: { TOOLWIRE_HOME: sandbox.home } }),
+        (t: ReturnType<typeof io>) => hostCommand(['--manifest', 'm.json', flag, long], t),
+      ]) {
+        const t = io();
+        expect(await run(t), flag).toBe(64);
+        errs.push(t.err().split('\n')[0]!);
+      }
+      for (const line of errs) {
+        expect(line, flag).toContain(flag);
+        expect(line.length, flag).toBeLessThan(300);
+        expect(line, flag).not.toContain('\u001b[');
+      }
+    }
+  });
+
   it('call without NAME', async () => {
     const t = io();
     expect(await callCommand([], t)).toBe(64);

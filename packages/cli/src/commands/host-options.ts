@@ -23,7 +23,7 @@ import { readPemFile } from '../pem-file.js';
 import { TokenFileError } from '../token-file.js';
 import { argvProblem, joinNegativeValues, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
-import { ConfigError, parseListen } from './listen.js';
+import { metricsAddressOf } from './listen.js';
 import { runnableTools } from './host-reload.js';
 import { printable, quotedArg } from '../terminal-text.js';
 
@@ -194,13 +194,8 @@ export async function prepareHost(argv: string[], io: CliIO, deps: HostCommandDe
   }
   const logFormat = logFormatOf(values['log-format'], process.stderr);
   if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${quotedArg(values['log-format'])}`);
-  let metricsAddress: { host: string; port: number } | undefined;
-  try {
-    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
-    throw error;
-  }
+  const metricsAddress = metricsAddressOf(values['metrics-listen']);
+  if (typeof metricsAddress === 'string') return usageError(metricsAddress);
   const envMode = values.env ?? 'inherit';
   if (envMode !== 'inherit' && envMode !== 'passthrough') return usageError(`--env must be inherit or passthrough, got ${quotedArg(envMode)}`);
   const limits: LimitOptions = {};

@@ -23,3 +23,17 @@ export function parseListen(value: string): { host: string; port: number } {
   if (!match || port > 65535) throw new ConfigError(`--listen must be HOST:PORT (port 0-65535), got ${quotedArg(value)}`);
   return { host: (match[1] ?? match[2])!, port };
 }
+
+/**
+ * `--metrics-listen`'s value (`serve`, `host`): its address, `undefined` when the flag was not
+ * given, or the usage problem to print (a string, naming the flag).
+ */
+export function metricsAddressOf(value: string | undefined): { host: string; port: number } | undefined | string {
+  if (value === undefined) return undefined;
+  try {
+    return parseListen(value);
+  } catch (error) {
+    if (error instanceof ConfigError) return `--metrics-listen: ${error.message}`;
+    throw error;
+  }
+}

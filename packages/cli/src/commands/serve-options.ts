@@ -14,6 +14,8 @@ import { embeddedCredentials, mergeCredentials } from './serve-state.js';
 import { pino } from 'pino';
 import { type CallerCredential, type HostCredential, type ServerTls, ToolwireServer, type ToolwireServerOptions } from '@toolwire/server';
 import { ConfigError, DEFAULT_LISTEN, type ServeConfig, loadConfig, parseListen } from './serve-config.js';
+import { metricsAddressOf } from './listen.js';
+import { quotedArg } from '../terminal-text.js';
 import { argvProblem, misuse } from '../usage.js';
 import { LOG_FORMATS, logDestination, logFormatOf } from '../log-format.js';
 
@@ -116,16 +118,11 @@ export async function prepareServe(argv: string[], io: ServeIo): Promise<Prepare
     return ExitCode.OK;
   }
   const level = values['log-level'];
-  if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got "${level}"`);
+  if (!LEVELS.has(level)) return usageError(`--log-level must be one of ${[...LEVELS].join(', ')}, got ${quotedArg(level)}`);
   const logFormat = logFormatOf(values['log-format'], stderr);
-  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got "${values['log-format']}"`);
-  let metricsAddress: { host: string; port: number } | undefined;
-  try {
-    if (values['metrics-listen'] !== undefined) metricsAddress = parseListen(values['metrics-listen']);
-  } catch (error) {
-    if (error instanceof ConfigError) return usageError(`--metrics-listen: ${error.message}`);
-    throw error;
-  }
+  if (logFormat === undefined) return usageError(`--log-format must be one of ${LOG_FORMATS.join(', ')}, got ${quotedArg(values['log-format'])}`);
+  const metricsAddress = metricsAddressOf(values['metrics-listen']);
+  if (typeof metricsAddress === 'string') return usageError(metricsAddress);
 
   if ((values['tls-cert'] === undefined) !== (values['tls-key'] === undefined)) return usageError('--tls-cert and --tls-key go together');
 
