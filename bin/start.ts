@@ -40,6 +40,26 @@ function toolwire(args: string[], stdio: 'pipe' | 'inherit', stderr: 'pipe' | 'i
 let stopping = false;
 /** Where the connection that replaced the local host came from, from the server's log. */
 let replacedBy: string | undefined;
+/** Told when {@link replacedBy} is set. */
+let onReplacedBy: (() => void) | undefined;
+/**
+ * How long a replaced host's exit waits for the server's "host replaced" log line, ms: the server
+ * writes its log lines a few ms late (held to be written together), and the host may exit first.
+ */
+const REPLACED_LINE_WAIT_MS = 2_000;
+
+/** Resolves once {@link replacedBy} is known, or after {@link REPLACED_LINE_WAIT_MS}. */
+function replacedByKnown(): Promise<void> {
+  if (replacedBy !== undefined) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, REPLACED_LINE_WAIT_MS);
+    timer.unref(); // never holds the script open after a stop
+    onReplacedBy = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+}
 
 function stopAll(signal: NodeJS.Signals): void {
   stopping = true;
@@ -59,7 +79,10 @@ createInterface({ input: server.stderr! }).on('line', (line) => {
   if (!line.includes('host replaced')) return;
   try {
     const entry = JSON.parse(line) as { host?: unknown; remote?: unknown };
-    if (entry.host === 'local' && typeof entry.remote === 'string') replacedBy = entry.remote;
+    if (entry.host === 'local' && typeof entry.remote === 'string') {
+      replacedBy = entry.remote;
+      onReplacedBy?.();
+    }
   } catch {
     // not a log line of ours
   }
@@ -74,7 +97,9 @@ createInterface({ input: server.stdout! }).on('line', (line) => {
     hostStarted = true;
     const host = toolwire(['host', '--manifest', manifest, '--root', root], 'inherit');
     hostExit = once(host, 'exit') as Promise<Exit>;
-    void hostExit.then(([code, signal]) => {
+    void hostExit.then(async ([code, signal]) => {
+      if (stopping) return;
+      if (code === REPLACED_EXIT) await replacedByKnown();
       if (stopping) return;
       // The host ended by itself (replaced, an error, or killed: `kill -9` gives no exit code): say
       // what happened and keep the server serving the hosts that remain.
